@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+// The installed `svc` command: runs the TypeScript CLI through tsx (DESIGN: run by tsx).
+import { register } from 'tsx/esm/api'
+register()
+const { main } = await import('../hub/cli/main.ts')
+process.exitCode = await main(process.argv.slice(2))

@@ -1,0 +1,42 @@
+// Shared CLI plumbing: one error type for user mistakes (printed without a stack trace),
+// and the exit codes every command uses.
+export const EXIT_OK = 0
+/** The thing checked was wrong (invalid SOP, failed verification…). */
+export const EXIT_FAIL = 1
+/** The command line itself was wrong. */
+export const EXIT_USAGE = 2
+
+/** A mistake by the user: printed as one line on stderr, no stack trace. */
+export class UserError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT_FAIL,
+  ) {
+    super(message)
+    this.name = 'UserError'
+  }
+}
+
+export class UsageError extends UserError {
+  constructor(message: string) {
+    super(message, EXIT_USAGE)
+    this.name = 'UsageError'
+  }
+}
+
+export interface CliIo {
+  out(text: string): void
+  err(text: string): void
+  env: NodeJS.ProcessEnv
+  cwd: string
+}
+
+export const processIo: CliIo = {
+  out: (text) => void process.stdout.write(text.endsWith('\n') ? text : text + '\n'),
+  err: (text) => void process.stderr.write(text.endsWith('\n') ? text : text + '\n'),
+  env: process.env,
+  cwd: process.cwd(),
+}
+
+/** A command group: `svc <group> …`. Returns the exit code. */
+export type Command = (argv: string[], io: CliIo) => Promise<number>

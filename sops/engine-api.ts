@@ -1,0 +1,32 @@
+// The boundary between what starts runs (trigger router, CLI, tools) and the SOP engine.
+// The hub composes an Engine; triggers only ever call `trigger`.
+import type { Json, TriggerType } from './types.ts'
+
+export interface TriggerEvent {
+  /** Which kind of trigger fired, and a human-readable source (`boards/vend1/coin`, `cron`, a webhook path…). */
+  type: TriggerType
+  source: string
+  /** The payload: text as received (board text, MQTT payload) or a JSON value (webhook body, manual). */
+  payload: string | Json
+  /** Epoch ms when the trigger fired. */
+  at: number
+}
+
+export type AdmissionOutcome =
+  | 'started'
+  | 'deferred' // parallel, no slot free: kept durably, runs when a slot frees
+  | 'held' // hold: kept durably until no run of this SOP is active or parked
+  | 'coalesced' // folded into the run in flight (recorded on it)
+  | 'dropped' // drop policy, no slot free
+  | 'cooldown' // inside cooldown_secs after the last finished run
+
+export interface AdmissionDecision {
+  outcome: AdmissionOutcome
+  /** The run started, or the run it was coalesced into. */
+  runId?: string
+  reason: string
+}
+
+export interface Engine {
+  trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision>
+}

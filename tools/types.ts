@@ -1,0 +1,32 @@
+// What every tool a SOP step may call looks like. Tools are one file each under tools/, declare
+// a typebox schema for their arguments, and receive their I/O (broker, boards, stores, chain)
+// as injected ports so the same tool runs against real services in tests.
+import type { TSchema } from 'typebox'
+import type { Json } from '../sops/types.ts'
+
+export interface ToolContext {
+  runId: string
+  sop: string
+  step: number
+  /** 0-based index of the call within the step. */
+  call: number
+  /**
+   * Stable across retries of a run after a crash/restart: `${runId}:${step}:${call}`.
+   * Tools with an effect that must happen once (chain_attest) key on it, so that re-running
+   * a step whose effect was already durable returns the stored result instead of repeating it.
+   */
+  idempotencyKey: string
+  signal: AbortSignal
+}
+
+export type ToolResult = { ok: true; output: Json } | { ok: false; error: string }
+
+export interface Tool {
+  name: string
+  description: string
+  /** typebox schema of `args`; the engine checks args against it before `run`. */
+  schema: TSchema
+  run(args: Json, ctx: ToolContext): Promise<ToolResult>
+}
+
+export type ToolRegistry = ReadonlyMap<string, Tool>
