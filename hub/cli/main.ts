@@ -9,6 +9,14 @@ interface Group {
 
 const GROUPS: Record<string, Group> = {
   sop: { summary: 'list, validate, show, graph, run SOPs; pending/approve/deny/logs on the hub', load: () => import('./sop.ts') },
+  hub: { summary: 'run the hub daemon (broker, bridge, triggers, engine)', load: () => import('./hub.ts') },
+  board: { summary: 'simulate a board on a pseudo-terminal or the mock binding', load: () => import('./board.ts') },
+  chain: { summary: 'start a local chain with the registries deployed (chain dev)', load: () => import('./chain.ts') },
+  attest: { summary: 'attested lines: status, export, sync, verify-line', load: () => import('./attest.ts') },
+  attestor: { summary: 'run the attestor service alone', load: () => import('./attestor.ts') },
+  market: { summary: 'run the marketplace server', load: () => import('./market.ts') },
+  listing: { summary: 'create, sync and show listings of attested lines', load: () => import('./listing.ts') },
+  key: { summary: 'store the device bearer key', load: () => import('./key.ts') },
 }
 
 export function help(): string {
