@@ -1,0 +1,97 @@
+// Deploys the two registries and sets up an agent: register, verified wallet, operator.
+// Each function takes clients (viem style) so the same code deploys to anvil or Monad testnet.
+import { type Address, type Hex, decodeEventLog } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { identityRegistryAbi, validationRegistryAbi } from './abi.ts'
+import { CHAIN_ID } from './anvil.ts'
+import type { SvcPublicClient, SvcWalletClient } from './clients.ts'
+import { compileContracts } from './compile.ts'
+
+export interface Registries {
+  identityRegistry: Address
+  validationRegistry: Address
+}
+
+async function mined(pub: SvcPublicClient, hash: Hex, what: string) {
+  const r = await pub.waitForTransactionReceipt({ hash })
+  if (r.status !== 'success') throw new Error(`${what}: transaction ${hash} reverted`)
+  return r
+}
+
+export async function deployRegistries(wallet: SvcWalletClient, pub: SvcPublicClient): Promise<Registries> {
+  const a = await compileContracts()
+  const idHash = await wallet.deployContract({ abi: identityRegistryAbi, bytecode: a.IdentityRegistry.bytecode })
+  const idR = await mined(pub, idHash, 'deploy IdentityRegistry')
+  if (!idR.contractAddress) throw new Error('deploy IdentityRegistry: no contract address')
+  const vHash = await wallet.deployContract({
+    abi: validationRegistryAbi,
+    bytecode: a.ValidationRegistry.bytecode,
+    args: [idR.contractAddress],
+  })
+  const vR = await mined(pub, vHash, 'deploy ValidationRegistry')
+  if (!vR.contractAddress) throw new Error('deploy ValidationRegistry: no contract address')
+  return { identityRegistry: idR.contractAddress, validationRegistry: vR.contractAddress }
+}
+
+/** ERC-8004 `register(agentURI)`; returns the new agent id from the Registered event. */
+export async function registerAgent(wallet: SvcWalletClient, pub: SvcPublicClient, identityRegistry: Address, agentURI: string): Promise<bigint> {
+  const hash = await wallet.writeContract({ address: identityRegistry, abi: identityRegistryAbi, functionName: 'register', args: [agentURI] })
+  const r = await mined(pub, hash, 'register agent')
+  for (const log of r.logs) {
+    if (log.address.toLowerCase() !== identityRegistry.toLowerCase()) continue
+    try {
+      const ev = decodeEventLog({ abi: identityRegistryAbi, data: log.data, topics: log.topics })
+      if (ev.eventName === 'Registered') return ev.args.agentId
+    } catch {
+      // another event of the registry
+    }
+  }
+  throw new Error('register agent: no Registered event')
+}
+
+/**
+ * ERC-8004 `setAgentWallet`: the owner (wallet) sends it, the new wallet proves control by
+ * signing the EIP-712 AgentWalletSet message (domain "ERC8004IdentityRegistry", version "1").
+ */
+export async function setAgentWallet(
+  ownerWallet: SvcWalletClient,
+  pub: SvcPublicClient,
+  identityRegistry: Address,
+  agentId: bigint,
+  newWalletKey: Hex,
+): Promise<void> {
+  const newWallet = privateKeyToAccount(newWalletKey)
+  const block = await pub.getBlock()
+  const deadline = block.timestamp + 120n
+  const signature = await newWallet.signTypedData({
+    domain: { name: 'ERC8004IdentityRegistry', version: '1', chainId: CHAIN_ID, verifyingContract: identityRegistry },
+    types: {
+      AgentWalletSet: [
+        { name: 'agentId', type: 'uint256' },
+        { name: 'newWallet', type: 'address' },
+        { name: 'owner', type: 'address' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
+    primaryType: 'AgentWalletSet',
+    message: { agentId, newWallet: newWallet.address, owner: ownerWallet.account.address, deadline },
+  })
+  const hash = await ownerWallet.writeContract({
+    address: identityRegistry,
+    abi: identityRegistryAbi,
+    functionName: 'setAgentWallet',
+    args: [agentId, newWallet.address, deadline, signature],
+  })
+  await mined(pub, hash, 'setAgentWallet')
+}
+
+/** ERC-721 `setApprovalForAll`: lets `operator` (the device) send validation requests for the owner's agents. */
+export async function approveOperator(ownerWallet: SvcWalletClient, pub: SvcPublicClient, identityRegistry: Address, operator: Address): Promise<void> {
+  const hash = await ownerWallet.writeContract({
+    address: identityRegistry,
+    abi: identityRegistryAbi,
+    functionName: 'setApprovalForAll',
+    args: [operator, true],
+  })
+  await mined(pub, hash, 'setApprovalForAll')
+}

@@ -1,0 +1,68 @@
+// A development chain in one call: anvil on a free loopback port, both registries deployed,
+// a demo agent (id 0) owned by the `owner` dev account, the `device` account as its verified
+// wallet and approved operator. Used by `svc chain dev` and by every test that needs a chain.
+import type { Address } from 'viem'
+import { type DevAccounts, devAccounts } from './accounts.ts'
+import { CHAIN_ID, startAnvil } from './anvil.ts'
+import type { ChainInfo } from './chain-file.ts'
+import { publicClientFor, walletClientFor } from './clients.ts'
+import { approveOperator, deployRegistries, registerAgent, setAgentWallet } from './deploy.ts'
+
+export interface DevChain {
+  rpcUrl: string
+  chainId: typeof CHAIN_ID
+  identityRegistry: Address
+  validationRegistry: Address
+  /** Decimal string ("0"), as in the chain file and the manifest. */
+  agentId: string
+  accounts: DevAccounts
+  /** anvil's pid (stop() kills it). */
+  pid: number
+  /** The chain file contents for this chain (attestor = the `attestor` dev account). */
+  info: ChainInfo
+  stop(): Promise<void>
+}
+
+export interface DevChainOptions {
+  port?: number
+  host?: string
+  agentURI?: string
+}
+
+export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChain> {
+  const anvil = await startAnvil({ ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) })
+  try {
+    const accounts = devAccounts()
+    const pub = publicClientFor(anvil.rpcUrl)
+    const deployer = walletClientFor(anvil.rpcUrl, accounts.deployer.privateKey)
+    const owner = walletClientFor(anvil.rpcUrl, accounts.owner.privateKey)
+    const regs = await deployRegistries(deployer, pub)
+    const agent = await registerAgent(owner, pub, regs.identityRegistry, opts.agentURI ?? 'svc://agents/demo')
+    await setAgentWallet(owner, pub, regs.identityRegistry, agent, accounts.device.privateKey)
+    await approveOperator(owner, pub, regs.identityRegistry, accounts.device.address)
+    const info: ChainInfo = {
+      version: 1,
+      rpcUrl: anvil.rpcUrl,
+      chainId: CHAIN_ID,
+      identityRegistry: regs.identityRegistry,
+      validationRegistry: regs.validationRegistry,
+      agentId: agent.toString(),
+      attestorAddress: accounts.attestor.address,
+      accounts,
+    }
+    return {
+      rpcUrl: anvil.rpcUrl,
+      chainId: CHAIN_ID,
+      identityRegistry: regs.identityRegistry,
+      validationRegistry: regs.validationRegistry,
+      agentId: info.agentId,
+      accounts,
+      pid: anvil.pid,
+      info,
+      stop: anvil.stop,
+    }
+  } catch (err) {
+    await anvil.stop()
+    throw err
+  }
+}
