@@ -1,0 +1,133 @@
+// Cron triggers: five-field expressions scheduled with node-schedule in the configured
+// timezone. Missed runs (hub off, or asleep, at a scheduled time) follow one rule: on start, a
+// schedule whose latest due time since it last fired was missed gets ONE catch-up run, sent
+// with `catchUp: true` and the missed time, however many times it was missed. A schedule seen
+// for the first time is not caught up. The last fire time of each (SOP, expression) is kept in
+// a small JSON file, written atomically.
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import schedule from 'node-schedule'
+import { CronExpressionParser } from 'cron-parser'
+import type { Log } from '../daemon/log.ts'
+import type { Firer } from './fire.ts'
+import type { TriggerPlan } from './plan.ts'
+
+export interface CronOptions {
+  timezone: string
+  /** Give a missed schedule one catch-up run at start (default true). */
+  catchUp: boolean
+  /** JSON file holding the last fire time per schedule; undefined = no catch-up memory. */
+  statePath?: string
+  now?: () => number
+}
+
+type CronState = Record<string, number>
+
+export function cronKey(sop: string, expression: string): string {
+  return `${sop}\u0000${expression.trim()}`
+}
+
+/** The latest scheduled time in (after, now], or null. Pure. */
+export function missedSince(expression: string, timezone: string, after: number, now: number): number | null {
+  const it = CronExpressionParser.parse(expression, { currentDate: new Date(now), tz: timezone })
+  const prev = it.prev().getTime()
+  return prev > after ? prev : null
+}
+
+export interface CronSource {
+  setPlan(plan: TriggerPlan): Promise<void>
+  stop(): Promise<void>
+  /** Fire one schedule now, as node-schedule would (tests). */
+  fireNow(sop: string, expression: string): Promise<void>
+}
+
+async function readState(path: string | undefined, log: Log): Promise<CronState> {
+  if (!path) return {}
+  try {
+    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'))
+    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
+      const out: CronState = {}
+      for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) out[k] = v
+      return out
+    }
+    log.warn({ path }, 'cron state file is not an object; starting without catch-up memory')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ path, err: String(err) }, 'cron state file unreadable; starting without catch-up memory')
+  }
+  return {}
+}
+
+export async function createCronSource(firer: Firer, log: Log, opts: CronOptions): Promise<CronSource> {
+  const now = opts.now ?? Date.now
+  const state = await readState(opts.statePath, log)
+  const jobs = new Map<string, schedule.Job>()
+  let writing: Promise<void> = Promise.resolve()
+
+  const save = (): Promise<void> => {
+    const path = opts.statePath
+    if (!path) return Promise.resolve()
+    // Serialised, and written to a temp file then renamed, so a crash never leaves half a file.
+    writing = writing.then(async () => {
+      await writeFile(`${path}.tmp`, JSON.stringify(state), 'utf8')
+      await rename(`${path}.tmp`, path)
+    }).catch((err: unknown) => log.error({ path, err: String(err) }, 'could not save cron state'))
+    return writing
+  }
+
+  const run = async (sop: string, expression: string, scheduled: number, catchUp: boolean): Promise<void> => {
+    state[cronKey(sop, expression)] = Math.max(scheduled, now())
+    await save()
+    await firer.fire(sop, {
+      type: 'cron',
+      source: catchUp ? `cron ${expression} (catch-up)` : `cron ${expression}`,
+      payload: { expression, scheduled: new Date(scheduled).toISOString(), catchUp },
+      at: now(),
+    })
+  }
+
+  const setPlan = async (plan: TriggerPlan): Promise<void> => {
+    const wanted = new Map(plan.cron.map((c) => [cronKey(c.sop, c.trigger.expression), c]))
+    for (const [key, job] of jobs) {
+      if (!wanted.has(key)) {
+        job.cancel()
+        jobs.delete(key)
+      }
+    }
+    const t = now()
+    for (const [key, c] of wanted) {
+      if (jobs.has(key)) continue
+      const expression = c.trigger.expression.trim()
+      const job = schedule.scheduleJob({ rule: expression, tz: opts.timezone }, (fireDate: Date) => {
+        run(c.sop, expression, fireDate.getTime(), false).catch((err: unknown) => log.error({ sop: c.sop, err: String(err) }, 'cron run failed'))
+      })
+      if (!job) {
+        log.error({ sop: c.sop, expression, file: c.trigger.origin.file, line: c.trigger.origin.line }, 'cron schedule has no future time; skipped')
+        continue
+      }
+      jobs.set(key, job)
+      const last = state[key]
+      if (last === undefined) {
+        // First sight of this schedule: remember now, so only later misses are caught up.
+        state[key] = t
+        await save()
+      } else if (opts.catchUp) {
+        const missed = missedSince(expression, opts.timezone, last, t)
+        if (missed !== null) {
+          log.info({ sop: c.sop, expression, missed: new Date(missed).toISOString() }, 'cron schedule missed while the hub was off: one catch-up run')
+          await run(c.sop, expression, missed, true)
+        }
+      }
+    }
+  }
+
+  return {
+    setPlan,
+    async stop() {
+      for (const job of jobs.values()) job.cancel()
+      jobs.clear()
+      await writing
+    },
+    async fireNow(sop, expression) {
+      await run(sop, expression.trim(), now(), false)
+    },
+  }
+}

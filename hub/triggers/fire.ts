@@ -1,0 +1,46 @@
+// The one way a trigger source starts a run: check the condition, then hand the event to the
+// engine. Whatever the engine or a condition throws is logged and reported as a value, so a
+// bad payload or a failing SOP never takes the source (or the hub) down.
+import type { AdmissionDecision, Engine, TriggerEvent } from '../../sops/engine-api.ts'
+import type { Json } from '../../sops/types.ts'
+import type { Log } from '../daemon/log.ts'
+
+/** `sops/conditions.ts` `matches`: payload is the raw text (the `$` form JSON-parses it). */
+export type ConditionMatcher = (condition: string, payload: string) => boolean
+
+export type FireResult = { ok: true; decision: AdmissionDecision } | { ok: false; error: string }
+
+export interface Firer {
+  /** Condition check; never throws (a condition that cannot be evaluated does not match). */
+  matches(condition: string, payload: string): boolean
+  fire(sop: string, event: TriggerEvent): Promise<FireResult>
+}
+
+export function payloadText(payload: string | Json): string {
+  return typeof payload === 'string' ? payload : JSON.stringify(payload)
+}
+
+export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log): Firer {
+  return {
+    matches(condition, payload) {
+      if (condition.trim() === '') return true
+      try {
+        return matcher(condition, payload)
+      } catch (err) {
+        log.warn({ condition, err: String(err) }, 'condition could not be evaluated; treated as no match')
+        return false
+      }
+    },
+    async fire(sop, event) {
+      try {
+        const decision = await engine.trigger(sop, event)
+        log.info({ sop, trigger: event.type, source: event.source, outcome: decision.outcome, runId: decision.runId }, 'trigger admitted')
+        return { ok: true, decision }
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err)
+        log.error({ sop, trigger: event.type, source: event.source, err: error }, 'engine refused the trigger')
+        return { ok: false, error }
+      }
+    },
+  }
+}

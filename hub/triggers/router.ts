@@ -1,0 +1,111 @@
+// The trigger router: builds the plan from the loaded SOPs and runs one source per trigger
+// kind (MQTT for peripheral + mqtt, cron, webhook gateway, filesystem, channel, manual; amqp is
+// inert with a warning). Every source reaches the engine through the same Firer. Sources only
+// read the plan, so `setSops` swaps it in one place.
+import type { FastifyInstance } from 'fastify'
+import type { MqttClient } from 'mqtt'
+import type { Engine } from '../../sops/engine-api.ts'
+import type { Json, Sop } from '../../sops/types.ts'
+import type { Log } from '../daemon/log.ts'
+import { amqpWarnings } from './amqp.ts'
+import { type ChannelPostResult, postToChannel, registerChannelRoute } from './channel.ts'
+import { type CronOptions, type CronSource, createCronSource } from './cron.ts'
+import { type ConditionMatcher, type FireResult, createFirer } from './fire.ts'
+import { type FilesystemOptions, type FilesystemSource, createFilesystemSource } from './filesystem.ts'
+import { type MessageSource, createMessageSource } from './mqtt.ts'
+import { type TriggerPlan, buildPlan } from './plan.ts'
+import { type WebhookGateway, type WebhookOptions, startWebhookGateway } from './webhook.ts'
+
+export interface RouterOptions {
+  engine: Engine
+  matches: ConditionMatcher
+  log: Log
+  /** A connected client; without one, peripheral and mqtt triggers are inert (warned). */
+  mqtt?: MqttClient
+  cron: CronOptions
+  /** Without it, no webhook gateway is started (webhook triggers warned as inert). */
+  webhook?: WebhookOptions
+  filesystem: FilesystemOptions
+  now?: () => number
+}
+
+export interface TriggerRouter {
+  plan(): TriggerPlan
+  setSops(sops: readonly Sop[]): Promise<void>
+  /** Offer an MQTT message as if received (bench, tests). */
+  handleMessage(topic: string, payload: Buffer | string): Promise<FireResult[]>
+  /** Manual trigger (`sop_execute`, `svc sop run`): any loaded SOP may be started by hand. */
+  manual(sop: string, payload: string | Json, source?: string): Promise<FireResult>
+  channel(name: string, payload: string | Json): Promise<ChannelPostResult>
+  /** Adds `POST /channels/:name` to the local API. */
+  registerRoutes(app: FastifyInstance): void
+  webhookUrl: string | null
+  stop(): Promise<void>
+}
+
+export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptions): Promise<TriggerRouter> {
+  const { log } = opts
+  const now = opts.now ?? Date.now
+  const firer = createFirer(opts.engine, opts.matches, log)
+  let plan = buildPlan(sops)
+
+  const report = (p: TriggerPlan): void => {
+    for (const d of [...p.problems, ...amqpWarnings(p)]) {
+      const line = `${d.file}:${d.line}: ${d.message}`
+      if (d.severity === 'error') log.error({ file: d.file, line: d.line }, `trigger skipped: ${line}`)
+      else log.warn({ file: d.file, line: d.line }, line)
+    }
+    if (!opts.mqtt && (p.peripheral.length > 0 || p.mqtt.length > 0)) log.warn('no MQTT connection: peripheral and mqtt triggers are inert')
+    if (!opts.webhook && p.webhook.size > 0) log.warn({ paths: [...p.webhook.keys()] }, 'webhook gateway disabled: webhook triggers are inert')
+  }
+  report(plan)
+
+  const messages: MessageSource | undefined = opts.mqtt ? createMessageSource(opts.mqtt, firer, log, plan) : undefined
+  const cron: CronSource = await createCronSource(firer, log, { ...opts.cron, now })
+  const fs: FilesystemSource = createFilesystemSource(firer, log, { ...opts.filesystem, now })
+  const stops: (() => Promise<void>)[] = []
+  try {
+    await messages?.setPlan(plan)
+    await cron.setPlan(plan)
+    await fs.setPlan(plan)
+  } catch (err) {
+    await Promise.allSettled([messages?.stop(), cron.stop(), fs.stop()])
+    throw err
+  }
+  let webhook: WebhookGateway | undefined
+  if (opts.webhook) {
+    try {
+      webhook = await startWebhookGateway(firer, log, { ...opts.webhook, now }, plan)
+    } catch (err) {
+      await Promise.allSettled([messages?.stop(), cron.stop(), fs.stop()])
+      throw err
+    }
+  }
+  stops.push(async () => webhook?.stop(), async () => fs.stop(), async () => cron.stop(), async () => messages?.stop())
+
+  return {
+    plan: () => plan,
+    async setSops(next) {
+      plan = buildPlan(next)
+      report(plan)
+      webhook?.setPlan(plan)
+      await messages?.setPlan(plan)
+      await cron.setPlan(plan)
+      await fs.setPlan(plan)
+    },
+    async handleMessage(topic, payload) {
+      if (!messages) return []
+      return messages.handle(topic, payload, now())
+    },
+    async manual(sop, payload, source = 'manual') {
+      if (!plan.sops.has(sop)) return { ok: false, error: `no SOP named "${sop}" is loaded` }
+      return firer.fire(sop, { type: 'manual', source, payload, at: now() })
+    },
+    channel: (name, payload) => postToChannel(plan, firer, name, payload, now()),
+    registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
+    webhookUrl: webhook?.url ?? null,
+    async stop() {
+      for (const stop of stops) await stop().catch((err: unknown) => log.error({ err: String(err) }, 'trigger source did not stop cleanly'))
+    },
+  }
+}
