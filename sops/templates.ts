@@ -1,0 +1,136 @@
+// `{{steps.N.path}}` and `{{calls.K.path}}` in the arguments of planned calls (SOP-NOTES: Templates).
+// Pure. The validator uses `scanTemplates` to check references; the engine uses `resolveArgs`
+// when the step runs, so template text never reaches a tool.
+import type { Json } from './types.ts'
+
+export interface TemplateRef {
+  /** `steps`: output of step `index` (1-based); `calls`: call `index` of the same step (0-based). */
+  kind: 'steps' | 'calls'
+  index: number
+  path: string[]
+  /** The template as written, braces included. */
+  raw: string
+}
+
+const VALID = /^\{\{\s*(steps|calls)\.(\d+)((?:\.[^.\s{}]+)*)\s*\}\}$/
+// Anything in double braces that starts with `steps`/`calls`: a candidate template. Other
+// `{{…}}` text is left alone (it may be meant for the tool, e.g. a message template).
+const CANDIDATE = /\{\{\s*(?:steps|calls)\b[^{}]*\}\}/g
+
+function parseOne(raw: string): TemplateRef | undefined {
+  const m = VALID.exec(raw)
+  if (!m) return undefined
+  const path = (m[3] ?? '').split('.').slice(1)
+  return { kind: m[1] as 'steps' | 'calls', index: Number(m[2]), path, raw }
+}
+
+export interface TemplateScan {
+  refs: TemplateRef[]
+  /** Candidates that look like templates but cannot be parsed (`{{steps.x}}`, `{{calls}}`). */
+  malformed: string[]
+}
+
+function eachString(args: Json, visit: (s: string) => void): void {
+  if (typeof args === 'string') visit(args)
+  else if (Array.isArray(args)) for (const v of args) eachString(v, visit)
+  else if (args !== null && typeof args === 'object') for (const v of Object.values(args)) eachString(v, visit)
+}
+
+export function scanTemplates(args: Json): TemplateScan {
+  const refs: TemplateRef[] = []
+  const malformed: string[] = []
+  eachString(args, (s) => {
+    for (const m of s.matchAll(CANDIDATE)) {
+      const ref = parseOne(m[0])
+      if (ref) refs.push(ref)
+      else malformed.push(m[0])
+    }
+  })
+  return { refs, malformed }
+}
+
+/** Every well-formed template in the string values of `args` (keys are never templated). */
+export function parseTemplates(args: Json): TemplateRef[] {
+  return scanTemplates(args).refs
+}
+
+export interface TemplateScope {
+  /** Output of each completed step, by 1-based step number. */
+  steps: Readonly<Record<number, Json>>
+  /** Outputs of the earlier calls of the running step, 0-based. */
+  calls: readonly Json[]
+}
+
+type Lookup = { ok: true; value: Json } | { ok: false; error: string }
+
+function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
+  let base: Json | undefined
+  if (ref.kind === 'steps') {
+    if (!Object.prototype.hasOwnProperty.call(scope.steps, ref.index)) {
+      return { ok: false, error: `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)` }
+    }
+    base = scope.steps[ref.index]
+  } else {
+    if (ref.index >= scope.calls.length) {
+      return { ok: false, error: `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)` }
+    }
+    base = scope.calls[ref.index]
+  }
+  let cur: Json | undefined = base
+  for (let i = 0; i < ref.path.length; i++) {
+    const seg = ref.path[i] as string
+    if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)]
+    else if (cur !== null && typeof cur === 'object' && !Array.isArray(cur) && Object.prototype.hasOwnProperty.call(cur, seg)) cur = cur[seg]
+    else cur = undefined
+    if (cur === undefined) {
+      const where = ref.path.slice(0, i + 1).join('.')
+      return { ok: false, error: `${ref.raw}: no "${where}" in the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}` }
+    }
+  }
+  return { ok: true, value: cur === undefined ? null : cur }
+}
+
+function resolveString(s: string, scope: TemplateScope): Lookup {
+  const whole = parseOne(s)
+  // An argument that is exactly one template keeps the referenced JSON type.
+  if (whole) return lookup(whole, scope)
+  let error: string | undefined
+  const text = s.replace(CANDIDATE, (raw) => {
+    if (error) return raw
+    const ref = parseOne(raw)
+    if (!ref) {
+      error = `${raw}: malformed template (expected {{steps.N.path}} or {{calls.K.path}})`
+      return raw
+    }
+    const found = lookup(ref, scope)
+    if (!found.ok) {
+      error = found.error
+      return raw
+    }
+    return typeof found.value === 'string' ? found.value : JSON.stringify(found.value)
+  })
+  return error ? { ok: false, error } : { ok: true, value: text }
+}
+
+export function resolveArgs(args: Json, scope: TemplateScope): { ok: true; value: Json } | { ok: false; error: string } {
+  if (typeof args === 'string') return resolveString(args, scope)
+  if (Array.isArray(args)) {
+    const out: Json[] = []
+    for (const v of args) {
+      const r = resolveArgs(v, scope)
+      if (!r.ok) return r
+      out.push(r.value)
+    }
+    return { ok: true, value: out }
+  }
+  if (args !== null && typeof args === 'object') {
+    const out: { [key: string]: Json } = {}
+    for (const [k, v] of Object.entries(args)) {
+      const r = resolveArgs(v, scope)
+      if (!r.ok) return r
+      out[k] = r.value
+    }
+    return { ok: true, value: out }
+  }
+  return { ok: true, value: args }
+}

@@ -1,0 +1,62 @@
+import t from 'tap'
+import fc from 'fast-check'
+import { parseTemplates, resolveArgs, scanTemplates } from '../../sops/templates.ts'
+
+t.test('parseTemplates finds every reference in string values', async (t) => {
+  const refs = parseTemplates({ a: '{{steps.1.slot}}', b: ['x {{ calls.0 }} y {{steps.2.items.0.id}}'], c: 3, '{{steps.9}}': 'key ignored' })
+  t.same(
+    refs.map((r) => [r.kind, r.index, r.path]),
+    [
+      ['steps', 1, ['slot']],
+      ['calls', 0, []],
+      ['steps', 2, ['items', '0', 'id']],
+    ],
+  )
+  t.same(scanTemplates({ a: '{{steps.x}} {{calls}} {{other.thing}}' }).malformed, ['{{steps.x}}', '{{calls}}'])
+})
+
+t.test('a whole-string template keeps the JSON type; mixed text interpolates', async (t) => {
+  const scope = { steps: { 1: { slot: 'A1', n: 2, ok: true, list: [1, 2] } }, calls: [{ id: 7 }] }
+  const r = resolveArgs({ slot: '{{steps.1.slot}}', n: '{{steps.1.n}}', ok: '{{steps.1.ok}}', list: '{{steps.1.list}}', msg: 'slot {{steps.1.slot}} x{{steps.1.n}} {{steps.1.list}}', id: '{{calls.0.id}}', keep: [1, null, 'plain {{other}}'] }, scope)
+  t.ok(r.ok)
+  if (r.ok) t.same(r.value, { slot: 'A1', n: 2, ok: true, list: [1, 2], msg: 'slot A1 x2 [1,2]', id: 7, keep: [1, null, 'plain {{other}}'] })
+})
+
+t.test('unresolvable references are errors naming the reference', async (t) => {
+  const scope = { steps: { 1: { a: 1 } }, calls: [] }
+  const cases: Array<[string, RegExp]> = [
+    ['{{steps.2.a}}', /\{\{steps\.2\.a\}\}: step 2 has no output/],
+    ['x {{steps.1.b}}', /\{\{steps\.1\.b\}\}: no "b"/],
+    ['{{calls.0}}', /call 0 has not run/],
+    ['{{steps.1.a.deep}}', /no "a\.deep"/],
+    ['{{steps.one}}', /malformed template/],
+  ]
+  for (const [s, re] of cases) {
+    const r = resolveArgs({ v: s }, scope)
+    t.equal(r.ok, false, s)
+    if (!r.ok) t.match(r.error, re, s)
+  }
+})
+
+t.test('property: args without templates resolve to themselves', async (t) => {
+  fc.assert(
+    fc.property(fc.jsonValue(), (v) => {
+      const json = JSON.parse(JSON.stringify(v))
+      if (JSON.stringify(json).includes('{{')) return true
+      const r = resolveArgs(json, { steps: {}, calls: [] })
+      return r.ok && JSON.stringify(r.value) === JSON.stringify(json)
+    }),
+  )
+  t.pass('identity held')
+})
+
+t.test('property: a whole-string template returns exactly the referenced value', async (t) => {
+  fc.assert(
+    fc.property(fc.jsonValue(), (v) => {
+      const json = JSON.parse(JSON.stringify(v))
+      const r = resolveArgs({ x: '{{steps.3}}' }, { steps: { 3: json }, calls: [] })
+      return r.ok && JSON.stringify((r.value as { x: unknown }).x) === JSON.stringify(json)
+    }),
+  )
+  t.pass('held')
+})
