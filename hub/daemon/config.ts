@@ -1,0 +1,267 @@
+// hub.toml: parsed with smol-toml, checked with typebox, every error naming the field
+// (`broker.port: must be <= 65535`). Every field has a default, so the hub runs with no file at
+// all; relative paths in a file resolve against the file's folder.
+import { readFile } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
+import { parse as parseToml, TomlError } from 'smol-toml'
+import { Type, type Static } from 'typebox'
+import Value from 'typebox/value'
+import { svcPaths } from '../paths.ts'
+import { NAME_PATTERN } from '../../bridge/codec/messages.ts'
+
+const Port = Type.Integer({ minimum: 0, maximum: 65535 })
+const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
+
+const BoardSchema = Type.Object(
+  {
+    name: Type.String({ pattern: NAME_PATTERN }),
+    port: Type.String({ minLength: 1 }),
+    baud: Type.Optional(Type.Integer({ minimum: 50, maximum: 4_000_000 })),
+    line_cap: Type.Optional(Type.Integer({ minimum: 16, maximum: 1_048_576 })),
+    heartbeat_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+    kind: Type.Optional(Type.String({ minLength: 1 })),
+    profile: Type.Optional(Type.String({ minLength: 1 })),
+    simulate: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
+
+/** The file's shape (snake_case, everything optional). */
+export const HubTomlSchema = Type.Object(
+  {
+    hub: Type.Optional(
+      Type.Object(
+        {
+          sops_dir: Type.Optional(Type.String({ minLength: 1 })),
+          data_dir: Type.Optional(Type.String({ minLength: 1 })),
+          log_level: Type.Optional(LogLevel),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    broker: Type.Optional(
+      Type.Object(
+        {
+          url: Type.Optional(Type.String({ pattern: '^(mqtts?|wss?|tcp|tls)://' })),
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          port: Type.Optional(Port),
+          ws_port: Type.Optional(Port),
+          username: Type.Optional(Type.String()),
+          password: Type.Optional(Type.String()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    api: Type.Optional(Type.Object({ port: Type.Optional(Port) }, { additionalProperties: false })),
+    webhook: Type.Optional(
+      Type.Object(
+        {
+          enabled: Type.Optional(Type.Boolean()),
+          host: Type.Optional(Type.String({ minLength: 1 })),
+          port: Type.Optional(Port),
+          body_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    cron: Type.Optional(
+      Type.Object(
+        { timezone: Type.Optional(Type.String({ minLength: 1 })), catch_up: Type.Optional(Type.Boolean()) },
+        { additionalProperties: false },
+      ),
+    ),
+    filesystem: Type.Optional(
+      Type.Object({ debounce_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })) }, { additionalProperties: false }),
+    ),
+    tools: Type.Optional(
+      Type.Object(
+        {
+          http_request: Type.Optional(Type.Boolean()),
+          http_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+          board_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    boards: Type.Optional(Type.Array(BoardSchema)),
+    // Free-form seams for parts that land later (attestation, agent): kept, passed on unchecked.
+    chain: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    agent: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+  },
+  { additionalProperties: false },
+)
+export type HubToml = Static<typeof HubTomlSchema>
+
+export interface BoardEntry {
+  name: string
+  port: string
+  baud?: number
+  lineCap?: number
+  heartbeatMs?: number
+  kind?: string
+  profile?: string
+  simulate?: boolean
+}
+
+export interface HubConfig {
+  /** The file read, or null when running on defaults. */
+  file: string | null
+  sopsDir: string
+  dataDir: string
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  broker: { url: string | null; host: string; port: number; wsPort: number | null; username?: string; password?: string }
+  api: { port: number }
+  webhook: { enabled: boolean; host: string; port: number; bodyLimit: number }
+  cron: { timezone: string; catchUp: boolean }
+  filesystem: { debounceMs: number }
+  tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
+  boards: BoardEntry[]
+  chain: Record<string, unknown> | null
+  agent: Record<string, unknown> | null
+}
+
+export const DEFAULTS = {
+  brokerHost: '127.0.0.1',
+  brokerPort: 1883,
+  apiPort: 8786,
+  webhookHost: '127.0.0.1',
+  webhookPort: 8787,
+  webhookBodyLimit: 64 * 1024,
+  debounceMs: 200,
+  httpTimeoutMs: 10_000,
+  boardTimeoutMs: 5_000,
+} as const
+
+export type ConfigResult = { ok: true; config: HubConfig } | { ok: false; error: string }
+
+function systemTimezone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+}
+
+function timezoneError(tz: string): string | null {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz })
+    return null
+  } catch {
+    return `unknown timezone "${tz}" (use an IANA name such as "UTC" or "Europe/Berlin")`
+  }
+}
+
+function fieldName(instancePath: string): string {
+  const parts = instancePath.split('/').filter((p) => p !== '')
+  return parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('') || '(top level)'
+}
+
+/** Type errors as `field: message` lines (unknown fields named as such). */
+export function schemaErrors(value: unknown): string[] {
+  const out: string[] = []
+  for (const e of Value.Errors(HubTomlSchema, value)) {
+    if (e.keyword === 'boolean') continue // reported once by its additionalProperties parent
+    if (e.keyword === 'additionalProperties') {
+      const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? []
+      const at = fieldName(e.instancePath)
+      for (const key of extra) out.push(`${at === '(top level)' ? key : `${at}.${key}`}: unknown field`)
+      continue
+    }
+    if (e.keyword === 'anyOf' && e.instancePath.endsWith('log_level')) {
+      out.push(`${fieldName(e.instancePath)}: must be one of fatal, error, warn, info, debug, trace, silent`)
+      continue
+    }
+    if (e.keyword === 'const') continue // union members; the anyOf line above says it
+    out.push(`${fieldName(e.instancePath)}: ${e.message}`)
+  }
+  return [...new Set(out)]
+}
+
+/** Check a parsed TOML document and fill in every default. Pure apart from reading `env`. */
+export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.ProcessEnv = process.env): ConfigResult {
+  const where = file ?? 'hub.toml'
+  const errors = schemaErrors(doc)
+  if (errors.length > 0) return { ok: false, error: `${where}: ${errors.join('; ')}` }
+  const t = doc as HubToml
+  const base = file ? dirname(file) : process.cwd()
+  const path = (p: string | undefined, fallback: string): string => (p === undefined ? fallback : isAbsolute(p) ? p : resolve(base, p))
+  const paths = svcPaths(env)
+  const timezone = t.cron?.timezone ?? systemTimezone()
+  const tzErr = timezoneError(timezone)
+  if (tzErr) return { ok: false, error: `${where}: cron.timezone: ${tzErr}` }
+  const names = new Set<string>()
+  for (const [i, b] of (t.boards ?? []).entries()) {
+    if (names.has(b.name)) return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
+    names.add(b.name)
+  }
+  const url = t.broker?.url ?? null
+  return {
+    ok: true,
+    config: {
+      file,
+      sopsDir: path(t.hub?.sops_dir, paths.sops),
+      dataDir: path(t.hub?.data_dir, paths.data),
+      logLevel: (t.hub?.log_level as HubConfig['logLevel'] | undefined) ?? 'info',
+      broker: {
+        url,
+        host: t.broker?.host ?? DEFAULTS.brokerHost,
+        port: t.broker?.port ?? DEFAULTS.brokerPort,
+        wsPort: t.broker?.ws_port ?? null,
+        ...(t.broker?.username !== undefined ? { username: t.broker.username } : {}),
+        ...(t.broker?.password !== undefined ? { password: t.broker.password } : {}),
+      },
+      api: { port: t.api?.port ?? DEFAULTS.apiPort },
+      webhook: {
+        enabled: t.webhook?.enabled ?? true,
+        host: t.webhook?.host ?? DEFAULTS.webhookHost,
+        port: t.webhook?.port ?? DEFAULTS.webhookPort,
+        bodyLimit: t.webhook?.body_limit ?? DEFAULTS.webhookBodyLimit,
+      },
+      cron: { timezone, catchUp: t.cron?.catch_up ?? true },
+      filesystem: { debounceMs: t.filesystem?.debounce_ms ?? DEFAULTS.debounceMs },
+      tools: {
+        httpRequest: t.tools?.http_request ?? true,
+        httpTimeoutMs: t.tools?.http_timeout_ms ?? DEFAULTS.httpTimeoutMs,
+        boardTimeoutMs: t.tools?.board_timeout_ms ?? DEFAULTS.boardTimeoutMs,
+      },
+      boards: (t.boards ?? []).map((b) => ({
+        name: b.name,
+        port: b.port,
+        ...(b.baud !== undefined ? { baud: b.baud } : {}),
+        ...(b.line_cap !== undefined ? { lineCap: b.line_cap } : {}),
+        ...(b.heartbeat_ms !== undefined ? { heartbeatMs: b.heartbeat_ms } : {}),
+        ...(b.kind !== undefined ? { kind: b.kind } : {}),
+        ...(b.profile !== undefined ? { profile: b.profile } : {}),
+        ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
+      })),
+      chain: t.chain ?? null,
+      agent: t.agent ?? null,
+    },
+  }
+}
+
+export function parseConfig(text: string, file: string | null, env: NodeJS.ProcessEnv = process.env): ConfigResult {
+  let doc: unknown
+  try {
+    doc = parseToml(text)
+  } catch (err) {
+    const where = file ?? 'hub.toml'
+    if (err instanceof TomlError) return { ok: false, error: `${where}:${err.line}:${err.column}: ${err.message.split('\n')[0]}` }
+    return { ok: false, error: `${where}: ${err instanceof Error ? err.message : String(err)}` }
+  }
+  return resolveConfig(doc, file, env)
+}
+
+/**
+ * `--config PATH` must exist; without it, `<SVC_HOME>/hub.toml` is read when present, else the
+ * defaults apply.
+ */
+export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<ConfigResult> {
+  const file = path ?? join(svcPaths(env).home, 'hub.toml')
+  if (path === undefined && !existsSync(file)) return resolveConfig({}, null, env)
+  let text: string
+  try {
+    text = await readFile(file, 'utf8')
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    return { ok: false, error: code === 'ENOENT' ? `config file ${file} does not exist` : `cannot read config file ${file}: ${String(err)}` }
+  }
+  return parseConfig(text, resolve(file), env)
+}

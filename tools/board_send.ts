@@ -1,0 +1,46 @@
+// board_send: send one command to a board through the bridge and wait for its answer (the
+// reply with the same id, DESIGN: board line protocol). The bridge is injected as a port.
+import { Type, type Static } from 'typebox'
+import type { Json } from '../sops/types.ts'
+import type { Tool, ToolResult } from './types.ts'
+
+export const BoardSendArgs = Type.Object(
+  {
+    board: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'board name from hub.toml' }),
+    cmd: Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$', description: 'command name the board understands' }),
+    args: Type.Optional(Type.Unknown({ description: 'command arguments (JSON)' })),
+    timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+  },
+  { additionalProperties: false },
+)
+export type BoardSendArgs = Static<typeof BoardSendArgs>
+
+/** What the bridge answers: the board's reply (`ok`, `result`, `error`). */
+export interface BoardAnswer {
+  ok: boolean
+  result?: Json
+  error?: string
+}
+
+export interface BoardPort {
+  send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<BoardAnswer>
+}
+
+export function createBoardSend(boards: BoardPort, defaults: { timeoutMs: number }): Tool {
+  return {
+    name: 'board_send',
+    description: 'Send a command to a board and wait for its reply. Output: the reply\'s result.',
+    schema: BoardSendArgs,
+    async run(raw, ctx): Promise<ToolResult> {
+      const args = raw as unknown as BoardSendArgs
+      if (ctx.signal.aborted) return { ok: false, error: 'board_send: cancelled' }
+      try {
+        const answer = await boards.send(args.board, args.cmd, (args.args ?? {}) as Json, { timeoutMs: args.timeout_ms ?? defaults.timeoutMs })
+        if (!answer.ok) return { ok: false, error: `board ${args.board} answered ${args.cmd} with an error: ${answer.error ?? 'no reason given'}` }
+        return { ok: true, output: answer.result ?? null }
+      } catch (err) {
+        return { ok: false, error: `board_send ${args.board} ${args.cmd}: ${err instanceof Error ? err.message : String(err)}` }
+      }
+    },
+  }
+}

@@ -1,0 +1,49 @@
+// mqtt_publish: publish one message on the hub's broker (embedded or external). The client is
+// injected as a port: the same tool publishes through whatever the hub connected to.
+import { Type, type Static } from 'typebox'
+import type { Tool, ToolResult } from './types.ts'
+
+export const MqttPublishArgs = Type.Object(
+  {
+    topic: Type.String({ minLength: 1, maxLength: 1024 }),
+    /** A string is sent as is; any other JSON value is sent as its JSON text. */
+    payload: Type.Unknown(),
+    qos: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1), Type.Literal(2)])),
+    retain: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
+export type MqttPublishArgs = Static<typeof MqttPublishArgs>
+
+export const MAX_PUBLISH_BYTES = 256 * 1024
+
+/** MQTT-4.7.1-1: wildcards belong to subscriptions; a PUBLISH topic must not contain them. */
+function topicError(topic: string): string | null {
+  if (topic.includes('+') || topic.includes('#')) return `topic "${topic}" contains a wildcard ("+" or "#"); wildcards are only for subscriptions`
+  if (topic.includes('\u0000')) return 'topic contains a NUL character'
+  return null
+}
+
+export type PublishPort = (topic: string, payload: string, opts: { qos: 0 | 1 | 2; retain: boolean }) => Promise<void>
+
+export function createMqttPublish(publish: PublishPort): Tool {
+  return {
+    name: 'mqtt_publish',
+    description: 'Publish a message to an MQTT topic on the hub broker. Output: { topic, bytes }.',
+    schema: MqttPublishArgs,
+    async run(raw): Promise<ToolResult> {
+      const args = raw as unknown as MqttPublishArgs
+      const bad = topicError(args.topic)
+      if (bad) return { ok: false, error: `mqtt_publish: ${bad}` }
+      const text = typeof args.payload === 'string' ? args.payload : JSON.stringify(args.payload ?? null)
+      const bytes = Buffer.byteLength(text)
+      if (bytes > MAX_PUBLISH_BYTES) return { ok: false, error: `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}` }
+      try {
+        await publish(args.topic, text, { qos: args.qos ?? 1, retain: args.retain ?? false })
+        return { ok: true, output: { topic: args.topic, bytes } }
+      } catch (err) {
+        return { ok: false, error: `mqtt_publish ${args.topic}: ${err instanceof Error ? err.message : String(err)}` }
+      }
+    },
+  }
+}

@@ -1,0 +1,42 @@
+// wait: pause a run for a while (debounce a machine, let a motor settle). Cancelling the run
+// ends the wait at once.
+import { Type, type Static } from 'typebox'
+import type { Tool, ToolResult } from './types.ts'
+
+export const MAX_WAIT_MS = 24 * 60 * 60 * 1000
+
+export const WaitArgs = Type.Object(
+  {
+    ms: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WAIT_MS })),
+    seconds: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_WAIT_MS / 1000 })),
+  },
+  { additionalProperties: false },
+)
+export type WaitArgs = Static<typeof WaitArgs>
+
+export function createWait(): Tool {
+  return {
+    name: 'wait',
+    description: 'Wait for `ms` milliseconds or `seconds` seconds (exactly one). Output: { waited_ms }.',
+    schema: WaitArgs,
+    run(raw, ctx): Promise<ToolResult> {
+      const args = raw as unknown as WaitArgs
+      if ((args.ms === undefined) === (args.seconds === undefined)) {
+        return Promise.resolve({ ok: false, error: 'wait: give exactly one of "ms" or "seconds"' })
+      }
+      const ms = args.ms ?? Math.round((args.seconds ?? 0) * 1000)
+      if (ctx.signal.aborted) return Promise.resolve({ ok: false, error: 'wait: cancelled' })
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          ctx.signal.removeEventListener('abort', onAbort)
+          resolve({ ok: true, output: { waited_ms: ms } })
+        }, ms)
+        const onAbort = (): void => {
+          clearTimeout(timer)
+          resolve({ ok: false, error: 'wait: cancelled' })
+        }
+        ctx.signal.addEventListener('abort', onAbort, { once: true })
+      })
+    },
+  }
+}
