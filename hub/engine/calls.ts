@@ -1,0 +1,67 @@
+// Running a step's tool calls (issue 3, calls and data): allow/deny lists, template resolution,
+// schema checks, then the tool. Every refusal names the step, the call and the reason; template
+// text never reaches a tool (SOP-NOTES: templates).
+import { resolveArgs } from '../../sops/templates.ts'
+import type { Json, Step } from '../../sops/types.ts'
+import type { Tool, ToolRegistry, ToolResult } from '../../tools/types.ts'
+import { schemaProblem } from './contracts.ts'
+
+export interface CallScope {
+  runId: string
+  sop: string
+  step: Step
+  /** Outputs of completed steps by number. */
+  steps: Record<number, Json>
+  signal: AbortSignal
+}
+
+/** Null when `step` may call `tool`, else why not. */
+export function toolRefusal(step: Step, tool: string): string | null {
+  if (step.denyTools.includes(tool)) return `tool "${tool}" is denied by deny-tools`
+  if (step.allowTools !== undefined && !step.allowTools.includes(tool)) {
+    return `tool "${tool}" is not in allow-tools (${step.allowTools.join(', ') || 'empty'})`
+  }
+  return null
+}
+
+/** One checked call: refusal, unknown tool, schema, then run (a throwing tool is a failure, not a crash). */
+export async function callTool(tools: ToolRegistry, scope: CallScope, index: number, name: string, args: Json): Promise<ToolResult> {
+  const refused = toolRefusal(scope.step, name)
+  if (refused) return { ok: false, error: refused }
+  const tool: Tool | undefined = tools.get(name)
+  if (!tool) return { ok: false, error: `no tool named "${name}"` }
+  const bad = schemaProblem(tool.schema as object, args)
+  if (bad) return { ok: false, error: `arguments for ${name} do not match its schema: ${bad}` }
+  try {
+    return await tool.run(args, {
+      runId: scope.runId,
+      sop: scope.sop,
+      step: scope.step.number,
+      call: index,
+      idempotencyKey: `${scope.runId}:${scope.step.number}:${index}`,
+      signal: scope.signal,
+    })
+  } catch (err) {
+    return { ok: false, error: `${name} threw: ${err instanceof Error ? err.message : String(err)}` }
+  }
+}
+
+export type CallsOutcome = { ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }
+
+/** Runs the planned calls in order; the step output is the last call's output. */
+export async function runPlannedCalls(tools: ToolRegistry, scope: CallScope): Promise<CallsOutcome> {
+  const outputs: Json[] = []
+  const step = scope.step
+  for (let k = 0; k < step.calls.length; k++) {
+    const call = step.calls[k]!
+    const where = `call ${k} (${call.tool})`
+    const refused = toolRefusal(step, call.tool)
+    if (refused) return { ok: false, error: `${where}: ${refused}`, calls: outputs }
+    const args = resolveArgs(call.args, { steps: scope.steps, calls: outputs })
+    if (!args.ok) return { ok: false, error: `${where}: ${args.error}`, calls: outputs }
+    const r = await callTool(tools, scope, k, call.tool, args.value)
+    if (!r.ok) return { ok: false, error: `${where}: ${r.error}`, calls: outputs }
+    outputs.push(r.output)
+  }
+  return { ok: true, output: outputs.length > 0 ? outputs[outputs.length - 1]! : null, calls: outputs }
+}

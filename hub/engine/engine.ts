@@ -1,0 +1,604 @@
+// The SOP runtime (issue 3): admission, the step loop, approvals, durable records, restart.
+// The pure rules live in sops/run/ (states, gates, routing, admission, decisions); this file
+// sequences them against the store, the tools and the agent.
+import { randomUUID } from 'node:crypto'
+import { type Condition, evaluate, parseCondition } from '../../sops/conditions.ts'
+import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
+import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
+import { planDecisions } from '../../sops/run/decisions.ts'
+import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
+import { type LogEntry, type RunRecord, type StepRecord, appendLog, newRun, payloadAsInput } from '../../sops/run/record.ts'
+import {
+  type GuardContext,
+  MAX_VISITS,
+  type Route,
+  firstStep,
+  routeAfterComplete,
+  routeAfterFailure,
+  routeAfterSkip,
+  skipReason,
+  stepByNumber,
+} from '../../sops/run/routing.ts'
+import { holdsSlot, isFinished, isParked, type RunEvent, transition } from '../../sops/run/states.ts'
+import type { Json, Sop, Step } from '../../sops/types.ts'
+import type { ToolRegistry } from '../../tools/types.ts'
+import type { AgentAdapter } from '../agent/types.ts'
+import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
+import { contractProblem } from './contracts.ts'
+import type { BatchOp } from './group-commit.ts'
+import { type AdmissionRecord, EngineStore, type KeptTrigger } from './store.ts'
+import type { ApproveOptions, EngineLog, EngineOptions, HubEngine, RunFilter, RunResult, RunSummary } from './types.ts'
+
+const silent: EngineLog = { info() {}, warn() {}, error() {} }
+
+function summary(run: RunRecord): RunSummary {
+  return {
+    id: run.id,
+    sop: run.sop,
+    state: run.state,
+    current: run.current,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    ...(run.finishedAt !== undefined ? { finishedAt: run.finishedAt } : {}),
+    ...(run.gate ? { gate: run.gate } : {}),
+    ...(run.error !== undefined ? { error: run.error } : {}),
+  }
+}
+
+export class Engine implements HubEngine {
+  private sops = new Map<string, Sop>()
+  /** Unfinished runs (active and parked); finished ones live only in the store. */
+  private live = new Map<string, RunRecord>()
+  /** The SOP object each live run started with: a reload does not change a run mid-flight. */
+  private runSop = new Map<string, Sop>()
+  private kept = new Map<string, KeptTrigger[]>()
+  private lastFinished = new Map<string, number>()
+  private executing = new Set<Promise<void>>()
+  private aborts = new Map<string, AbortController>()
+  private timers = new Map<string, NodeJS.Timeout>()
+  private conditions = new Map<string, Condition | null>()
+  private closed = false
+  private readonly now: () => number
+  private readonly log: EngineLog
+
+  private constructor(
+    private readonly store: EngineStore,
+    private readonly tools: ToolRegistry,
+    private readonly agent: AgentAdapter | undefined,
+    opts: EngineOptions,
+  ) {
+    this.now = opts.now ?? Date.now
+    this.log = opts.log ?? silent
+    this.setSops(opts.sops)
+  }
+
+  static async create(opts: EngineOptions): Promise<Engine> {
+    const store = await EngineStore.open(opts.dbPath)
+    const engine = new Engine(store, opts.tools, opts.agent, opts)
+    await engine.recover()
+    return engine
+  }
+
+  // ---- conditions -------------------------------------------------------------------------
+
+  private parsed(src: string): Condition | null {
+    let c = this.conditions.get(src)
+    if (c === undefined) {
+      const p = parseCondition(src)
+      c = p.ok ? p.condition : null
+      if (this.conditions.size < 10_000) this.conditions.set(src, c)
+    }
+    return c
+  }
+
+  private readonly evalCond = (src: string, payload: Json): boolean => {
+    const c = this.parsed(src)
+    return c !== null && evaluate(c, payload)
+  }
+
+  private isCondition(src: string): boolean {
+    return src.trim() !== '' && this.parsed(src) !== null
+  }
+
+  // ---- bookkeeping ------------------------------------------------------------------------
+
+  private note(run: RunRecord, step: number, level: LogEntry['level'], msg: string): void {
+    appendLog(run, { at: this.now(), step, level, msg })
+    this.log[level]({ run: run.id, sop: run.sop, step }, msg)
+  }
+
+  private move(run: RunRecord, event: RunEvent): void {
+    const t = transition(run.state, event)
+    // A refused transition is a bug in the engine, never something a caller can cause.
+    if (!t.ok) throw new Error(`run ${run.id}: ${t.error}`)
+    run.state = t.state
+    run.updatedAt = this.now()
+  }
+
+  private view(sop: string) {
+    let active = 0
+    let parked = 0
+    for (const r of this.live.values()) {
+      if (r.sop !== sop) continue
+      if (holdsSlot(r.state)) active++
+      else if (isParked(r.state)) parked++
+    }
+    const last = this.lastFinished.get(sop)
+    return { active, parked, now: this.now(), ...(last !== undefined ? { lastFinishedAt: last } : {}) }
+  }
+
+  private admissionOp(sop: string, event: TriggerEvent, d: AdmissionDecision): BatchOp {
+    const rec: AdmissionRecord = { sop, at: this.now(), source: event.source, ...d }
+    return this.store.admissionOp(rec)
+  }
+
+  private spawn(run: RunRecord): void {
+    const p = this.drive(run).catch((err: unknown) => {
+      this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
+    })
+    this.executing.add(p)
+    void p.finally(() => this.executing.delete(p))
+  }
+
+  // ---- admission --------------------------------------------------------------------------
+
+  async trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
+    if (this.closed) return { outcome: 'dropped', reason: 'the engine is closed' }
+    const bad = badEvent(event)
+    if (bad) return { outcome: 'dropped', reason: `bad trigger event: ${bad}` }
+    const sop = this.sops.get(sopName)
+    if (!sop) {
+      const d: AdmissionDecision = { outcome: 'dropped', reason: `no SOP named "${sopName}" is loaded` }
+      await this.store.write([this.admissionOp(sopName, event, d)])
+      return d
+    }
+    const verdict: AdmissionVerdict = admit(sop, this.view(sop.name))
+    switch (verdict.outcome) {
+      case 'started': {
+        const run = this.createRun(sop, event, 'started')
+        const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: verdict.reason }
+        await this.store.write([this.store.runOp(run), this.admissionOp(sop.name, event, d)])
+        if (!this.closed) this.spawn(run)
+        return d
+      }
+      case 'deferred':
+      case 'held': {
+        const kept: KeptTrigger = { key: this.store.newKeptKey(this.now()), sop: sop.name, kind: verdict.outcome, event, reason: verdict.reason, at: this.now() }
+        this.keptFor(sop.name).push(kept)
+        const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
+        await this.store.write([this.store.keptOp(kept), this.admissionOp(sop.name, event, d)])
+        return d
+      }
+      case 'coalesced': {
+        const into = [...this.live.values()].filter((r) => r.sop === sop.name && holdsSlot(r.state)).pop()
+        if (!into) return { outcome: 'dropped', reason: 'coalesce: no run in flight to fold into' }
+        into.coalesced.push(event)
+        this.note(into, 0, 'info', `coalesced a ${event.type} trigger from ${event.source}`)
+        const d: AdmissionDecision = { outcome: 'coalesced', runId: into.id, reason: verdict.reason }
+        await this.store.write([this.store.runOp(into), this.admissionOp(sop.name, event, d)])
+        return d
+      }
+      default: {
+        const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
+        await this.store.write([this.admissionOp(sop.name, event, d)])
+        return d
+      }
+    }
+  }
+
+  private keptFor(sop: string): KeptTrigger[] {
+    let q = this.kept.get(sop)
+    if (!q) this.kept.set(sop, (q = []))
+    return q
+  }
+
+  private createRun(sop: Sop, event: TriggerEvent, admission: RunRecord['admission']): RunRecord {
+    const first = firstStep(sop)
+    const run = newRun({
+      id: randomUUID(),
+      sop: sop.name,
+      mode: sop.executionMode,
+      trigger: event,
+      first: first.kind === 'step' ? first.step : null,
+      now: this.now(),
+      admission,
+    })
+    if (first.kind === 'step') this.enter(run, first.step)
+    this.live.set(run.id, run)
+    this.runSop.set(run.id, sop)
+    return run
+  }
+
+  /** Starts kept triggers that may run now (a slot freed, a run finished, a cooldown ended). */
+  private release(sopName: string): void {
+    if (this.closed) return
+    const sop = this.sops.get(sopName)
+    const q = this.kept.get(sopName)
+    if (!sop || !q || q.length === 0) return
+    while (q.length > 0) {
+      const head = q[0]!
+      const view = this.view(sopName)
+      if (!mayRelease(sop, head.kind, view)) {
+        const left = cooldownLeft(sop, view)
+        if (left > 0 && !this.timers.has(sopName)) {
+          const t = setTimeout(() => {
+            this.timers.delete(sopName)
+            this.release(sopName)
+          }, left + 1)
+          t.unref()
+          this.timers.set(sopName, t)
+        }
+        return
+      }
+      q.shift()
+      const run = this.createRun(sop, head.event, 'started')
+      const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: `released: was ${head.kind} (${head.reason})` }
+      this.note(run, 0, 'info', d.reason)
+      const write = this.store.write([this.store.unkeepOp(head.key), this.store.runOp(run), this.admissionOp(sopName, head.event, d)])
+      const p = write.then(() => (this.closed ? undefined : this.drive(run))).catch((err: unknown) => {
+        this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
+      })
+      this.executing.add(p)
+      void p.finally(() => this.executing.delete(p))
+    }
+  }
+
+  // ---- the step loop ----------------------------------------------------------------------
+
+  /** Routing reached step n: count the visit and reset its attempt (SOP-NOTES: 256-visit cap). */
+  private enter(run: RunRecord, n: number): void {
+    const prev = run.steps[n]
+    const rec: StepRecord = { number: n, status: 'running', visits: (prev?.visits ?? 0) + 1, attempts: 0, calls: [] }
+    run.steps[n] = rec
+    run.current = n
+    run.passedGates = run.passedGates.filter((g) => g !== n)
+  }
+
+  private guardContext(run: RunRecord): GuardContext {
+    const steps: Record<string, Json> = {}
+    for (const [k, s] of Object.entries(run.steps)) if (s.status === 'completed' && s.output !== undefined) steps[k] = s.output
+    return { steps, trigger: payloadAsInput(run.trigger.payload), decisions: run.decisions }
+  }
+
+  private stepOutputs(run: RunRecord): Record<number, Json> {
+    const out: Record<number, Json> = {}
+    for (const [k, s] of Object.entries(run.steps)) if (s.status === 'completed' && s.output !== undefined) out[Number(k)] = s.output
+    return out
+  }
+
+  private async persist(run: RunRecord, extra: BatchOp[] = []): Promise<void> {
+    run.updatedAt = this.now()
+    await this.store.write([this.store.runOp(run), ...extra])
+  }
+
+  private async finish(run: RunRecord, how: 'end' | 'fail' | 'deny' | 'cancel', why: string): Promise<void> {
+    this.move(run, how)
+    run.finishedAt = this.now()
+    run.current = null
+    delete run.gate
+    if (how === 'end') this.note(run, 0, 'info', `completed: ${why}`)
+    else {
+      run.error = why
+      this.note(run, 0, how === 'fail' ? 'error' : 'warn', `${run.state}: ${why}`)
+    }
+    this.lastFinished.set(run.sop, run.finishedAt)
+    this.live.delete(run.id)
+    this.runSop.delete(run.id)
+    this.aborts.delete(run.id)
+    await this.persist(run, [this.store.lastFinishedOp(run.sop, run.finishedAt)])
+    this.release(run.sop)
+  }
+
+  private async applyRoute(run: RunRecord, route: Route): Promise<void> {
+    if (route.kind === 'end') return this.finish(run, 'end', route.reason)
+    if (route.kind === 'fail') return this.finish(run, 'fail', route.error)
+    const rec = run.steps[route.step]
+    if ((rec?.visits ?? 0) >= MAX_VISITS) {
+      return this.finish(run, 'fail', `step ${route.step} was visited more than ${MAX_VISITS} times`)
+    }
+    this.enter(run, route.step)
+    await this.persist(run)
+  }
+
+  /** Parks the run at a gate; the slot it held frees for deferred triggers (SOP-NOTES: admission). */
+  private async park(run: RunRecord, gate: NonNullable<RunRecord['gate']>): Promise<void> {
+    this.move(run, gate.kind === 'checkpoint' ? 'checkpoint' : 'gate')
+    run.gate = gate
+    this.note(run, gate.step, 'info', `waiting for approval before step ${gate.step}: ${gate.reason}`)
+    await this.persist(run)
+    this.release(run.sop)
+  }
+
+  private async startRun(run: RunRecord, sop: Sop): Promise<boolean> {
+    const deterministic = effectiveMode(sop, undefined) === 'deterministic'
+    const trigger = run.trigger.payload as Json
+    const plan = planDecisions(sop, { deterministic, hasAgent: this.agent !== undefined, trigger, isCondition: (q) => this.isCondition(q), evalCond: this.evalCond })
+    let changed = false
+    for (const d of plan.decided) {
+      run.decisions[d.step] = d.value
+      run.decidedBy[d.step] = d.by
+      this.note(run, d.step, 'info', `decide: "${stepByNumber(sop, d.step)?.decide ?? ''}" → ${d.value ? 'yes' : 'no'} (${d.by})`)
+      changed = true
+    }
+    for (const q of plan.agent) {
+      const ac = this.abortFor(run)
+      const ans = await this.agent!.decide({ sop: { name: sop.name, description: sop.description }, question: q.question, trigger: run.trigger, ...agentAlias(sop, stepByNumber(sop, q.step)), signal: ac.signal })
+      if (this.closed) return false
+      if (!ans.ok) {
+        await this.finish(run, 'fail', `step ${q.step}: the agent could not answer decide: "${q.question}": ${ans.error}`)
+        return false
+      }
+      run.decisions[q.step] = ans.value
+      run.decidedBy[q.step] = 'agent'
+      this.note(run, q.step, 'info', `decide: "${q.question}" → ${ans.value ? 'yes' : 'no'} (agent)`)
+      changed = true
+    }
+    this.move(run, 'start')
+    if (plan.operator.length > 0 && run.current !== null) {
+      const step = stepByNumber(sop, run.current)!
+      const own = gateBefore(sop, step, run)
+      const gate = own ?? { step: step.number, kind: 'decision' as const, reason: 'questions for the operator (no agent configured and not written as a condition)' }
+      await this.park(run, { ...gate, questions: plan.operator, since: this.now() })
+      return false
+    }
+    if (changed) await this.persist(run)
+    return true
+  }
+
+  private abortFor(run: RunRecord): AbortController {
+    let ac = this.aborts.get(run.id)
+    if (!ac) this.aborts.set(run.id, (ac = new AbortController()))
+    return ac
+  }
+
+  private async drive(run: RunRecord): Promise<void> {
+    const sop = this.runSop.get(run.id) ?? this.sops.get(run.sop)
+    if (!sop) return this.finish(run, 'fail', `SOP "${run.sop}" is no longer loaded`)
+    this.runSop.set(run.id, sop)
+    if (run.state === 'pending') {
+      if (!(await this.startRun(run, sop))) return
+    }
+    while (run.state === 'running' && !this.closed) {
+      if (run.current === null) return this.finish(run, 'end', 'no step left')
+      const step = stepByNumber(sop, run.current)
+      if (!step) return this.finish(run, 'fail', `step ${run.current} does not exist in SOP "${sop.name}"`)
+      const rec = run.steps[step.number] ?? (run.steps[step.number] = { number: step.number, status: 'running', visits: 1, attempts: 0, calls: [] })
+
+      const ctx = this.guardContext(run)
+      const skip = skipReason(step, ctx, (n) => run.steps[n]?.status === 'completed', this.evalCond)
+      if (skip !== null) {
+        rec.status = 'skipped'
+        rec.reason = skip
+        this.note(run, step.number, 'info', `skipped: ${skip}`)
+        await this.applyRoute(run, routeAfterSkip(sop, step))
+        continue
+      }
+
+      const gate = gateBefore(sop, step, run)
+      if (gate) return this.park(run, { ...gate, since: this.now() })
+
+      const input = run.lastOutput
+      rec.input = input
+      if (step.input) {
+        const bad = contractProblem(step.input, input)
+        if (bad !== null) {
+          rec.status = 'failed'
+          rec.error = `input contract: ${bad}`
+          // Retrying cannot change the input, so a failing input contract fails the run (SOP-NOTES).
+          return this.finish(run, 'fail', `step ${step.number}: input does not match its input contract: ${bad}`)
+        }
+      }
+
+      const result = await this.execute(run, sop, step, input)
+      if (this.closed) return
+      let outcome = result
+      if (outcome.ok && step.output) {
+        const bad = contractProblem(step.output, outcome.output)
+        if (bad !== null) outcome = { ok: false, error: `output does not match its output contract: ${bad}`, calls: outcome.calls }
+      }
+      rec.calls = outcome.calls
+      if (outcome.ok) {
+        rec.status = 'completed'
+        rec.output = outcome.output
+        delete rec.error
+        run.lastOutput = outcome.output
+        run.passedGates = run.passedGates.filter((g) => g !== step.number)
+        this.note(run, step.number, 'info', `completed`)
+        await this.applyRoute(run, routeAfterComplete(sop, step, this.guardContext(run), this.evalCond))
+        continue
+      }
+      rec.attempts++
+      rec.error = outcome.error
+      this.note(run, step.number, 'warn', `attempt ${rec.attempts} failed: ${outcome.error}`)
+      const fr = routeAfterFailure(sop, step, rec.attempts, outcome.error)
+      if (fr.kind === 'retry') {
+        await this.persist(run)
+        continue
+      }
+      rec.status = 'failed'
+      run.passedGates = run.passedGates.filter((g) => g !== step.number)
+      await this.applyRoute(run, fr)
+    }
+  }
+
+  private async execute(run: RunRecord, sop: Sop, step: Step, input: Json): Promise<{ ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }> {
+    const signal = this.abortFor(run).signal
+    const scope = { runId: run.id, sop: sop.name, step, steps: this.stepOutputs(run), signal }
+    if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
+    const mode = effectiveMode(sop, step)
+    if (mode === 'deterministic') {
+      // A checkpoint with no call passes its input through; any other step needs a call (SOP-NOTES: Runs).
+      if (step.kind === 'checkpoint') return { ok: true, output: input, calls: [] }
+      return { ok: false, error: `step ${step.number} has no call: and a deterministic run makes no model round-trips`, calls: [] }
+    }
+    if (!this.agent) return { ok: false, error: 'no agent configured', calls: [] }
+    const offered = [...this.tools.values()].filter((t) => toolRefusal(step, t.name) === null && (step.tools.length === 0 || step.tools.includes(t.name)))
+    let k = 0
+    const calls: Json[] = []
+    const r = await this.agent.runStep({
+      sop: { name: sop.name, description: sop.description },
+      step: { number: step.number, title: step.title, body: step.body, ...(step.prompt !== undefined ? { prompt: step.prompt } : {}) },
+      ...agentAlias(sop, step),
+      input,
+      tools: offered.map((t) => ({ name: t.name, description: t.description, parameters: t.schema })),
+      callTool: async (name, args) => {
+        const res = await callTool(this.tools, scope, k++, name, args)
+        if (res.ok) calls.push(res.output)
+        this.note(run, step.number, res.ok ? 'info' : 'warn', `agent called ${name}: ${res.ok ? 'ok' : res.error}`)
+        return res
+      },
+      signal,
+    })
+    return r.ok ? { ok: true, output: r.value, calls } : { ok: false, error: `agent: ${r.error}`, calls }
+  }
+
+  // ---- approvals --------------------------------------------------------------------------
+
+  async approve(runId: string, opts: ApproveOptions = {}): Promise<RunResult> {
+    const run = this.live.get(runId)
+    const bad = await this.notWaiting(runId, run)
+    if (bad) return bad
+    const gate = run!.gate!
+    const answers: Record<string, boolean> = {}
+    for (const q of gate.questions ?? []) {
+      const a = opts.decisions?.[q.step] ?? opts.decisions?.[String(q.step) as unknown as number]
+      if (typeof a !== 'boolean') {
+        return { ok: false, error: `run ${runId} needs an answer to step ${q.step}'s question "${q.question}" (decisions: { "${q.step}": true|false })` }
+      }
+      answers[q.step] = a
+    }
+    const r = run!
+    for (const [k, v] of Object.entries(answers)) {
+      r.decisions[k] = v
+      r.decidedBy[k] = `operator ${opts.by ?? 'operator'}`
+      this.note(r, Number(k), 'info', `decide: answered ${v ? 'yes' : 'no'} by ${opts.by ?? 'operator'}`)
+    }
+    r.approvals.push({ step: gate.step, kind: gate.kind, decision: 'approved', by: opts.by ?? 'operator', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() })
+    if (gate.kind !== 'decision') r.passedGates.push(gate.step)
+    r.runApproved = true
+    delete r.gate
+    this.move(r, 'approve')
+    this.note(r, gate.step, 'info', `approved by ${opts.by ?? 'operator'}${opts.note ? `: ${opts.note}` : ''}`)
+    await this.persist(r)
+    if (!this.closed) this.spawn(r)
+    return { ok: true, run: r }
+  }
+
+  async deny(runId: string, opts: { by?: string; note?: string } = {}): Promise<RunResult> {
+    const run = this.live.get(runId)
+    const bad = await this.notWaiting(runId, run)
+    if (bad) return bad
+    const r = run!
+    const gate = r.gate!
+    r.approvals.push({ step: gate.step, kind: gate.kind, decision: 'denied', by: opts.by ?? 'operator', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() })
+    await this.finish(r, 'deny', `denied by ${opts.by ?? 'operator'} before step ${gate.step}${opts.note ? `: ${opts.note}` : ''}`)
+    return { ok: true, run: r }
+  }
+
+  private async notWaiting(runId: string, run: RunRecord | undefined): Promise<RunResult | null> {
+    if (typeof runId !== 'string' || runId === '') return { ok: false, error: 'run id is missing' }
+    if (run && isParked(run.state) && run.gate) return null
+    const stored = run ?? (await this.store.getRun(runId))
+    if (!stored) return { ok: false, error: `no run with id "${runId}"` }
+    return { ok: false, error: `run ${runId} is not waiting for approval (it is ${stored.state})` }
+  }
+
+  // ---- queries ----------------------------------------------------------------------------
+
+  pending(): RunSummary[] {
+    return [...this.live.values()].filter((r) => isParked(r.state)).map(summary).sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    return this.live.get(runId) ?? (await this.store.getRun(runId))
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
+    const out = new Map<string, RunSummary>()
+    for await (const r of this.store.runs()) {
+      if (filter.sop !== undefined && r.sop !== filter.sop) continue
+      out.set(r.id, summary(r))
+    }
+    for (const r of this.live.values()) if (filter.sop === undefined || r.sop === filter.sop) out.set(r.id, summary(r))
+    let list = [...out.values()]
+    if (filter.state !== undefined) list = list.filter((r) => r.state === filter.state)
+    list.sort((a, b) => b.createdAt - a.createdAt)
+    return list.slice(0, filter.limit ?? 100)
+  }
+
+  async logs(runId: string): Promise<LogEntry[] | undefined> {
+    return (await this.getRun(runId))?.log
+  }
+
+  keptTriggers(): KeptTrigger[] {
+    return [...this.kept.values()].flat()
+  }
+
+  admissions(limit?: number): Promise<AdmissionRecord[]> {
+    return this.store.admissions(limit)
+  }
+
+  setSops(sops: Sop[]): void {
+    this.sops = new Map(sops.map((s) => [s.name, s]))
+    for (const name of this.kept.keys()) this.release(name)
+  }
+
+  /** Group-commit counters, for the bench. */
+  get writeStats(): { batches: number; ops: number } {
+    return { batches: this.store.committer.batches, ops: this.store.committer.ops }
+  }
+
+  async idle(): Promise<void> {
+    while (this.executing.size > 0) await Promise.all([...this.executing])
+    await this.store.committer.drain()
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return
+    this.closed = true
+    for (const t of this.timers.values()) clearTimeout(t)
+    this.timers.clear()
+    for (const ac of this.aborts.values()) ac.abort(new Error('engine closing'))
+    // Tools get the abort; one that ignores it is not waited on for ever.
+    await Promise.race([Promise.all([...this.executing]), new Promise((r) => setTimeout(r, 2000).unref())])
+    await this.store.close()
+  }
+
+  // ---- restart ----------------------------------------------------------------------------
+
+  /**
+   * After a restart (issue 3, durability): parked runs stay parked, kept triggers stay kept,
+   * a run that was pending starts again, and a run that was mid-step re-runs that step from its
+   * first call with the same idempotency keys, so a tool whose effect is already durable
+   * (chain_attest) returns its stored result instead of acting twice. Completed steps never re-run.
+   */
+  private async recover(): Promise<void> {
+    this.lastFinished = await this.store.lastFinished()
+    for await (const r of this.store.runs()) {
+      if (isFinished(r.state)) continue
+      this.live.set(r.id, r)
+    }
+    for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
+    for (const r of this.live.values()) {
+      if (r.state === 'running') {
+        this.note(r, r.current ?? 0, 'warn', `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`)
+      }
+      if (r.state === 'running' || r.state === 'pending') this.spawn(r)
+    }
+    for (const name of this.kept.keys()) this.release(name)
+  }
+}
+
+function agentAlias(sop: Sop, step: Step | undefined): { agent?: string } {
+  const a = step?.agent ?? sop.agent
+  return a !== undefined ? { agent: a } : {}
+}
+
+function badEvent(e: TriggerEvent): string | null {
+  if (typeof e !== 'object' || e === null) return 'not an object'
+  if (typeof e.type !== 'string') return 'type is missing'
+  if (typeof e.source !== 'string') return 'source is missing'
+  if (typeof e.at !== 'number' || !Number.isFinite(e.at)) return 'at is not a number'
+  if (e.payload === undefined) return 'payload is missing'
+  return null
+}

@@ -1,0 +1,33 @@
+// Approval gates (SOP-NOTES: Runs, gates). Pure: given the SOP, the step and the run, is there a
+// gate before the step, and of which kind. No tool call, API call or agent reply passes a gate;
+// only `approve` on the engine does, by recording the step in `passedGates`.
+import type { ExecutionMode, Sop, Step } from '../types.ts'
+import type { Gate, RunRecord } from './record.ts'
+
+export type ResolvedMode = Exclude<ExecutionMode, 'priority_based'>
+
+/** The step's `mode:` or the SOP's; priority_based resolves by the SOP's priority (the spec's rule). */
+export function effectiveMode(sop: Sop, step: Step | undefined): ResolvedMode {
+  const mode = step?.mode ?? sop.executionMode
+  if (mode !== 'priority_based') return mode
+  return sop.priority === 'critical' || sop.priority === 'high' ? 'auto' : 'supervised'
+}
+
+export type GateSpec = Omit<Gate, 'since'>
+
+/** The gate in front of `step` for this run, or null when it may run now. */
+export function gateBefore(sop: Sop, step: Step, run: Pick<RunRecord, 'passedGates' | 'runApproved'>): GateSpec | null {
+  if (run.passedGates.includes(step.number)) return null
+  const mode = effectiveMode(sop, step)
+  const base = { step: step.number, ...(step.prompt !== undefined ? { prompt: step.prompt } : {}) }
+  if (step.requiresConfirmation) return { ...base, kind: 'approval', reason: 'requires_confirmation: asked in every mode' }
+  // A checkpoint pauses a deterministic run (spec); in the other modes it is an ordinary approval gate.
+  if (step.kind === 'checkpoint') {
+    return mode === 'deterministic'
+      ? { ...base, kind: 'checkpoint', reason: 'checkpoint step in a deterministic run' }
+      : { ...base, kind: 'approval', reason: 'checkpoint step' }
+  }
+  if (mode === 'step_by_step') return { ...base, kind: 'approval', reason: 'step_by_step: approval before each step' }
+  if (mode === 'supervised' && !run.runApproved) return { ...base, kind: 'approval', reason: 'supervised: approval before the run' }
+  return null
+}
