@@ -1,0 +1,91 @@
+// Real Aedes on loopback with LevelDB persistence: retained messages and QoS 1 messages for an
+// offline persistent session survive a broker restart.
+import t from 'tap'
+import { join } from 'node:path'
+import mqtt from 'mqtt'
+import { startBroker } from '../../hub/daemon/broker.ts'
+import { silentLog } from '../../hub/daemon/log.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+function nextMessage(client: mqtt.MqttClient, topic: string): Promise<{ payload: string; retain: boolean }> {
+  return new Promise((resolve) => {
+    const on = (tp: string, payload: Buffer, packet: mqtt.IPublishPacket): void => {
+      if (tp !== topic) return
+      client.off('message', on)
+      resolve({ payload: payload.toString(), retain: packet.retain })
+    }
+    client.on('message', on)
+  })
+}
+
+t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
+  const dir = await tempDir(t)
+  const dbPath = join(dir, 'broker')
+  let broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+  t.teardown(() => broker.close())
+
+  // A persistent session subscribes, then goes away.
+  const sub = await mqtt.connectAsync(broker.url, { clientId: 'keeper', clean: false, reconnectPeriod: 0 })
+  await sub.subscribeAsync('jobs/#', { qos: 1 })
+  await sub.endAsync()
+
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  await pub.publishAsync('boards/vend1/availability', 'online', { qos: 1, retain: true })
+  await pub.publishAsync('jobs/1', 'queued-while-away', { qos: 1 })
+  await pub.endAsync()
+
+  await broker.close()
+  broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+
+  const back = await mqtt.connectAsync(broker.url, { clientId: 'keeper', clean: false, reconnectPeriod: 0, manualConnect: false })
+  const queued = await nextMessage(back, 'jobs/1')
+  t.equal(queued.payload, 'queued-while-away')
+  await back.endAsync()
+
+  const fresh = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  const retained = nextMessage(fresh, 'boards/vend1/availability')
+  await fresh.subscribeAsync('boards/+/availability', { qos: 1 })
+  const r = await retained
+  t.equal(r.payload, 'online')
+  t.equal(r.retain, true)
+  await fresh.endAsync()
+})
+
+t.test('MQTT over WebSocket reaches the same broker', async (t) => {
+  const dir = await tempDir(t)
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: 0, dbPath: join(dir, 'b'), log: silentLog })
+  t.teardown(() => broker.close())
+  t.ok(broker.wsUrl)
+  const ws = await mqtt.connectAsync(broker.wsUrl as string, { reconnectPeriod: 0 })
+  const tcp = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  await ws.subscribeAsync('x/y', { qos: 1 })
+  const got = nextMessage(ws, 'x/y')
+  await tcp.publishAsync('x/y', 'hello', { qos: 1 })
+  t.equal((await got).payload, 'hello')
+  await ws.endAsync()
+  await tcp.endAsync()
+})
+
+t.test('a port in use is an error, and nothing is left open', async (t) => {
+  const dir = await tempDir(t)
+  const a = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'a'), log: silentLog })
+  t.teardown(() => a.close())
+  await t.rejects(startBroker({ host: '127.0.0.1', port: a.port, wsPort: null, dbPath: join(dir, 'b'), log: silentLog }), /EADDRINUSE/)
+})
+
+t.test('garbage on the MQTT port does not take the broker down', async (t) => {
+  const dir = await tempDir(t)
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'g'), log: silentLog })
+  t.teardown(() => broker.close())
+  const { connect } = await import('node:net')
+  await new Promise<void>((resolve) => {
+    const s = connect(broker.port, '127.0.0.1', () => {
+      s.write(Buffer.from([0xff, 0xff, 0xff, 0xff, 0x01, 0x02, 0x03]))
+    })
+    s.on('close', () => resolve())
+    s.on('error', () => resolve())
+  })
+  const c = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  t.ok(c.connected, 'still accepts clients after a bad one')
+  await c.endAsync()
+})

@@ -1,0 +1,49 @@
+import t from 'tap'
+import { filterCovers, filterError, minimalFilters, topicMatches } from '../../hub/triggers/topic.ts'
+
+t.test('+ matches exactly one level', async (t) => {
+  t.ok(topicMatches('boards/+/coin', 'boards/vend1/coin'))
+  t.notOk(topicMatches('boards/+/coin', 'boards/vend1/x/coin'))
+  t.notOk(topicMatches('boards/+/coin', 'boards/coin'))
+  t.ok(topicMatches('boards/+/+', 'boards/vend1/coin'))
+  t.notOk(topicMatches('boards/+/+', 'boards/vend1'))
+  t.ok(topicMatches('+', 'a'))
+  t.ok(topicMatches('a/+', 'a/'), 'an empty level is a level')
+})
+
+t.test('# matches the parent and everything below (MQTT-4.7.1-2)', async (t) => {
+  t.ok(topicMatches('a/#', 'a'))
+  t.ok(topicMatches('a/#', 'a/b/c'))
+  t.notOk(topicMatches('a/#', 'ab'))
+  t.ok(topicMatches('#', 'anything/at/all'))
+})
+
+t.test('wildcards at the first level do not match $ topics (MQTT-4.7.2-1)', async (t) => {
+  t.notOk(topicMatches('#', '$SYS/broker'))
+  t.notOk(topicMatches('+/broker', '$SYS/broker'))
+  t.ok(topicMatches('$SYS/#', '$SYS/broker'))
+})
+
+t.test('exact topics', async (t) => {
+  t.ok(topicMatches('a/b', 'a/b'))
+  t.notOk(topicMatches('a/b', 'a/b/c'))
+  t.notOk(topicMatches('a/b/c', 'a/b'))
+})
+
+t.test('filter errors name the problem', async (t) => {
+  t.equal(filterError('a/+/b'), null)
+  t.equal(filterError('a/#'), null)
+  t.match(filterError('a/#/b'), /"#" must be the whole last level/)
+  t.match(filterError('a/b#'), /"#"/)
+  t.match(filterError('a/x+/b'), /"\+" must be a whole level/)
+  t.match(filterError(''), /empty/)
+})
+
+t.test('covering and the minimal subscription set', async (t) => {
+  t.ok(filterCovers('boards/+/+', 'boards/vend1/coin'))
+  t.ok(filterCovers('boards/+/+', 'boards/+/coin'))
+  t.notOk(filterCovers('boards/+/coin', 'boards/+/+'))
+  t.ok(filterCovers('a/#', 'a/+/c'))
+  t.notOk(filterCovers('a/+', 'a/#'))
+  t.same(minimalFilters(['boards/+/+', 'boards/vend1/coin', 'sensors/#', 'sensors/t1', 'x/y', 'x/y']), ['boards/+/+', 'sensors/#', 'x/y'])
+})
