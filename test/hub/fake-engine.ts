@@ -26,8 +26,11 @@ export function recordingEngine(decide?: (sop: string, event: TriggerEvent) => A
   }
 }
 
+/** A trigger without its origin (one is made up), distributed over the union. */
+export type TriggerInput = Trigger extends infer T ? (T extends Trigger ? Omit<T, 'origin'> : never) : never
+
 let line = 0
-export function sop(name: string, triggers: (Omit<Trigger, 'origin'> & Partial<Pick<Trigger, 'origin'>>)[]): Sop {
+export function sop(name: string, triggers: TriggerInput[]): Sop {
   return {
     name,
     description: name,

@@ -1,0 +1,122 @@
+// The trigger router against a real Aedes on loopback, with a recording Engine.
+import t, { type Test } from 'tap'
+import { join } from 'node:path'
+import mqtt from 'mqtt'
+import Fastify from 'fastify'
+import { startBroker } from '../../hub/daemon/broker.ts'
+import { silentLog } from '../../hub/daemon/log.ts'
+import { startTriggerRouter, type RouterOptions } from '../../hub/triggers/router.ts'
+import { matches } from '../../sops/conditions.ts'
+import { tempDir } from '../helpers/tmp.ts'
+import { recordingEngine, sop } from './fake-engine.ts'
+
+async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<RouterOptions> = {}) {
+  const dir = await tempDir(t)
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'broker'), log: silentLog })
+  t.teardown(() => broker.close())
+  const client = await mqtt.connectAsync(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
+  t.teardown(() => client.endAsync(true))
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  t.teardown(() => pub.endAsync(true))
+  const engine = recordingEngine()
+  const router = await startTriggerRouter(sops, {
+    engine,
+    matches,
+    log: silentLog,
+    mqtt: client,
+    cron: { timezone: 'UTC', catchUp: true, statePath: join(dir, 'cron.json') },
+    filesystem: { debounceMs: 20, cwd: dir },
+    ...extra,
+  })
+  t.teardown(() => router.stop())
+  return { router, engine, pub, dir }
+}
+
+t.test('a board event on boards/<board>/<signal> starts the SOP, with the text payload and condition', async (t) => {
+  const { engine, pub } = await setup(t, [
+    sop('vend', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: '$.cents >= 100' }]),
+    sop('temp', [{ type: 'peripheral', board: 'vend1', signal: 'temp', condition: '> 30' }]),
+  ])
+  await pub.publishAsync('boards/vend1/coin', '{"cents":50}', { qos: 1 })
+  await pub.publishAsync('boards/vend1/temp', 'hot', { qos: 1 })
+  await pub.publishAsync('boards/vend1/temp', '31.5', { qos: 1 })
+  await pub.publishAsync('boards/vend1/coin', '{"cents":100}', { qos: 1 })
+  await engine.waitFor(2)
+  t.same(
+    engine.calls.map((c) => [c.sop, c.event.type, c.event.source, c.event.payload]),
+    [
+      ['temp', 'peripheral', 'boards/vend1/temp', '31.5'],
+      ['vend', 'peripheral', 'boards/vend1/coin', '{"cents":100}'],
+    ],
+  )
+})
+
+t.test('mqtt triggers: + wildcard and conditions; retained replays do not fire', async (t) => {
+  const { engine, pub, router } = await setup(t, [sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '$.c > 20' }])])
+  await pub.publishAsync('sensors/a/temp', '{"c":25}', { qos: 1 })
+  await pub.publishAsync('sensors/a/b/temp', '{"c":25}', { qos: 1 })
+  await pub.publishAsync('sensors/b/temp', 'not json', { qos: 1 })
+  await pub.publishAsync('sensors/c/temp', '{"c":21}', { qos: 1, retain: true })
+  await engine.waitFor(2)
+  t.same(engine.calls.map((c) => c.event.source), ['sensors/a/temp', 'sensors/c/temp'])
+  // A new subscription set (setSops) replays the retained message: it must not start a run.
+  await router.setSops([sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '' }]), sop('n', [{ type: 'mqtt', topic: 'sensors/#', condition: '' }])])
+  await pub.publishAsync('sensors/z/temp', '{"c":1}', { qos: 1 })
+  await engine.waitFor(4)
+  t.same(engine.calls.slice(2).map((c) => `${c.sop} ${c.event.source}`).sort(), ['m sensors/z/temp', 'n sensors/z/temp'])
+})
+
+t.test('what a client sends never crashes the router', async (t) => {
+  const { engine, pub, router } = await setup(t, [sop('v', [{ type: 'peripheral', board: 'b', signal: 's', condition: '$.a.b.c == 1' }])])
+  const nasty = ['', '{', 'null', '[]', '{"a":null}', '\u0000\uffff', Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'), 'x'.repeat(300 * 1024)]
+  for (const p of nasty) await pub.publishAsync('boards/b/s', p, { qos: 1 })
+  await pub.publishAsync('boards/b/s', '{"a":{"b":{"c":1}}}', { qos: 1 })
+  await engine.waitFor(1)
+  t.equal(engine.calls.length, 1)
+  t.equal(engine.calls[0]?.event.payload, '{"a":{"b":{"c":1}}}')
+  t.same(await router.handleMessage('boards/b/s', 'x'.repeat(300 * 1024)), [], 'oversized payloads are ignored')
+})
+
+t.test('an engine that throws is reported as a value; the router keeps going', async (t) => {
+  const dir = await tempDir(t)
+  let n = 0
+  const engine = {
+    async trigger() {
+      n++
+      if (n === 1) throw new Error('store is down')
+      return { outcome: 'started' as const, runId: 'r2', reason: 'ok' }
+    },
+  }
+  const router = await startTriggerRouter([sop('a', [{ type: 'manual' }])], {
+    engine,
+    matches,
+    log: silentLog,
+    cron: { timezone: 'UTC', catchUp: false },
+    filesystem: { debounceMs: 10, cwd: dir },
+  })
+  t.teardown(() => router.stop())
+  t.same(await router.manual('a', { x: 1 }), { ok: false, error: 'store is down' })
+  t.same(await router.manual('a', 'again'), { ok: true, decision: { outcome: 'started', runId: 'r2', reason: 'ok' } })
+  t.same(await router.manual('nope', {}), { ok: false, error: 'no SOP named "nope" is loaded' })
+})
+
+t.test('channels: a named local inbox on the local API', async (t) => {
+  const { engine, router } = await setup(t, [
+    sop('c1', [{ type: 'channel', channel: 'orders', alias: 'o', condition: '' }]),
+    sop('c2', [{ type: 'channel', channel: 'orders', condition: '$.qty > 1' }]),
+  ])
+  const app = Fastify()
+  router.registerRoutes(app)
+  t.teardown(() => app.close())
+  let res = await app.inject({ method: 'POST', url: '/channels/orders', payload: { qty: 2 } })
+  t.equal(res.statusCode, 200)
+  t.same(res.json().runs.map((r: { sop: string }) => r.sop), ['c1', 'c2'])
+  res = await app.inject({ method: 'POST', url: '/channels/o', payload: 'plain text', headers: { 'content-type': 'text/plain' } })
+  t.same(res.json().runs.map((r: { sop: string }) => r.sop), ['c1'])
+  res = await app.inject({ method: 'POST', url: '/channels/nobody' })
+  t.equal(res.statusCode, 404)
+  t.match(res.json().error, /no SOP listens on channel "nobody"/)
+  res = await app.inject({ method: 'POST', url: '/channels/' + encodeURIComponent('bad name!') })
+  t.equal(res.statusCode, 400)
+  t.equal(engine.calls.length, 3)
+})
