@@ -1,0 +1,141 @@
+// Reading SOP directories from disk: the only I/O of the SOP format. A SOP directory holds
+// SOP.toml and SOP.md; `<sopsDir>/<name>/` is a SOP, `<sopsDir>/<package>/<name>/` is a SOP
+// installed by a plugin package (spec: What the service does). Nothing that fails to load is
+// skipped silently (SOP-NOTES: Parsing): it becomes an error diagnostic.
+import { readdir, readFile, stat } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { hasErrors, parseSop, type ParsedSop, sortDiagnostics } from './parse.ts'
+import type { Diagnostic, Sop } from './types.ts'
+
+export const SOP_TOML = 'SOP.toml'
+export const SOP_MD = 'SOP.md'
+
+export interface LoadedSop {
+  sop?: Sop
+  diagnostics: Diagnostic[]
+}
+
+async function readText(path: string): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
+  try {
+    return { ok: true, text: await readFile(path, 'utf8') }
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code
+    return { ok: false, error: code === 'ENOENT' ? 'file is missing' : code === 'EISDIR' ? 'is a directory, not a file' : `cannot read: ${(e as Error).message}` }
+  }
+}
+
+/** Parse one SOP directory without deciding whether it loads (errors are kept with the SOP). */
+export async function readSopDir(dir: string, pkg?: string): Promise<{ parsed?: ParsedSop; diagnostics: Diagnostic[] }> {
+  const tomlPath = join(dir, SOP_TOML)
+  const mdPath = join(dir, SOP_MD)
+  const [toml, md] = await Promise.all([readText(tomlPath), readText(mdPath)])
+  const missing: Diagnostic[] = []
+  if (!toml.ok) missing.push({ file: tomlPath, line: 1, message: `${SOP_TOML}: ${toml.error}`, severity: 'error' })
+  if (!md.ok) missing.push({ file: mdPath, line: 1, message: `${SOP_MD}: ${md.error}`, severity: 'error' })
+  if (!toml.ok || !md.ok) return { diagnostics: missing }
+  const parsed = parseSop({ dir, tomlPath, tomlText: toml.text, mdPath, mdText: md.text, ...(pkg !== undefined ? { package: pkg } : {}) })
+  return { parsed, diagnostics: parsed.diagnostics }
+}
+
+/** One SOP directory. `sop` is set only when there are no errors. */
+export async function loadSop(dir: string): Promise<LoadedSop> {
+  const r = await readSopDir(dir)
+  return r.parsed && !hasErrors(r.diagnostics) ? { sop: r.parsed.sop, diagnostics: r.diagnostics } : { diagnostics: r.diagnostics }
+}
+
+async function isDir(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory()
+  } catch {
+    return false
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+async function subdirs(dir: string): Promise<string[]> {
+  const names = (await readdir(dir)).filter((n) => !n.startsWith('.')).sort()
+  const out: string[] = []
+  for (const n of names) if (await isDir(join(dir, n))) out.push(n)
+  return out
+}
+
+const looksLikeSop = async (dir: string): Promise<boolean> => (await exists(join(dir, SOP_TOML))) || (await exists(join(dir, SOP_MD)))
+
+export interface FoundDir {
+  dir: string
+  package?: string
+}
+
+/** The SOP directories under `sopsDir`, and located problems with what is there. */
+export async function findSopDirs(sopsDir: string): Promise<{ dirs: FoundDir[]; diagnostics: Diagnostic[] }> {
+  const dirs: FoundDir[] = []
+  const diagnostics: Diagnostic[] = []
+  if (!(await isDir(sopsDir))) return { dirs, diagnostics }
+  for (const name of await subdirs(sopsDir)) {
+    const dir = join(sopsDir, name)
+    if (await looksLikeSop(dir)) {
+      dirs.push({ dir })
+      continue
+    }
+    // A plugin package: `<sopsDir>/<package>/<sop>/`.
+    let found = 0
+    for (const child of await subdirs(dir)) {
+      const sub = join(dir, child)
+      if (await looksLikeSop(sub)) {
+        dirs.push({ dir: sub, package: name })
+        found++
+      }
+    }
+    if (found === 0) diagnostics.push({ file: dir, line: 1, message: `neither a SOP (no ${SOP_TOML} or ${SOP_MD}) nor a package of SOPs; ignored`, severity: 'warning' })
+  }
+  return { dirs, diagnostics }
+}
+
+export interface LoadAll {
+  sops: Sop[]
+  diagnostics: Diagnostic[]
+  /** Every SOP that parsed far enough to have a name, with its own diagnostics (for the CLI). */
+  parsed: ParsedSop[]
+}
+
+/** Every SOP under `sopsDir`. Only SOPs without errors are returned; duplicate names are errors naming both files. */
+export async function loadAll(sopsDir: string): Promise<LoadAll> {
+  const found = await findSopDirs(sopsDir)
+  const diagnostics: Diagnostic[] = [...found.diagnostics]
+  const parsed: ParsedSop[] = []
+  const results = await Promise.all(found.dirs.map((d) => readSopDir(d.dir, d.package)))
+  for (const r of results) {
+    diagnostics.push(...r.diagnostics)
+    if (r.parsed) parsed.push(r.parsed)
+  }
+  // Duplicate names: every copy is an error (which one is meant cannot be guessed), each naming the others.
+  const byName = new Map<string, ParsedSop[]>()
+  for (const p of parsed) if (p.named) byName.set(p.sop.name, [...(byName.get(p.sop.name) ?? []), p])
+  for (const [name, group] of byName) {
+    if (group.length < 2) continue
+    for (const p of group) {
+      const others = group.filter((o) => o !== p).map((o) => `${o.sop.tomlPath}:${o.nameLine}`)
+      const d: Diagnostic = { file: p.sop.tomlPath, line: p.nameLine, message: `duplicate SOP name "${name}" (also in ${others.join(', ')})`, severity: 'error' }
+      diagnostics.push(d)
+      p.diagnostics.push(d)
+    }
+  }
+  const sops = parsed.filter((p) => p.named && !hasErrors(p.diagnostics)).map((p) => p.sop)
+  return { sops, diagnostics: sortDiagnostics(diagnostics), parsed }
+}
+
+export async function loadSops(sopsDir: string): Promise<{ sops: Sop[]; diagnostics: Diagnostic[] }> {
+  const { sops, diagnostics } = await loadAll(sopsDir)
+  return { sops, diagnostics }
+}
+
+/** The SOP directory name, for messages about a SOP that has no name yet. */
+export const dirLabel = (dir: string): string => basename(dir)
