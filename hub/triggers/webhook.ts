@@ -27,7 +27,7 @@ const STATUS_BY_OUTCOME: Record<string, number> = { started: 202, deferred: 202,
 
 export function buildWebhookApp(firer: Firer, log: Log, opts: Pick<WebhookOptions, 'bodyLimit' | 'now'>, getPlan: () => TriggerPlan): FastifyInstance {
   const now = opts.now ?? Date.now
-  const app = Fastify({ logger: false, bodyLimit: opts.bodyLimit, ignoreTrailingSlash: false })
+  const app = Fastify({ logger: false, bodyLimit: opts.bodyLimit })
   // Every content type arrives as text; JSON is parsed here so a bad JSON body can be
   // answered with a message that says so, instead of Fastify's generic one.
   app.removeAllContentTypeParsers()

@@ -1,0 +1,53 @@
+// Filesystem triggers on a real temp folder.
+import t from 'tap'
+import { join } from 'node:path'
+import { mkdir, rm, writeFile } from 'node:fs/promises'
+import { silentLog } from '../../hub/daemon/log.ts'
+import { createFilesystemSource, wantsChange } from '../../hub/triggers/filesystem.ts'
+import { createFirer } from '../../hub/triggers/fire.ts'
+import { buildPlan } from '../../hub/triggers/plan.ts'
+import { matches } from '../../sops/conditions.ts'
+import { tempDir } from '../helpers/tmp.ts'
+import { recordingEngine, sop } from './fake-engine.ts'
+
+t.test('change kinds', async (t) => {
+  t.ok(wantsChange([], { path: 'a', event: 'deleted', rename: true }))
+  t.ok(wantsChange(['created'], { path: 'a', event: 'created', rename: true }))
+  t.ok(wantsChange(['renamed'], { path: 'a', event: 'created', rename: true }))
+  t.notOk(wantsChange(['renamed'], { path: 'a', event: 'modified', rename: false }))
+  t.notOk(wantsChange(['deleted'], { path: 'a', event: 'created', rename: true }))
+})
+
+t.test('glob and kinds filter; bursts on one file are debounced into one event', async (t) => {
+  const dir = await tempDir(t)
+  await mkdir(join(dir, 'inbox', 'sub'), { recursive: true })
+  const engine = recordingEngine()
+  const src = createFilesystemSource(createFirer(engine, matches, silentLog), silentLog, { debounceMs: 150, cwd: dir })
+  t.teardown(() => src.stop())
+  await src.setPlan(
+    buildPlan([
+      sop('csv', [{ type: 'filesystem', path: `${dir}/inbox/**/*.csv`, events: ['created'], condition: '' }]),
+      sop('gone', [{ type: 'filesystem', path: 'inbox/*.csv', events: ['deleted'], condition: '' }]),
+      sop('missing', [{ type: 'filesystem', path: `${dir}/does-not-exist/*.txt`, events: [], condition: '' }]),
+    ]),
+  )
+  const f = join(dir, 'inbox', 'sub', 'a.csv')
+  await writeFile(f, '1')
+  await writeFile(f, '12')
+  await writeFile(f, '123')
+  await writeFile(join(dir, 'inbox', 'ignored.txt'), 'x')
+  await engine.waitFor(1)
+  await writeFile(join(dir, 'inbox', 'b.csv'), 'b')
+  await engine.waitFor(2)
+  await rm(join(dir, 'inbox', 'b.csv'))
+  await engine.waitFor(3)
+  await new Promise((r) => setTimeout(r, 400))
+  t.same(
+    engine.calls.map((c) => [c.sop, c.event.payload]),
+    [
+      ['csv', { path: f, event: 'created' }],
+      ['csv', { path: join(dir, 'inbox', 'b.csv'), event: 'created' }],
+      ['gone', { path: join(dir, 'inbox', 'b.csv'), event: 'deleted' }],
+    ],
+  )
+})
