@@ -1,0 +1,205 @@
+// The attestation store: LevelDB, every write a `sync` batch (DESIGN: writes that must survive
+// power loss). Appends from concurrent steps are group-committed: whatever arrives while one
+// batch is being fsynced goes into the next batch together, so many steps share one fsync
+// and none reports success before its line is on disk (SOP-NOTES: attested lines).
+//
+// Keys: m:* metadata, l:<seq> records, k:<idempotencyKey> → seq, q:<seq> the sync queue
+// (lines not yet attested or failed), in seq order.
+import { randomBytes } from 'node:crypto'
+import { Level } from 'level'
+import type { Hex } from 'viem'
+import { requestHashFor } from '../../records/request-hash.ts'
+import { type AttestCounts, type AttestRecord, type AttestState, emptyCounts } from './record.ts'
+
+export interface AppendInput {
+  idempotencyKey: string
+  action: string
+  requestUri: string
+  line: string
+  paramsHash: Hex
+  signature: Hex
+  signer: Hex
+}
+
+export interface AppendResult {
+  record: AttestRecord
+  /** false: the key was already stored; nothing was written. */
+  created: boolean
+}
+
+export interface AttestStore {
+  readonly storeId: Hex
+  readonly chainId: number
+  append(input: AppendInput): Promise<AppendResult>
+  byIdempotencyKey(key: string): Promise<AttestRecord | undefined>
+  get(seq: number): Promise<AttestRecord | undefined>
+  /** Records with from ≤ seq < to, in order. */
+  range(from?: number, to?: number): AsyncIterable<AttestRecord>
+  /** The first `limit` records from `fromSeq` on not yet attested or failed, in seq order. */
+  queue(limit: number, fromSeq?: number): Promise<AttestRecord[]>
+  /** Replaces records (state changes by the sync), in one sync batch. */
+  update(records: AttestRecord[]): Promise<void>
+  counts(): AttestCounts
+  size(): number
+  close(): Promise<void>
+}
+
+type Db = Level<string, unknown>
+const pad = (n: number) => n.toString().padStart(12, '0')
+const lineKey = (seq: number) => `l:${pad(seq)}`
+const queueKey = (seq: number) => `q:${pad(seq)}`
+const idemKey = (k: string) => `k:${k}`
+const inQueue = (s: AttestState) => s === 'pending' || s === 'sending' || s === 'requested'
+
+type Job =
+  | { kind: 'append'; input: AppendInput; resolve: (r: AppendResult) => void; reject: (e: unknown) => void }
+  | { kind: 'update'; records: AttestRecord[]; resolve: () => void; reject: (e: unknown) => void }
+
+export interface OpenOptions {
+  chainId?: number
+}
+
+export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): Promise<AttestStore> {
+  const db: Db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
+  await db.open()
+  const chainId = opts.chainId ?? 10143
+
+  let storeId = (await db.get('m:storeId')) as Hex | undefined
+  if (storeId === undefined) {
+    storeId = `0x${randomBytes(32).toString('hex')}`
+    await db.put('m:storeId', storeId, { sync: true })
+  }
+  let next = ((await db.get('m:next')) as number | undefined) ?? 0
+  let counts: AttestCounts = ((await db.get('m:counts')) as AttestCounts | undefined) ?? emptyCounts()
+  const id: Hex = storeId
+
+  const jobs: Job[] = []
+  let flushing = false
+  let closed = false
+  // Appends accepted but not yet on disk, so a concurrent duplicate key joins the first one.
+  const inflight = new Map<string, Promise<AppendResult>>()
+
+  async function flush(): Promise<void> {
+    if (flushing) return
+    flushing = true
+    try {
+      while (jobs.length > 0) {
+        const batch = jobs.splice(0, jobs.length)
+        const ops = db.batch()
+        const touched = new Map<number, AttestRecord>()
+        const newCounts = { ...counts }
+        let newNext = next
+        const done: (() => void)[] = []
+        // Existence of idempotency keys is checked before queuing (see append), so here every
+        // append job is new.
+        for (const job of batch) {
+          if (job.kind === 'append') {
+            const seq = newNext++
+            const rec: AttestRecord = {
+              seq,
+              ...job.input,
+              requestHash: requestHashFor({ chainId, storeId: id, seq, paramsHash: job.input.paramsHash }),
+              createdAt: new Date().toISOString(),
+              state: 'pending',
+            }
+            ops.put(lineKey(seq), rec)
+            ops.put(idemKey(job.input.idempotencyKey), seq)
+            ops.put(queueKey(seq), 1)
+            touched.set(seq, rec)
+            newCounts.total++
+            newCounts.pending++
+            done.push(() => job.resolve({ record: rec, created: true }))
+          } else {
+            for (const rec of job.records) {
+              const old = touched.get(rec.seq) ?? ((await db.get(lineKey(rec.seq))) as AttestRecord | undefined)
+              if (!old) {
+                job.reject(new Error(`attest store: no record ${rec.seq}`))
+                continue
+              }
+              newCounts[old.state]--
+              newCounts[rec.state]++
+              ops.put(lineKey(rec.seq), rec)
+              touched.set(rec.seq, rec)
+              if (!inQueue(rec.state)) ops.del(queueKey(rec.seq))
+            }
+            done.push(() => job.resolve())
+          }
+        }
+        ops.put('m:next', newNext)
+        ops.put('m:counts', newCounts)
+        try {
+          await ops.write({ sync: true })
+        } catch (err) {
+          for (const job of batch) job.reject(err)
+          continue
+        }
+        next = newNext
+        counts = newCounts
+        for (const d of done) d()
+      }
+    } finally {
+      flushing = false
+    }
+  }
+
+  function enqueue(job: Job): void {
+    if (closed) {
+      job.reject(new Error('attest store is closed'))
+      return
+    }
+    jobs.push(job)
+    void flush()
+  }
+
+  async function byIdempotencyKey(key: string): Promise<AttestRecord | undefined> {
+    const seq = (await db.get(idemKey(key))) as number | undefined
+    if (seq === undefined) return undefined
+    return (await db.get(lineKey(seq))) as AttestRecord | undefined
+  }
+
+  const store: AttestStore = {
+    storeId: id,
+    chainId,
+    append(input) {
+      const pending = inflight.get(input.idempotencyKey)
+      if (pending) return pending.then((r) => ({ record: r.record, created: false }))
+      const p = (async (): Promise<AppendResult> => {
+        const existing = await byIdempotencyKey(input.idempotencyKey)
+        if (existing) return { record: existing, created: false }
+        return new Promise<AppendResult>((resolve, reject) => enqueue({ kind: 'append', input, resolve, reject }))
+      })()
+      inflight.set(input.idempotencyKey, p)
+      const clear = () => inflight.delete(input.idempotencyKey)
+      p.then(clear, clear)
+      return p
+    },
+    byIdempotencyKey,
+    async get(seq) {
+      return (await db.get(lineKey(seq))) as AttestRecord | undefined
+    },
+    async *range(from = 0, to = Number.MAX_SAFE_INTEGER) {
+      if (to <= from) return
+      for await (const v of db.values({ gte: lineKey(from), lt: lineKey(Math.min(to, 1e12 - 1)) })) yield v as AttestRecord
+    },
+    async queue(limit, fromSeq = 0) {
+      const out: AttestRecord[] = []
+      for await (const k of db.keys({ gte: queueKey(fromSeq), lt: 'q;', limit })) {
+        const rec = (await db.get(`l:${k.slice(2)}`)) as AttestRecord | undefined
+        if (rec) out.push(rec)
+      }
+      return out
+    },
+    update(records) {
+      if (records.length === 0) return Promise.resolve()
+      return new Promise<void>((resolve, reject) => enqueue({ kind: 'update', records, resolve, reject }))
+    },
+    counts: () => ({ ...counts }),
+    size: () => next,
+    async close() {
+      closed = true
+      while (flushing || jobs.length > 0) await new Promise((r) => setTimeout(r, 5))
+      await db.close()
+    },
+  }
+  return store
+}

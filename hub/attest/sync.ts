@@ -1,0 +1,273 @@
+// Sync when online: submits pending lines in seq order, in batches, with retry and backoff,
+// exactly once. Per batch:
+//   1. request: the device (the agent's approved operator) sends validationRequest(attestor,
+//      agentId, requestUri, requestHash) for each pending line. Each transaction is signed and
+//      SAVED (state `sending`, raw bytes + nonce) in one sync batch BEFORE it is broadcast; after
+//      a crash the same bytes are re-broadcast (same nonce, same hash), so a line is never
+//      requested twice and never skipped. Lines whose request is already on chain (ours) move on.
+//   2. attest: the lines go to the attestor, which answers each on chain; then `attested`.
+import { type Address, BaseError, type Hex, encodeFunctionData, keccak256 } from 'viem'
+import { validationRegistryAbi } from '../../chain/abi.ts'
+import type { ChainInfo } from '../../chain/chain-file.ts'
+import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
+import { CHAIN_ID } from '../../chain/anvil.ts'
+import { readValidationStatus } from '../../chain/reads.ts'
+import { ATTEST_PATH, type ItemResult } from '../../market/attestor/request.ts'
+import type { DeviceSigner } from './device-key.ts'
+import type { AttestRecord } from './record.ts'
+import type { AttestStore } from './store.ts'
+
+export type SyncChainConfig = Pick<ChainInfo, 'rpcUrl' | 'validationRegistry' | 'agentId' | 'attestorAddress'>
+
+export interface SyncProgress {
+  phase: 'request' | 'attest'
+  /** Lines finished so far in this run. */
+  done: number
+  /** Lines in the queue when the run started. */
+  total: number
+}
+
+export interface SyncLog {
+  progress?(p: SyncProgress): void
+  info?(msg: string): void
+  warn?(msg: string): void
+}
+
+export interface SyncOptions {
+  store: AttestStore
+  chain: SyncChainConfig
+  /** Origin of the attestor service (e.g. http://127.0.0.1:8545); ATTEST_PATH is appended. */
+  attestorUrl: string
+  signer: DeviceSigner
+  log?: SyncLog
+  batchSize?: number
+  /** start(): wait between runs when the queue is empty. */
+  idleMs?: number
+  /** start(): backoff after a failed run: min, doubling to max, with jitter. */
+  backoffMinMs?: number
+  backoffMaxMs?: number
+  fetch?: typeof fetch
+}
+
+export interface SyncReport {
+  requested: number
+  attested: number
+  failed: number
+  remaining: number
+}
+
+export interface AttestSync {
+  start(): void
+  stop(): Promise<void>
+  /** Drains the queue once; throws when the chain or the attestor cannot be reached. */
+  runOnce(): Promise<SyncReport>
+}
+
+class SyncError extends Error {}
+
+export function createAttestSync(opts: SyncOptions): AttestSync {
+  const batchSize = opts.batchSize ?? 50
+  const log = opts.log ?? {}
+  const doFetch = opts.fetch ?? fetch
+  const pub: SvcPublicClient = publicClientFor(opts.chain.rpcUrl)
+  const agentId = BigInt(opts.chain.agentId)
+  const attestor = opts.chain.attestorAddress as Address
+  let running: Promise<SyncReport> | undefined
+  let stopped = true
+  let timer: NodeJS.Timeout | undefined
+  let wake: (() => void) | undefined
+
+  async function rowIsOurs(rec: AttestRecord): Promise<'ours' | 'none' | string> {
+    const row = await readValidationStatus(pub, opts.chain.validationRegistry, rec.requestHash)
+    if (!row.ok) {
+      if (row.kind === 'unknown') return 'none'
+      throw new SyncError(`chain: ${row.error}`)
+    }
+    if (row.value.validator.toLowerCase() === attestor.toLowerCase() && row.value.agentId === agentId) return 'ours'
+    return `request hash ${rec.requestHash} is held by another request (validator ${row.value.validator}, agent ${row.value.agentId})`
+  }
+
+  /** Step 1 for one batch: every record leaves as `requested` or `failed`. */
+  async function request(batch: AttestRecord[]): Promise<{ requested: number; failed: number }> {
+    let requested = 0
+    let failed = 0
+    const toSign: AttestRecord[] = []
+    const settled: AttestRecord[] = []
+    for (const rec of batch) {
+      if (rec.state !== 'pending') continue
+      const owner = await rowIsOurs(rec)
+      if (owner === 'ours') settled.push({ ...rec, state: 'requested' })
+      else if (owner === 'none') toSign.push(rec)
+      else settled.push({ ...rec, state: 'failed', error: owner })
+    }
+    if (settled.length) await opts.store.update(settled)
+    for (const r of settled) r.state === 'failed' ? failed++ : requested++
+
+    // Transactions saved before a crash go out first: they hold the lowest nonces.
+    for (const rec of batch) if (rec.state === 'sending') await broadcast(rec)
+    if (toSign.length) {
+      const account = opts.signer.account
+      const saved = batch.reduce((m, r) => (r.requestTx ? Math.max(m, r.requestTx.nonce + 1) : m), 0)
+      let nonce = Math.max(saved, await pub.getTransactionCount({ address: account.address, blockTag: 'pending' }))
+      const fees = await pub.estimateFeesPerGas()
+      const signed: AttestRecord[] = []
+      for (const rec of toSign) {
+        const args = [attestor, agentId, rec.requestUri, rec.requestHash] as const
+        const gas = await pub.estimateContractGas({ address: opts.chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args, account })
+        const raw = await account.signTransaction({
+          chainId: CHAIN_ID,
+          type: 'eip1559',
+          to: opts.chain.validationRegistry,
+          data: encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationRequest', args }),
+          nonce,
+          gas: (gas * 12n) / 10n,
+          maxFeePerGas: fees.maxFeePerGas,
+          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+        })
+        signed.push({ ...rec, state: 'sending', requestTx: { raw, hash: keccak256(raw), nonce } })
+        nonce++
+      }
+      // Saved before broadcast: this is what makes a restart re-send the same transaction.
+      await opts.store.update(signed)
+      batch = batch.map((r) => signed.find((s) => s.seq === r.seq) ?? r)
+    }
+
+    // Broadcast the new ones, then wait for every receipt.
+    const sending = batch.filter((r) => r.state === 'sending')
+    for (const rec of sending) await broadcast(rec)
+    const done: AttestRecord[] = []
+    for (const rec of sending) {
+      const receipt = await pub.waitForTransactionReceipt({ hash: rec.requestTx!.hash, timeout: 120_000 }).catch((err: unknown) => {
+        throw new SyncError(`waiting for request of line ${rec.seq + 1}: ${err instanceof BaseError ? err.shortMessage : String(err)}`)
+      })
+      if (receipt.status === 'success') {
+        done.push({ ...rec, state: 'requested' })
+        continue
+      }
+      const owner = await rowIsOurs(rec)
+      done.push(owner === 'ours' ? { ...rec, state: 'requested' } : { ...rec, state: 'failed', error: owner === 'none' ? `validationRequest reverted (${rec.requestTx!.hash})` : owner })
+    }
+    await opts.store.update(done)
+    for (const r of done) r.state === 'failed' ? failed++ : requested++
+    return { requested, failed }
+  }
+
+  async function broadcast(rec: AttestRecord): Promise<void> {
+    const tx = rec.requestTx!
+    const known = await pub.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined)
+    if (known) return
+    try {
+      await pub.sendRawTransaction({ serializedTransaction: tx.raw })
+    } catch (err) {
+      const msg = err instanceof BaseError ? err.details || err.shortMessage : String(err)
+      // Already in the pool, or already mined: either way the one transaction is out.
+      if (/already known|already imported|nonce too low|known transaction/i.test(msg)) return
+      throw new SyncError(`broadcasting request of line ${rec.seq + 1}: ${msg}`)
+    }
+  }
+
+  async function attest(batch: AttestRecord[]): Promise<{ attested: number; failed: number }> {
+    const todo = batch.filter((r) => r.state === 'requested')
+    if (todo.length === 0) return { attested: 0, failed: 0 }
+    let res: Response
+    try {
+      res = await doFetch(new URL(ATTEST_PATH, opts.attestorUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ agentId: opts.chain.agentId, items: todo.map((r) => ({ requestHash: r.requestHash, line: r.line, signature: r.signature })) }),
+      })
+    } catch (err) {
+      throw new SyncError(`attestor unreachable at ${opts.attestorUrl}: ${(err as Error).message}`)
+    }
+    const body = (await res.json().catch(() => ({}))) as { results?: ItemResult[]; error?: string }
+    if (!res.ok || !Array.isArray(body.results)) throw new SyncError(`attestor answered ${res.status}: ${body.error ?? 'no results'}`)
+    const byHash = new Map(body.results.map((r) => [r.requestHash.toLowerCase(), r]))
+    const updates: AttestRecord[] = []
+    let attested = 0
+    for (const rec of todo) {
+      const r = byHash.get(rec.requestHash.toLowerCase())
+      if (!r) continue
+      if (r.ok) {
+        updates.push({ ...rec, state: 'attested', ...(r.txHash ? { responseTx: r.txHash } : {}) })
+        attested++
+      } else {
+        // Refusals are kept on the line and retried next run (the agent's wallet may be fixed).
+        log.warn?.(`line ${rec.seq + 1}: attestor refused: ${r.error}`)
+        updates.push({ ...rec, error: r.error })
+      }
+    }
+    await opts.store.update(updates)
+    return { attested, failed: 0 }
+  }
+
+  async function runOnce(): Promise<SyncReport> {
+    if (running) return running
+    running = (async () => {
+      const report: SyncReport = { requested: 0, attested: 0, failed: 0, remaining: 0 }
+      const c = opts.store.counts()
+      const total = c.pending + c.sending + c.requested
+      let done = 0
+      let afterSeq = -1
+      for (;;) {
+        const batch = await opts.store.queue(batchSize, afterSeq + 1)
+        if (batch.length === 0) break
+        const rq = await request(batch)
+        report.requested += rq.requested
+        report.failed += rq.failed
+        log.progress?.({ phase: 'request', done: done + rq.requested + rq.failed, total })
+        const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter((r): r is AttestRecord => r !== undefined)
+        const at = await attest(fresh)
+        report.attested += at.attested
+        done += batch.length
+        log.progress?.({ phase: 'attest', done, total })
+        afterSeq = batch[batch.length - 1]!.seq
+      }
+      const after = opts.store.counts()
+      report.remaining = after.pending + after.sending + after.requested
+      return report
+    })()
+    try {
+      return await running
+    } finally {
+      running = undefined
+    }
+  }
+
+  async function loop(): Promise<void> {
+    let backoff = opts.backoffMinMs ?? 500
+    while (!stopped) {
+      let wait = opts.idleMs ?? 5000
+      try {
+        const r = await runOnce()
+        backoff = opts.backoffMinMs ?? 500
+        if (r.requested + r.attested > 0) log.info?.(`sync: ${r.requested} requested, ${r.attested} attested, ${r.remaining} remaining`)
+      } catch (err) {
+        log.warn?.(`sync failed, retrying in ${backoff} ms: ${(err as Error).message}`)
+        wait = backoff + Math.floor(Math.random() * backoff * 0.2)
+        backoff = Math.min(backoff * 2, opts.backoffMaxMs ?? 60_000)
+      }
+      if (stopped) break
+      await new Promise<void>((resolve) => {
+        wake = resolve
+        timer = setTimeout(resolve, wait)
+      })
+    }
+  }
+
+  let loopDone: Promise<void> | undefined
+  return {
+    start() {
+      if (!stopped) return
+      stopped = false
+      loopDone = loop()
+    },
+    async stop() {
+      stopped = true
+      if (timer) clearTimeout(timer)
+      wake?.()
+      await loopDone
+      await running?.catch(() => undefined)
+    },
+    runOnce,
+  }
+}

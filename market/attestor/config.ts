@@ -1,0 +1,77 @@
+// What the attestor needs: where the chain is, which registries, its own key, and the base of
+// the response URIs it writes on chain. Read from the chain file plus a key from a file or the
+// environment (SVC_ATTESTOR_KEY), so the key never has to sit in the chain file on a real network.
+import { readFile } from 'node:fs/promises'
+import { type Address, type Hex, isHex } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import type { ChainInfo } from '../../chain/chain-file.ts'
+
+export interface AttestorConfig {
+  rpcUrl: string
+  identityRegistry: Address
+  validationRegistry: Address
+  privateKey: Hex
+  /** responseURI = `${uriBase}/responses/<requestHash>`. */
+  uriBase: string
+}
+
+export const DEFAULT_URI_BASE = 'svc://attestor'
+export const KEY_ENV = 'SVC_ATTESTOR_KEY'
+
+export type ConfigResult = { ok: true; config: AttestorConfig } | { ok: false; error: string }
+
+function checkKey(text: string, where: string): { ok: true; key: Hex } | { ok: false; error: string } {
+  const k = text.trim()
+  const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
+  if (!isHex(hex) || hex.length !== 66) return { ok: false, error: `${where}: expected a 32-byte hex private key` }
+  try {
+    privateKeyToAccount(hex)
+  } catch {
+    return { ok: false, error: `${where}: not a valid secp256k1 key` }
+  }
+  return { ok: true, key: hex }
+}
+
+export interface AttestorConfigSources {
+  chain: ChainInfo
+  keyFile?: string
+  env?: NodeJS.ProcessEnv
+  uriBase?: string
+}
+
+/** Key precedence: --key-file, then $SVC_ATTESTOR_KEY, then the dev chain's `attestor` account. */
+export async function loadAttestorConfig(src: AttestorConfigSources): Promise<ConfigResult> {
+  let key: Hex | undefined
+  if (src.keyFile !== undefined) {
+    let text: string
+    try {
+      text = await readFile(src.keyFile, 'utf8')
+    } catch (err) {
+      return { ok: false, error: `attestor key file ${src.keyFile}: ${(err as Error).message}` }
+    }
+    const r = checkKey(text, `attestor key file ${src.keyFile}`)
+    if (!r.ok) return r
+    key = r.key
+  } else if (src.env?.[KEY_ENV]) {
+    const r = checkKey(src.env[KEY_ENV] ?? '', `$${KEY_ENV}`)
+    if (!r.ok) return r
+    key = r.key
+  } else if (src.chain.accounts) {
+    key = src.chain.accounts.attestor.privateKey
+  }
+  if (key === undefined) return { ok: false, error: `no attestor key: pass --key-file FILE or set $${KEY_ENV}` }
+  const address = privateKeyToAccount(key).address
+  if (address.toLowerCase() !== src.chain.attestorAddress.toLowerCase()) {
+    return { ok: false, error: `the attestor key is for ${address}, but the chain file names the attestor ${src.chain.attestorAddress}` }
+  }
+  return {
+    ok: true,
+    config: {
+      rpcUrl: src.chain.rpcUrl,
+      identityRegistry: src.chain.identityRegistry,
+      validationRegistry: src.chain.validationRegistry,
+      privateKey: key,
+      uriBase: (src.uriBase ?? DEFAULT_URI_BASE).replace(/\/+$/, ''),
+    },
+  }
+}

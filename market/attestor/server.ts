@@ -1,0 +1,28 @@
+// `svc attestor`: the attestor alone on its own Fastify server.
+import Fastify from 'fastify'
+import { attestorPlugin } from './plugin.ts'
+import type { AttestorConfig } from './config.ts'
+import { createAttestor } from './service.ts'
+
+export interface AttestorServer {
+  url: string
+  address: `0x${string}`
+  close(): Promise<void>
+}
+
+export async function startAttestorServer(config: AttestorConfig, opts: { host?: string; port?: number; logger?: boolean } = {}): Promise<AttestorServer> {
+  const app = Fastify({ logger: opts.logger ?? false })
+  // JSON errors for everything the plugin does not answer itself (bad JSON, wrong type, 404).
+  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
+    void reply.code(status).send({ error: status === 500 ? 'internal error' : err.message })
+  })
+  app.setNotFoundHandler((_req, reply) => void reply.code(404).send({ error: 'not found' }))
+  const attestor = createAttestor(config)
+  await app.register(attestorPlugin, { attestor, validationRegistry: config.validationRegistry })
+  const host = opts.host ?? '127.0.0.1'
+  await app.listen({ host, port: opts.port ?? 0 })
+  const addr = app.server.address()
+  const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 0)
+  return { url: `http://${host}:${port}`, address: attestor.address, close: () => app.close() }
+}

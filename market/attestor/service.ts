@@ -1,0 +1,132 @@
+// The attestor: the operator's validator (<ATTESTOR_ADDRESS>). For each line a device sends it
+//   1. recovers the EIP-191 signer of the line and accepts it only when it is the agent's
+//      verified wallet (ERC-8004 getAgentWallet) or the agent's owner (ownerOf);
+//   2. hashes the line: paramsHash = keccak256(line bytes);
+//   3. finds the device's validationRequest under requestHash naming this attestor and agent;
+//   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
+// A request already answered with the same paramsHash is reported done without a new
+// transaction, so the device may retry a batch after any crash.
+import { type Address, type Hex, recoverMessageAddress } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+import { validationRegistryAbi } from '../../chain/abi.ts'
+import { type SvcPublicClient, type SvcWalletClient, publicClientFor, walletClientFor } from '../../chain/clients.ts'
+import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
+import { lineHash } from '../../records/hash.ts'
+import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
+import type { AttestorConfig } from './config.ts'
+import type { AttestItem, AttestRequest, ItemResult } from './request.ts'
+
+export type AttestOutcome =
+  | { ok: true; results: ItemResult[] }
+  | { ok: false; status: 404 | 502; error: string }
+
+export interface Attestor {
+  address: Address
+  attest(req: AttestRequest): Promise<AttestOutcome>
+}
+
+const ZERO = '0x0000000000000000000000000000000000000000'
+
+export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPublicClient; wallet?: SvcWalletClient }): Attestor {
+  const account = privateKeyToAccount(config.privateKey)
+  const pub = clients?.pub ?? publicClientFor(config.rpcUrl)
+  const wallet = clients?.wallet ?? walletClientFor(config.rpcUrl, config.privateKey)
+  // Transactions leave one at a time so nonces never collide between concurrent requests.
+  let sendChain: Promise<unknown> = Promise.resolve()
+  let nextNonce: number | undefined
+  const inflight = new Map<string, Promise<ItemResult>>()
+
+  function send(requestHash: Hex, paramsHash: Hex): Promise<Hex> {
+    const p = sendChain.then(async () => {
+      nextNonce ??= await pub.getTransactionCount({ address: account.address, blockTag: 'pending' })
+      try {
+        const hash = await wallet.writeContract({
+          address: config.validationRegistry,
+          abi: validationRegistryAbi,
+          functionName: 'validationResponse',
+          args: [requestHash, ATTEST_RESPONSE, `${config.uriBase}/responses/${requestHash}`, paramsHash, ATTEST_TAG],
+          nonce: nextNonce,
+        })
+        nextNonce++
+        return hash
+      } catch (err) {
+        nextNonce = undefined // re-read from the chain: the failed send may or may not have used it
+        throw err
+      }
+    })
+    sendChain = p.catch(() => undefined)
+    return p
+  }
+
+  async function one(item: AttestItem, agentId: bigint, allowed: Set<string>): Promise<ItemResult> {
+    const { requestHash, line, signature } = item
+    let signer: Address
+    try {
+      signer = await recoverMessageAddress({ message: line, signature })
+    } catch {
+      return { requestHash, ok: false, error: 'signature: not a valid signature of the line' }
+    }
+    if (!allowed.has(signer.toLowerCase())) {
+      return { requestHash, ok: false, error: `signature: signed by ${signer}, which is neither agent ${agentId}'s wallet nor its owner` }
+    }
+    const paramsHash = lineHash(line)
+    const row = await readValidationStatus(pub, config.validationRegistry, requestHash)
+    if (!row.ok) {
+      if (row.kind === 'unknown') return { requestHash, ok: false, error: 'requestHash: no validation request under this hash (the device sends validationRequest first)' }
+      throw new ChainDown(row.error)
+    }
+    const r = row.value
+    if (r.validator.toLowerCase() !== account.address.toLowerCase()) {
+      return { requestHash, ok: false, error: `requestHash: the request names validator ${r.validator}, not this attestor` }
+    }
+    if (r.agentId !== agentId) return { requestHash, ok: false, error: `requestHash: the request is for agent ${r.agentId}, not ${agentId}` }
+    const answered = r.tag !== '' || r.response !== 0
+    if (answered) {
+      if (r.responseHash.toLowerCase() === paramsHash && r.response === ATTEST_RESPONSE && r.tag === ATTEST_TAG) {
+        return { requestHash, ok: true, txHash: null, already: true }
+      }
+      return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
+    }
+    const txHash = await send(requestHash, paramsHash)
+    const receipt = await pub.waitForTransactionReceipt({ hash: txHash })
+    if (receipt.status !== 'success') return { requestHash, ok: false, error: `validationResponse reverted (${txHash})` }
+    return { requestHash, ok: true, txHash, already: false }
+  }
+
+  return {
+    address: account.address,
+    async attest(req) {
+      const owner = await readOwnerOf(pub, config.identityRegistry, req.agentId)
+      if (!owner.ok) {
+        if (owner.kind === 'unreachable') return { ok: false, status: 502, error: `chain unreachable: ${owner.error}` }
+        return { ok: false, status: 404, error: `agentId: agent ${req.agentId} does not exist` }
+      }
+      const wallet = await readAgentWallet(pub, config.identityRegistry, req.agentId)
+      if (!wallet.ok) return { ok: false, status: 502, error: `chain unreachable: ${wallet.error}` }
+      // Who may sign a line: the agent's verified wallet, or (always) its owner. After a transfer
+      // the wallet is cleared, so only the new owner's key works until it sets a wallet.
+      const allowed = new Set([owner.value.toLowerCase()])
+      if (wallet.value !== ZERO) allowed.add(wallet.value.toLowerCase())
+      try {
+        const results = await Promise.all(
+          req.items.map((item) => {
+            const key = item.requestHash.toLowerCase()
+            const running = inflight.get(key)
+            if (running) return running
+            const p = one(item, req.agentId, allowed)
+            inflight.set(key, p)
+            const clear = () => inflight.delete(key)
+            p.then(clear, clear)
+            return p
+          }),
+        )
+        return { ok: true, results }
+      } catch (err) {
+        const msg = err instanceof ChainDown ? err.message : (err as Error).message
+        return { ok: false, status: 502, error: `chain unreachable: ${msg}` }
+      }
+    },
+  }
+}
+
+class ChainDown extends Error {}
