@@ -1,0 +1,279 @@
+// svc board line protocol, board side: framing and encoding (DESIGN "The board line protocol").
+// Newline-terminated JSON objects. Framing rules, shared with bridge/codec/framer.ts:
+//  - a trailing '\r' is stripped (println framing);
+//  - blank lines are skipped and not counted;
+//  - a line longer than the buffer is dropped whole and counted, never partly kept.
+// No Arduino headers, no heap: it compiles on the host for boards/firmware/host/host_test.cpp.
+#ifndef SVC_LINE_H
+#define SVC_LINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+// ---------------------------------------------------------------------------------------------
+// Reading: a fixed buffer that yields whole lines.
+
+template <size_t CAP>
+class SvcLineReader {
+ public:
+  SvcLineReader() : used_(0), discarding_(false), oversized_(0), lines_(0) {}
+
+  // Feeds one byte. Returns true when a complete line sits in line() (NUL-terminated, length()).
+  bool feed(uint8_t b) {
+    if (b == '\n') {
+      if (discarding_) {
+        discarding_ = false;
+        oversized_++;
+        used_ = 0;
+        return false;
+      }
+      size_t end = used_;
+      if (end > 0 && buf_[end - 1] == '\r') end--;
+      used_ = 0;
+      if (end > CAP) {  // only possible as CAP+1 bytes without '\r'
+        oversized_++;
+        return false;
+      }
+      if (end == 0) return false;
+      buf_[end] = 0;
+      len_ = end;
+      lines_++;
+      return true;
+    }
+    if (discarding_) return false;
+    // One byte of slack for the '\r' of a "\r\n" line exactly at the cap.
+    if (used_ >= CAP + 1) {
+      discarding_ = true;
+      used_ = 0;
+      return false;
+    }
+    buf_[used_++] = (char)b;
+    return false;
+  }
+
+  const char* line() const { return buf_; }
+  size_t length() const { return len_; }
+  uint32_t oversized() const { return oversized_; }
+  uint32_t lines() const { return lines_; }
+
+ private:
+  char buf_[CAP + 2];
+  size_t used_;
+  size_t len_ = 0;
+  bool discarding_;
+  uint32_t oversized_;
+  uint32_t lines_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Writing. OUT is anything with `size_t write(uint8_t)`: Arduino's Print (Serial) or a host buffer.
+
+template <class OUT>
+void svc_puts(OUT& out, const char* s) {
+  while (*s) out.write((uint8_t)*s++);
+}
+
+template <class OUT>
+void svc_put_uint(OUT& out, uint32_t v) {
+  char tmp[11];
+  int n = 0;
+  do {
+    tmp[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) out.write((uint8_t)tmp[--n]);
+}
+
+template <class OUT>
+void svc_put_int(OUT& out, int32_t v) {
+  if (v < 0) {
+    out.write('-');
+    svc_put_uint(out, (uint32_t)(-(int64_t)v));
+  } else {
+    svc_put_uint(out, (uint32_t)v);
+  }
+}
+
+// A JSON string literal, escaped exactly as JavaScript's JSON.stringify does for the same bytes:
+// '"' and '\\' escaped, \b \f \n \r \t by name, other control bytes as \u00xx (lowercase hex),
+// everything else (UTF-8 included) passed through.
+template <class OUT>
+void svc_put_json_string(OUT& out, const char* s) {
+  static const char hex[] = "0123456789abcdef";
+  out.write('"');
+  for (; *s; s++) {
+    uint8_t c = (uint8_t)*s;
+    switch (c) {
+      case '"': svc_puts(out, "\\\""); break;
+      case '\\': svc_puts(out, "\\\\"); break;
+      case '\b': svc_puts(out, "\\b"); break;
+      case '\f': svc_puts(out, "\\f"); break;
+      case '\n': svc_puts(out, "\\n"); break;
+      case '\r': svc_puts(out, "\\r"); break;
+      case '\t': svc_puts(out, "\\t"); break;
+      default:
+        if (c < 0x20) {
+          svc_puts(out, "\\u00");
+          out.write((uint8_t)hex[c >> 4]);
+          out.write((uint8_t)hex[c & 15]);
+        } else {
+          out.write(c);
+        }
+    }
+  }
+  out.write('"');
+}
+
+template <class OUT>
+void svc_emit_hello(OUT& out, const char* board, const char* fw) {
+  svc_puts(out, "{\"event\":\"hello\",\"board\":");
+  svc_put_json_string(out, board);
+  svc_puts(out, ",\"fw\":");
+  svc_put_json_string(out, fw);
+  svc_puts(out, "}\n");
+}
+
+template <class OUT>
+void svc_emit_message(OUT& out, const char* signal, const char* text) {
+  svc_puts(out, "{\"event\":\"message\",\"signal\":");
+  svc_put_json_string(out, signal);
+  svc_puts(out, ",\"text\":");
+  svc_put_json_string(out, text);
+  svc_puts(out, "}\n");
+}
+
+// `{"id":N,"ok":true,"result":` — the caller writes the result JSON, then svc_reply_end.
+template <class OUT>
+void svc_reply_ok_begin(OUT& out, uint32_t id) {
+  svc_puts(out, "{\"id\":");
+  svc_put_uint(out, id);
+  svc_puts(out, ",\"ok\":true,\"result\":");
+}
+
+template <class OUT>
+void svc_reply_end(OUT& out) {
+  svc_puts(out, "}\n");
+}
+
+template <class OUT>
+void svc_reply_error(OUT& out, uint32_t id, const char* error) {
+  svc_puts(out, "{\"id\":");
+  svc_put_uint(out, id);
+  svc_puts(out, ",\"ok\":false,\"error\":");
+  svc_put_json_string(out, error);
+  svc_puts(out, "}\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small JSON scanner for commands `{"id":N,"cmd":"name","args":{...}}`: just enough to find
+// top-level keys and read integers and short strings, without a heap.
+
+struct SvcJson {
+  const char* p;
+  const char* end;
+};
+
+inline void svc_json_ws(SvcJson& j) {
+  while (j.p < j.end && (*j.p == ' ' || *j.p == '\t' || *j.p == '\r' || *j.p == '\n')) j.p++;
+}
+
+// Reads a string into dst (truncated to dstLen-1; an escape keeps the escaped character, so
+// \" and \\ read right and \uXXXX does not: command names and keys never need it).
+inline bool svc_json_string(SvcJson& j, char* dst, size_t dstLen) {
+  if (j.p >= j.end || *j.p != '"') return false;
+  j.p++;
+  size_t n = 0;
+  while (j.p < j.end && *j.p != '"') {
+    char c = *j.p++;
+    if (c == '\\') {
+      if (j.p >= j.end) return false;
+      c = *j.p++;
+    }
+    if (dst && n + 1 < dstLen) dst[n++] = c;
+  }
+  if (j.p >= j.end) return false;
+  j.p++;
+  if (dst && dstLen) dst[n] = 0;
+  return true;
+}
+
+// Skips any JSON value (nesting by bracket depth, strings aware).
+inline bool svc_json_skip(SvcJson& j) {
+  svc_json_ws(j);
+  if (j.p >= j.end) return false;
+  if (*j.p == '"') return svc_json_string(j, 0, 0);
+  if (*j.p == '{' || *j.p == '[') {
+    int depth = 0;
+    while (j.p < j.end) {
+      char c = *j.p;
+      if (c == '"') {
+        if (!svc_json_string(j, 0, 0)) return false;
+        continue;
+      }
+      if (c == '{' || c == '[') depth++;
+      if (c == '}' || c == ']') {
+        depth--;
+        if (depth == 0) {
+          j.p++;
+          return true;
+        }
+      }
+      j.p++;
+    }
+    return false;
+  }
+  const char* start = j.p;
+  while (j.p < j.end && *j.p != ',' && *j.p != '}' && *j.p != ']' && *j.p != ' ') j.p++;
+  return j.p > start;
+}
+
+inline bool svc_json_int(SvcJson& j, int64_t* out) {
+  svc_json_ws(j);
+  bool neg = false;
+  if (j.p < j.end && *j.p == '-') {
+    neg = true;
+    j.p++;
+  }
+  if (j.p >= j.end || *j.p < '0' || *j.p > '9') return false;
+  int64_t v = 0;
+  while (j.p < j.end && *j.p >= '0' && *j.p <= '9') {
+    v = v * 10 + (*j.p++ - '0');
+    if (v > 0xffffffffLL) return false;
+  }
+  // A fraction or exponent is not an integer.
+  if (j.p < j.end && (*j.p == '.' || *j.p == 'e' || *j.p == 'E')) return false;
+  *out = neg ? -v : v;
+  return true;
+}
+
+// Positions j at the value of top-level `key` in the object [p, end). False when absent or malformed.
+inline bool svc_json_find(const char* p, const char* end, const char* key, SvcJson* at) {
+  SvcJson j = {p, end};
+  svc_json_ws(j);
+  if (j.p >= j.end || *j.p != '{') return false;
+  j.p++;
+  char name[24];
+  for (;;) {
+    svc_json_ws(j);
+    if (j.p < j.end && *j.p == '}') return false;
+    if (!svc_json_string(j, name, sizeof name)) return false;
+    svc_json_ws(j);
+    if (j.p >= j.end || *j.p != ':') return false;
+    j.p++;
+    svc_json_ws(j);
+    if (strcmp(name, key) == 0) {
+      *at = j;
+      return true;
+    }
+    if (!svc_json_skip(j)) return false;
+    svc_json_ws(j);
+    if (j.p < j.end && *j.p == ',') {
+      j.p++;
+      continue;
+    }
+    return false;
+  }
+}
+
+#endif

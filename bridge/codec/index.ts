@@ -1,0 +1,4 @@
+// The shared line codec: framing with a cap, and line ↔ message. Pure.
+export * from './framer.ts'
+export * from './line.ts'
+export * from './messages.ts'

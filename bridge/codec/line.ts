@@ -1,0 +1,103 @@
+// One line ↔ one typed message. Pure: the bridge, the simulator and the tests share it.
+import { Compile } from 'typebox/compile'
+import {
+  type BoardLine,
+  Command,
+  HelloEvent,
+  type Json,
+  MessageEvent,
+  Reply,
+  type Command as CommandT,
+} from './messages.ts'
+
+const checkHello = Compile(HelloEvent)
+const checkMessage = Compile(MessageEvent)
+const checkReply = Compile(Reply)
+const checkCommand = Compile(Command)
+
+export type Decoded<T> = { ok: true; value: T } | { ok: false; error: string }
+
+const decoder = new TextDecoder('utf-8', { fatal: true })
+
+/** Shows at most 60 characters of a bad line in an error, escaped, so logs stay one line and small. */
+export function preview(line: Uint8Array | string): string {
+  const s = typeof line === 'string' ? line : Buffer.from(line).toString('latin1')
+  const cut = s.length > 60 ? s.slice(0, 60) + '…' : s
+  return JSON.stringify(cut)
+}
+
+function firstError(errors: Iterable<{ instancePath: string; message: string }>): string {
+  for (const e of errors) return `${e.instancePath || '/'} ${e.message}`
+  return 'invalid'
+}
+
+function parseObject(line: Uint8Array): Decoded<Record<string, unknown>> {
+  let text: string
+  try {
+    text = decoder.decode(line)
+  } catch {
+    return { ok: false, error: 'not UTF-8' }
+  }
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return { ok: false, error: 'not JSON' }
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, error: 'not a JSON object' }
+  return { ok: true, value: value as Record<string, unknown> }
+}
+
+/** Board → hub. Errors name the field that was wrong. */
+export function decodeBoardLine(line: Uint8Array): Decoded<BoardLine> {
+  const parsed = parseObject(line)
+  if (!parsed.ok) return parsed
+  const v = parsed.value
+  if ('event' in v) {
+    if (v.event === 'message') {
+      if (checkMessage.Check(v)) return { ok: true, value: { kind: 'message', message: v } }
+      return { ok: false, error: `message: ${firstError(checkMessage.Errors(v))}` }
+    }
+    if (v.event === 'hello') {
+      if (checkHello.Check(v)) return { ok: true, value: { kind: 'hello', hello: v } }
+      return { ok: false, error: `hello: ${firstError(checkHello.Errors(v))}` }
+    }
+    return { ok: false, error: `/event unknown event ${preview(String(v.event))}` }
+  }
+  if ('id' in v) {
+    if (checkReply.Check(v)) {
+      if (v.ok === false && typeof v.error !== 'string') return { ok: false, error: 'reply: /error must be a string when ok is false' }
+      return { ok: true, value: { kind: 'reply', reply: v as BoardReply } }
+    }
+    return { ok: false, error: `reply: ${firstError(checkReply.Errors(v))}` }
+  }
+  return { ok: false, error: 'neither an event nor a reply (no "event" or "id")' }
+}
+type BoardReply = Extract<BoardLine, { kind: 'reply' }>['reply']
+
+/** Hub → board: the command line, newline included. */
+export function encodeCommand(id: number, cmd: string, args: Json): Decoded<string> {
+  const c = { id, cmd, args }
+  if (!checkCommand.Check(c)) return { ok: false, error: `command: ${firstError(checkCommand.Errors(c))}` }
+  return { ok: true, value: JSON.stringify(c) + '\n' }
+}
+
+/** Board side (simulator, tests): parses a command line. */
+export function decodeCommand(line: Uint8Array): Decoded<CommandT> {
+  const parsed = parseObject(line)
+  if (!parsed.ok) return parsed
+  const v = parsed.value
+  if (!checkCommand.Check(v)) return { ok: false, error: `command: ${firstError(checkCommand.Errors(v))}` }
+  return { ok: true, value: v as CommandT }
+}
+
+/** Board side: event and reply lines, newline included, in the firmware's field order. */
+export function encodeHello(board: string, fw?: string): string {
+  return JSON.stringify(fw === undefined ? { event: 'hello', board } : { event: 'hello', board, fw }) + '\n'
+}
+export function encodeMessage(signal: string, text: string): string {
+  return JSON.stringify({ event: 'message', signal, text }) + '\n'
+}
+export function encodeReply(id: number, r: { ok: true; result: Json } | { ok: false; error: string }): string {
+  return JSON.stringify(r.ok ? { id, ok: true, result: r.result } : { id, ok: false, error: r.error }) + '\n'
+}

@@ -1,0 +1,222 @@
+// A Firmata board through johnny-five. The profile maps pins to signals; johnny-five's Sensor
+// does the sampling (`intervalMs` = its `freq`) and the change filter (`threshold`), and every
+// change becomes the same `message` event a companion-firmware board would send. Commands
+// (ping, capabilities, gpio_read, gpio_write) are answered from the Firmata IO layer so SOPs
+// use one `board_send` vocabulary for both kinds.
+import five from 'johnny-five'
+import type { Json } from '../codec/index.ts'
+import type { BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
+import type { FirmataProfile, ProfileSignal } from './profile.ts'
+
+/** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
+export interface FirmataIo {
+  on(event: string, fn: (...a: unknown[]) => void): unknown
+  removeAllListeners?(event?: string): unknown
+  pins: Array<{ value?: number; supportedModes?: number[] } | undefined>
+  pinMode(pin: number, mode: number): void
+  digitalWrite(pin: number, value: number): void
+  reset?(): void
+  transport?: { close?(cb?: () => void): void }
+}
+
+export interface FirmataLinkDeps {
+  log: Logger
+  now: () => number
+  backoffInitialMs: number
+  backoffMaxMs: number
+  event(board: string, signal: string, text: string): void
+  availability(board: string, state: 'online' | 'offline'): void
+  /** Makes the IO object; default: johnny-five opens `cfg.port` with firmata.js. Tests pass mock-firmata. */
+  firmataIo?: (cfg: BoardConfig) => FirmataIo
+}
+
+const OUTPUT = 1
+
+/** What the link uses of johnny-five's Sensor (its published typings lack `disable` and the change value). */
+interface SensorLike {
+  on(event: 'change', cb: (value: unknown) => void): unknown
+  disable(): void
+}
+
+export class FirmataLink {
+  readonly name: string
+  readonly publishCounts = { published: 0, dropped: 0 }
+  private readonly profile: FirmataProfile
+  private state: BoardState = 'connecting'
+  private stopped = false
+  private everOnline = false
+  private board: five.Board | undefined
+  private io: FirmataIo | undefined
+  private sensors: SensorLike[] = []
+  private delay: number
+  private retryTimer: NodeJS.Timeout | undefined
+  private readonly counts = { events: 0, reconnects: 0, commands: 0 }
+
+  constructor(
+    private readonly cfg: BoardConfig,
+    private readonly deps: FirmataLinkDeps,
+  ) {
+    this.name = cfg.name
+    // config.ts has checked the profile is present and valid.
+    this.profile = cfg.profile as FirmataProfile
+    this.delay = deps.backoffInitialMs
+  }
+
+  start(): Promise<void> {
+    return new Promise((resolve) => this.connect(resolve))
+  }
+
+  /** The IO object in use (tests drive mock-firmata through it). */
+  currentIo(): FirmataIo | undefined {
+    return this.io
+  }
+
+  async send(cmd: string, args: Json, _timeoutMs?: number): Promise<SendResult> {
+    if (this.state !== 'online' || !this.io) return { ok: false, error: `board ${this.name} is ${this.state}` }
+    this.counts.commands++
+    const a = typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {}
+    const pin = a.pin
+    const pinOk = typeof pin === 'number' && Number.isInteger(pin) && pin >= 0 && pin < this.io.pins.length
+    switch (cmd) {
+      case 'ping':
+        return { ok: true, result: 'pong' }
+      case 'capabilities':
+        return { ok: true, result: { fw: 'firmata', commands: ['ping', 'gpio_read', 'gpio_write', 'capabilities'], pins: this.io.pins.length } }
+      case 'gpio_read':
+        if (!pinOk) return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
+        return { ok: true, result: { pin, value: this.io.pins[pin]?.value ?? 0 } }
+      case 'gpio_write': {
+        if (!pinOk) return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
+        if (a.value !== 0 && a.value !== 1) return { ok: false, error: 'args.value: must be 0 or 1' }
+        this.io.pinMode(pin, OUTPUT)
+        this.io.digitalWrite(pin, a.value)
+        return { ok: true, result: { pin, value: a.value } }
+      }
+      default:
+        return { ok: false, error: `cmd: unknown command "${cmd}" (firmata boards answer ping, capabilities, gpio_read, gpio_write)` }
+    }
+  }
+
+  stats(): BoardStats {
+    return {
+      kind: 'firmata',
+      state: this.state,
+      hello: undefined,
+      lines: 0,
+      events: this.counts.events,
+      published: this.publishCounts.published,
+      oversized: 0,
+      garbage: 0,
+      unmatched: 0,
+      dropped: this.publishCounts.dropped,
+      reconnects: this.counts.reconnects,
+      commands: this.counts.commands,
+      timeouts: 0,
+    }
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true
+    if (this.retryTimer) clearTimeout(this.retryTimer)
+    const wasOnline = this.state === 'online'
+    this.state = 'closed'
+    this.teardown()
+    if (wasOnline) this.deps.availability(this.name, 'offline')
+  }
+
+  private connect(firstAttempt?: () => void): void {
+    if (this.stopped) return firstAttempt?.()
+    let settled = false
+    const settle = (): void => {
+      if (!settled) {
+        settled = true
+        firstAttempt?.()
+      }
+    }
+    try {
+      const io = this.deps.firmataIo?.(this.cfg)
+      this.io = io
+      const board = new five.Board({ ...(io ? { io } : { port: this.cfg.port }), repl: false, debug: false, timeout: 10_000 } as five.BoardOption)
+      this.board = board
+      board.on('ready', () => {
+        if (this.board !== board) return
+        this.io = board.io as FirmataIo
+        this.online()
+        settle()
+      })
+      board.on('error', (err: unknown) => {
+        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err instanceof Error ? err.message : String(err) }, 'firmata board error')
+        if (this.board === board) this.lost('error')
+        settle()
+      })
+      const ioEvents = board.io as FirmataIo | undefined
+      for (const ev of ['close', 'disconnect']) {
+        ioEvents?.on(ev, () => {
+          if (this.board === board) this.lost(ev)
+        })
+      }
+    } catch (err) {
+      this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err instanceof Error ? err.message : String(err) }, 'cannot open firmata board; retrying')
+      this.scheduleReconnect()
+      settle()
+    }
+  }
+
+  private online(): void {
+    if (this.everOnline) this.counts.reconnects++
+    this.everOnline = true
+    this.delay = this.deps.backoffInitialMs
+    this.state = 'online'
+    this.sensors = this.profile.signals.map((s) => this.sensorFor(s))
+    this.deps.log.info({ board: this.name, port: this.cfg.port }, 'firmata board online')
+    this.deps.availability(this.name, 'online')
+  }
+
+  private sensorFor(s: ProfileSignal): SensorLike {
+    const sensor = (
+      s.type === 'digital'
+        ? new five.Sensor({ board: this.board, pin: s.pin, type: 'digital', freq: 25 })
+        : new five.Sensor({ board: this.board, pin: s.pin, type: 'analog', freq: s.intervalMs ?? 100, threshold: s.threshold ?? 1 })
+    ) as unknown as SensorLike
+    sensor.on('change', (value: unknown) => {
+      if (typeof value !== 'number' || !Number.isFinite(value)) return
+      const v = s.type === 'digital' && s.invert ? (value ? 0 : 1) : value
+      this.counts.events++
+      this.deps.event(this.name, s.signal, String(v))
+    })
+    return sensor
+  }
+
+  private teardown(): void {
+    for (const s of this.sensors) s.disable()
+    this.sensors = []
+    const board = this.board
+    this.board = undefined
+    this.io = undefined
+    try {
+      ;(board?.io as FirmataIo | undefined)?.transport?.close?.()
+    } catch {
+      // The port is already gone; nothing left to close.
+    }
+  }
+
+  private lost(reason: string): void {
+    if (this.stopped || this.state === 'offline') return
+    const wasOnline = this.state === 'online'
+    this.teardown()
+    this.state = 'offline'
+    this.deps.log.warn({ board: this.name, reason }, 'firmata board offline; reconnecting')
+    if (wasOnline) this.deps.availability(this.name, 'offline')
+    this.scheduleReconnect()
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped) return
+    const ms = this.delay
+    this.delay = Math.min(this.delay * 2, this.deps.backoffMaxMs)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      this.connect()
+    }, ms)
+  }
+}

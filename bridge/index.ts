@@ -1,0 +1,138 @@
+// The bridge: boards (serial JSON-line boards and Firmata boards) → `publish` (the hub wires it
+// to MQTT). DESIGN "The flow of one event": board ──serial JSON line──▶ bridge ──MQTT──▶ broker.
+// Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text) and
+// `boards/<board>/availability` (`online`/`offline`, retained).
+import { SerialPort } from 'serialport'
+import { createSimulatedBoard, type SimulatedBoard } from '../boards/simulator/board.ts'
+import { createDeviceBinding, type DeviceBinding } from '../boards/simulator/device-binding.ts'
+import { checkBoardConfigs } from './config.ts'
+import { FirmataLink } from './firmata/link.ts'
+import { createPublishQueue, type QueueItem } from './publish-queue.ts'
+import { SerialLink } from './serial/link.ts'
+import type { BindingInterface, BoardStats, Bridge, BridgeOptions, Json, Logger, SendResult } from './types.ts'
+
+export * from './types.ts'
+export { checkBoardConfigs } from './config.ts'
+
+export const DEFAULT_MAX_QUEUED = 10_000
+
+/** What the bridge needs from a link, serial or Firmata. */
+interface Link {
+  readonly name: string
+  readonly publishCounts: { published: number; dropped: number }
+  start(): Promise<void>
+  send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult>
+  stats(): BoardStats
+  close(): Promise<void>
+}
+
+const silent: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined }
+
+export function availabilityTopic(board: string): string {
+  return `boards/${board}/availability`
+}
+
+export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: string): SimulatedBoard | undefined } {
+  const checked = checkBoardConfigs(opts.boards)
+  if (!checked.ok) throw new TypeError(checked.error)
+  const log = opts.log ?? silent
+  const now = opts.now ?? Date.now
+  const links = new Map<string, Link>()
+  const sims = new Map<string, SimulatedBoard>()
+  let simBinding: DeviceBinding | undefined
+  let started = false
+  let closed = false
+
+  const queue = createPublishQueue({
+    publish: opts.publish,
+    max: opts.maxQueued ?? DEFAULT_MAX_QUEUED,
+    window: opts.publishWindow ?? 256,
+    retryInitialMs: opts.backoff?.initialMs ?? 250,
+    retryMaxMs: opts.backoff?.maxMs ?? 10_000,
+    onDelivered: (item: QueueItem) => {
+      if (!item.retain) {
+        const c = links.get(item.board)?.publishCounts
+        if (c) c.published++
+      }
+    },
+    onDropped: (item: QueueItem) => {
+      const c = links.get(item.board)?.publishCounts
+      if (c) c.dropped++
+      dropWarn(item)
+    },
+    onFailed: (item: QueueItem, err: unknown) => failWarn(item, err),
+  })
+
+  // Both warnings are rate-limited: a broker outage fails every event.
+  let lastDropWarn = -Infinity
+  function dropWarn(item: QueueItem): void {
+    if (now() - lastDropWarn < 10_000) return
+    lastDropWarn = now()
+    log.warn({ board: item.board, topic: item.topic, dropped: queue.stats().dropped }, 'publish queue full; oldest events dropped')
+  }
+  let lastFailWarn = -Infinity
+  function failWarn(item: QueueItem, err: unknown): void {
+    if (now() - lastFailWarn < 10_000) return
+    lastFailWarn = now()
+    log.warn({ topic: item.topic, err: err instanceof Error ? err.message : String(err), pending: queue.stats().pending }, 'publish failed; events kept and retried')
+  }
+
+  const deps = {
+    log,
+    now,
+    backoffInitialMs: opts.backoff?.initialMs ?? 250,
+    backoffMaxMs: opts.backoff?.maxMs ?? 10_000,
+    commandTimeoutMs: opts.commandTimeoutMs ?? 2000,
+    event: (board: string, signal: string, text: string) =>
+      queue.push({ topic: `boards/${board}/${signal}`, payload: text, qos: 1, retain: false, board }),
+    availability: (board: string, state: 'online' | 'offline') =>
+      queue.push({ topic: availabilityTopic(board), payload: state, qos: 1, retain: true, board }),
+  }
+
+  for (const cfg of opts.boards) {
+    if ((cfg.kind ?? 'serial') === 'firmata') {
+      links.set(cfg.name, new FirmataLink(cfg, { ...deps, firmataIo: opts.firmataIo }))
+      continue
+    }
+    let binding: BindingInterface
+    if (cfg.simulate) {
+      simBinding ??= createDeviceBinding()
+      const sim = createSimulatedBoard(cfg.name, typeof cfg.simulate === 'object' ? cfg.simulate : {})
+      simBinding.attach(cfg.port, sim)
+      sims.set(cfg.name, sim)
+      binding = simBinding
+    } else {
+      binding = opts.binding ?? (SerialPort.binding as BindingInterface)
+    }
+    links.set(cfg.name, new SerialLink(cfg, { ...deps, binding }))
+  }
+
+  return {
+    async start() {
+      if (started) return
+      started = true
+      await Promise.all([...links.values()].map((l) => l.start()))
+    },
+    send(board, cmd, args, o) {
+      const link = links.get(board)
+      if (!link) return Promise.resolve({ ok: false, error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})` })
+      if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed' })
+      return link.send(cmd, args, o?.timeoutMs)
+    },
+    stats() {
+      const boards: Record<string, BoardStats> = {}
+      for (const [name, l] of links) boards[name] = l.stats()
+      return { boards, queue: queue.stats() }
+    },
+    async close() {
+      if (closed) return
+      closed = true
+      await Promise.all([...links.values()].map((l) => l.close()))
+      // Give the broker a moment to take the last events and the `offline` states.
+      await queue.drain(2000)
+      queue.close()
+      if (simBinding) for (const cfg of opts.boards) if (cfg.simulate) simBinding.detach(cfg.port)
+    },
+    simulated: (board) => sims.get(board),
+  }
+}

@@ -1,0 +1,21 @@
+// The line cap, enforced in front of @serialport/parser-delimiter. The delimiter parser keeps
+// everything up to the next delimiter in memory, so a board that never sends `\n` would grow it
+// without bound (DESIGN "The board line protocol": never buffered without bound). This
+// transform frames with the capped framer and passes on only whole lines, each ending in `\n`,
+// so the delimiter parser behind it never holds a partial line at all.
+import { Transform, type TransformCallback } from 'node:stream'
+import type { LineFramer } from '../codec/index.ts'
+
+export function createCapGuard(framer: LineFramer): Transform {
+  return new Transform({
+    transform(chunk: Buffer, _enc: BufferEncoding, cb: TransformCallback) {
+      const parts: Buffer[] = []
+      framer.push(chunk, (line) => {
+        parts.push(line, NL)
+      })
+      cb(null, parts.length > 0 ? Buffer.concat(parts) : undefined)
+    },
+  })
+}
+
+const NL = Buffer.from('\n')

@@ -1,0 +1,108 @@
+// The bridge's public shapes: what the hub passes in and gets back.
+import type { BindingInterface } from '@serialport/bindings-interface' with { 'resolution-mode': 'require' }
+import type { SimulatorOptions } from '../boards/simulator/board.ts'
+import type { Json } from './codec/index.ts'
+import type { FirmataIo } from './firmata/link.ts'
+import type { FirmataProfile } from './firmata/profile.ts'
+
+export type { Json, BindingInterface, SimulatorOptions, FirmataProfile, FirmataIo }
+
+export interface Logger {
+  info(obj: object, msg?: string): void
+  warn(obj: object, msg?: string): void
+  error(obj: object, msg?: string): void
+}
+
+export type PublishFn = (topic: string, payload: string, opts: { qos: 0 | 1; retain: boolean }) => Promise<void>
+
+export interface BoardConfig {
+  /** Topic level `boards/<name>/…`; [A-Za-z0-9_.-]{1,64}. */
+  name: string
+  /** Port path (`/dev/ttyUSB0`, `COM3`, or any path for a simulated board). */
+  port: string
+  /** Default 115200 (8N1). */
+  baud?: number
+  /** Longest line accepted, bytes without the newline; default 1024. */
+  lineCap?: number
+  /** Silence after which the bridge pings the board, and declares it gone if the ping fails; default 10000, 0 = off. */
+  heartbeatMs?: number
+  kind?: 'serial' | 'firmata'
+  profile?: FirmataProfile
+  /** Play an in-process simulated board at `port` on the mock binding (no hardware needed). */
+  simulate?: boolean | SimulatorOptions
+}
+
+export interface BackoffOptions {
+  /** First reconnect delay; default 250 ms. */
+  initialMs?: number
+  /** Delays double up to this; default 10000 ms. */
+  maxMs?: number
+}
+
+export interface BridgeOptions {
+  boards: BoardConfig[]
+  publish: PublishFn
+  log?: Logger
+  /** serialport binding; default the real one. Tests pass the mock (or boards/simulator's device binding). */
+  binding?: BindingInterface
+  now?: () => number
+  /** Reconnect backoff for unplugged ports. */
+  backoff?: BackoffOptions
+  /** Events held while `publish` fails, beyond which the oldest are dropped and counted; default 10000. */
+  maxQueued?: number
+  /** QoS1 publishes awaited at once; default 256. */
+  publishWindow?: number
+  /** Default command timeout; default 2000 ms. */
+  commandTimeoutMs?: number
+  /** Firmata IO factory; default johnny-five opens the port with firmata.js. Tests pass mock-firmata. */
+  firmataIo?: (cfg: BoardConfig) => FirmataIo
+}
+
+export type BoardState = 'connecting' | 'online' | 'offline' | 'closed'
+
+export interface BoardStats {
+  kind: 'serial' | 'firmata'
+  state: BoardState
+  /** Name the board gave in its last `hello` (undefined until then). */
+  hello: string | undefined
+  /** Complete lines within the cap. */
+  lines: number
+  /** `message` events accepted for publishing. */
+  events: number
+  /** Events the broker acknowledged. */
+  published: number
+  /** Lines dropped whole for passing the cap. */
+  oversized: number
+  /** Lines that were not a valid hello, message or reply. */
+  garbage: number
+  /** Replies whose id matched no waiting command (late, after a timeout). */
+  unmatched: number
+  /** Events dropped because the publish queue was full. */
+  dropped: number
+  /** Successful re-opens after the port was lost. */
+  reconnects: number
+  commands: number
+  timeouts: number
+}
+
+export interface QueueStats {
+  pending: number
+  inflight: number
+  delivered: number
+  dropped: number
+  retries: number
+}
+
+export interface BridgeStats {
+  boards: Record<string, BoardStats>
+  queue: QueueStats
+}
+
+export type SendResult = { ok: true; result: Json } | { ok: false; error: string }
+
+export interface Bridge {
+  start(): Promise<void>
+  send(board: string, cmd: string, args: Json, opts?: { timeoutMs?: number }): Promise<SendResult>
+  stats(): BridgeStats
+  close(): Promise<void>
+}
