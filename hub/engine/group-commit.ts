@@ -1,12 +1,16 @@
 // Group commit: writers hand in their operations and await their own durability; whatever
 // arrives while one `sync: true` batch is on disk goes into the next one. One fsync then covers
 // many runs' state changes, and no writer is told "stored" before its batch is synced.
-export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+//
+// A put's value may be a function, serialised when its batch is cut: several state changes of
+// one run waiting for the same batch then cost one serialisation and one put (the latest state,
+// which is a state the run really reached; in JS nothing runs between the cut and the write).
+export type BatchOp = { type: 'put'; key: string; value: string | (() => string) } | { type: 'del'; key: string }
 
-export type WriteBatch = (ops: BatchOp[]) => Promise<void>
+export type WriteBatch = (ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[]) => Promise<void>
 
 interface Pending {
-  ops: BatchOp[]
+  ops: Map<string, BatchOp>
   waiters: { resolve: () => void; reject: (e: unknown) => void }[]
 }
 
@@ -21,9 +25,12 @@ export class GroupCommitter {
 
   write(ops: BatchOp[]): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (!this.pending) this.pending = { ops: [], waiters: [] }
-      // Later puts of a key in the same batch win: LevelDB applies a batch in order.
-      for (const op of ops) this.pending.ops.push(op)
+      if (!this.pending) this.pending = { ops: new Map(), waiters: [] }
+      for (const op of ops) {
+        // The last operation on a key wins, in arrival order (LevelDB would apply them in order anyway).
+        this.pending.ops.delete(op.key)
+        this.pending.ops.set(op.key, op)
+      }
       this.pending.waiters.push({ resolve, reject })
       if (!this.flushing) this.flushing = this.loop()
     })
@@ -41,13 +48,19 @@ export class GroupCommitter {
       const batch = this.pending
       this.pending = null
       try {
-        await this.writeBatch(batch.ops)
+        const ops = [...batch.ops.values()].map((op) =>
+          op.type === 'put' && typeof op.value === 'function' ? { type: 'put' as const, key: op.key, value: op.value() } : (op as { type: 'put'; key: string; value: string } | { type: 'del'; key: string }),
+        )
+        await this.writeBatch(ops)
         this.batches++
-        this.ops += batch.ops.length
+        this.ops += ops.length
         for (const w of batch.waiters) w.resolve()
       } catch (err) {
         for (const w of batch.waiters) w.reject(err)
       }
+      // Let the writers just released run up to their next write before cutting the next
+      // batch; otherwise each of them would skip a batch and advance every other fsync.
+      if (batch.waiters.length > 1) await new Promise<void>((r) => setImmediate(r))
     }
     this.flushing = null
   }

@@ -46,10 +46,9 @@ export class EngineStore {
     return new EngineStore(db)
   }
 
-  // Values are serialised when the op is made, so a batch stores the state the writer saw,
-  // not whatever the object holds when the batch reaches the disk.
+  /** Serialised when its batch is cut (group-commit.ts), so queued changes of one run cost one put. */
   runOp(run: RunRecord): BatchOp {
-    return { type: 'put', key: RUN + run.id, value: JSON.stringify(run) }
+    return { type: 'put', key: RUN + run.id, value: () => JSON.stringify(run) }
   }
 
   keptOp(kept: KeptTrigger): BatchOp {

@@ -1,0 +1,122 @@
+// Small builders for SOPs and in-memory tools, so each engine test states only what it tests.
+import { Type } from 'typebox'
+import type { TriggerEvent } from '../../sops/engine-api.ts'
+import type { Json, Sop, Step } from '../../sops/types.ts'
+import type { Tool, ToolContext, ToolRegistry } from '../../tools/types.ts'
+
+const origin = { file: 'SOP.md', line: 1 }
+
+export function step(n: number, over: Partial<Step> = {}): Step {
+  return {
+    number: n,
+    title: `step ${n}`,
+    body: '',
+    origin,
+    tools: [],
+    denyTools: [],
+    requiresConfirmation: false,
+    kind: 'execute',
+    calls: [],
+    switch: [],
+    dependsOn: [],
+    terminal: false,
+    onFailure: { kind: 'fail' },
+    lines: {},
+    ...over,
+  }
+}
+
+/** A call of the `echo` tool: its output is its (resolved) args. */
+export function call(tool: string, args: Json = {}) {
+  return { tool, args, origin }
+}
+
+export function sop(over: Partial<Sop> & { steps: Step[] }): Sop {
+  return {
+    name: 'test-sop',
+    description: 'a test SOP',
+    priority: 'normal',
+    executionMode: 'auto',
+    cooldownSecs: 0,
+    maxConcurrent: 1,
+    admissionPolicy: 'parallel',
+    triggers: [{ type: 'manual', origin }],
+    dir: '/nowhere',
+    tomlPath: '/nowhere/SOP.toml',
+    mdPath: '/nowhere/SOP.md',
+    ...over,
+  }
+}
+
+export function event(payload: string | Json = {}, at = Date.now()): TriggerEvent {
+  return { type: 'manual', source: 'test', payload, at }
+}
+
+export interface Recorded {
+  tool: string
+  args: Json
+  ctx: Omit<ToolContext, 'signal'>
+}
+
+/** In-memory tools: echo (returns args), fail (always fails), flaky (fails the first N calls), gate (blocks until released). */
+export function memoryTools(opts: { flakyFailures?: number } = {}) {
+  const calls: Recorded[] = []
+  let flaky = opts.flakyFailures ?? 0
+  const blocked: (() => void)[] = []
+  const rec = (tool: string, args: Json, ctx: ToolContext) => calls.push({ tool, args, ctx: { runId: ctx.runId, sop: ctx.sop, step: ctx.step, call: ctx.call, idempotencyKey: ctx.idempotencyKey } })
+  const tools: Tool[] = [
+    { name: 'echo', description: 'returns its args', schema: Type.Any(), run: async (args, ctx) => (rec('echo', args, ctx), { ok: true, output: args }) },
+    { name: 'other', description: 'returns its args', schema: Type.Any(), run: async (args, ctx) => (rec('other', args, ctx), { ok: true, output: args }) },
+    { name: 'fail', description: 'always fails', schema: Type.Any(), run: async (args, ctx) => (rec('fail', args, ctx), { ok: false, error: 'it broke' }) },
+    { name: 'throws', description: 'throws', schema: Type.Any(), run: async () => { throw new Error('kaboom') } },
+    {
+      name: 'flaky',
+      description: 'fails the first N calls',
+      schema: Type.Any(),
+      run: async (args, ctx) => {
+        rec('flaky', args, ctx)
+        if (flaky > 0) {
+          flaky--
+          return { ok: false, error: 'flaky failure' }
+        }
+        return { ok: true, output: args }
+      },
+    },
+    {
+      name: 'typed',
+      description: 'needs { n: number }',
+      schema: Type.Object({ n: Type.Number() }),
+      run: async (args, ctx) => (rec('typed', args, ctx), { ok: true, output: args }),
+    },
+    {
+      name: 'block',
+      description: 'waits until released',
+      schema: Type.Any(),
+      run: (args, ctx) => {
+        rec('block', args, ctx)
+        return new Promise((resolve) => blocked.push(() => resolve({ ok: true, output: args })))
+      },
+    },
+  ]
+  const registry: ToolRegistry = new Map(tools.map((t) => [t.name, t]))
+  return {
+    registry,
+    calls,
+    /** Releases every blocked call; returns how many were waiting. */
+    release(): number {
+      const n = blocked.length
+      for (const r of blocked.splice(0)) r()
+      return n
+    },
+    blockedCount: () => blocked.length,
+  }
+}
+
+/** Polls until `fn` is true (for states reached asynchronously); fails after `tries`. */
+export async function until(fn: () => boolean | Promise<boolean>, what: string, tries = 500): Promise<void> {
+  for (let i = 0; i < tries; i++) {
+    if (await fn()) return
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  throw new Error(`timed out waiting for ${what}`)
+}
