@@ -12,7 +12,12 @@
 
 static uint8_t shim_pins[70];
 static uint8_t shim_modes[70];
-inline void pinMode(uint8_t pin, uint8_t mode) { if (pin < 70) shim_modes[pin] = mode; }
+// A pull-up reads HIGH until something pulls the pin low, as on the real chip.
+inline void pinMode(uint8_t pin, uint8_t mode) {
+  if (pin >= 70) return;
+  shim_modes[pin] = mode;
+  if (mode == INPUT_PULLUP) shim_pins[pin] = 1;
+}
 inline void digitalWrite(uint8_t pin, uint8_t v) { if (pin < 70) shim_pins[pin] = v ? HIGH : LOW; }
 inline int digitalRead(uint8_t pin) { return pin < 70 ? shim_pins[pin] : LOW; }
 
