@@ -1,0 +1,165 @@
+import t from 'tap'
+import { parseStepsMarkdown } from '../../sops/md-steps.ts'
+
+const parse = (md: string) => parseStepsMarkdown(md, 'SOP.md')
+
+t.test('titles, separators, body lines and unknown bullets', async (t) => {
+  const r = parse(`# X
+
+Intro paragraph.
+
+## steps
+
+1. **Read** — read the sensor
+   - note: be gentle
+   more text for the body
+2. **Write** – with an en dash
+3. **Check** - with a hyphen
+4. **Done:** colon inside bold
+5. Plain first line without bold
+   - Just an instruction bullet
+
+## Notes
+
+1. not a step
+`)
+  t.same(r.diagnostics, [])
+  t.same(r.steps.map((s) => s.title), ['Read', 'Write', 'Check', 'Done', 'Plain first line without bold'])
+  t.same(r.steps.map((s) => s.number), [1, 2, 3, 4, 5])
+  t.equal(r.steps[0]?.body, 'read the sensor\nnote: be gentle\nmore text for the body')
+  t.equal(r.steps[1]?.body, 'with an en dash')
+  t.equal(r.steps[2]?.body, 'with a hyphen')
+  t.equal(r.steps[3]?.body, 'colon inside bold')
+  t.equal(r.steps[4]?.body, 'Just an instruction bullet')
+  t.same(r.steps.map((s) => s.origin.line), [7, 10, 11, 12, 13])
+})
+
+t.test('every property bullet, with - or _ in keys', async (t) => {
+  const r = parse(`## Steps
+
+1. **All** body
+   - tools: board_send, wait
+   - allow-tools: board_send,wait
+   - deny_tools: http_request
+   - requires-confirmation: true
+   - kind: capability
+   - call: {"tool":"board_send","args":{"board":"b","cmd":"x"}}
+   - call: {"tool":"wait","args":{"ms":"{{calls.0.ms}}"}}
+   - input: {"type":"object","required":["slot"]}
+   - output: {"type":"object","properties":{"ok":{"type":"boolean"}}}
+   - when: $.trigger.amount >= 1
+   - switch: hot>$.x > 3>2; warm>$.x >= 1 >2; other>>
+   - depends-on: 2
+   - on-failure: retry:3
+   - mode: step_by_step
+   - agent: ops
+   - prompt: Go ahead?
+   - decide: Is the slot empty?
+2. **Second**
+   - next: 1
+   - unless_decided: 1
+   - on_failure: goto:1
+   - terminal: false
+`)
+  t.same(r.diagnostics, [])
+  const s = r.steps[0]!
+  t.same(s.tools, ['board_send', 'wait'])
+  t.same(s.allowTools, ['board_send', 'wait'])
+  t.same(s.denyTools, ['http_request'])
+  t.equal(s.requiresConfirmation, true)
+  t.equal(s.kind, 'capability')
+  t.same(s.calls.map((c) => [c.tool, c.origin.line]), [['board_send', 9], ['wait', 10]])
+  t.same(s.input, { type: 'object', required: ['slot'] })
+  t.equal(s.when, '$.trigger.amount >= 1')
+  t.same(s.switch, [
+    { name: 'hot', condition: '$.x > 3', target: 2 },
+    { name: 'warm', condition: '$.x >= 1', target: 2 },
+    { name: 'other', condition: '', target: null },
+  ])
+  t.same(s.dependsOn, [2])
+  t.same(s.onFailure, { kind: 'retry', count: 3 })
+  t.equal(s.mode, 'step_by_step')
+  t.equal(s.agent, 'ops')
+  t.equal(s.prompt, 'Go ahead?')
+  t.equal(s.decide, 'Is the slot empty?')
+  t.equal(s.lines.on_failure, 16)
+  t.equal(s.lines.call, 9)
+  const s2 = r.steps[1]!
+  t.equal(s2.next, 1)
+  t.equal(s2.unlessDecided, 1)
+  t.same(s2.onFailure, { kind: 'goto', step: 1 })
+  t.equal(s2.terminal, false)
+})
+
+t.test('JSON with markdown characters stays exact; multi-line call values; code blocks are body', async (t) => {
+  const r = parse(`## Steps
+
+1. **Send**
+   - call: {"tool":"mqtt_publish","args":{"topic":"a/*b*/_c_","payload":"\\\\n **x**","qos":1,"retain":false}}
+   - call:
+     {"tool":"wait",
+      "args":{"ms":5}}
+   \`\`\`
+   - call: not a bullet, this is code
+   \`\`\`
+   - tools: wait
+`)
+  t.same(r.diagnostics, [])
+  const s = r.steps[0]!
+  t.same(s.calls.map((c) => c.args), [{ topic: 'a/*b*/_c_', payload: '\\n **x**', qos: 1, retain: false }, { ms: 5 }])
+  t.match(s.body, /- call: not a bullet, this is code/)
+  t.same(s.tools, ['wait'])
+})
+
+t.test('a second Steps heading, stray bullets and empty values are reported at their lines', async (t) => {
+  const r = parse(`## Steps
+
+- **not numbered**
+
+1. **One**
+   - tools:
+   - switch: ;
+   - agent:
+   - depends_on: 1, x
+
+## Steps
+
+1. **Again**
+`)
+  const got = r.diagnostics.map((d) => `${d.line}:${d.severity}:${d.message.split(' (')[0]}`)
+  t.same(got, [
+    '11:error:a second "## Steps" section',
+    '3:warning:bullet item in "## Steps" is not a step',
+    '6:error:tools: is empty',
+    '7:error:switch: has no ports',
+    '8:error:agent: is empty',
+    '9:error:depends_on: "x" is not a step number',
+  ])
+})
+
+t.test('the Steps section ends at the next level-2 heading, not at a level-3 one', async (t) => {
+  const r = parse(`## Steps
+
+1. **A**
+
+### Detail
+
+2. **B**
+
+## After
+
+3. **C**
+`)
+  t.same(r.steps.map((s) => s.title), ['A', 'B'])
+})
+
+t.test('property-like text never throws', async (t) => {
+  const fc = (await import('fast-check')).default
+  fc.assert(
+    fc.property(fc.array(fc.oneof(fc.constantFrom('## Steps', '1. **T** x', '   - call: {', '   - switch: a>b>c', '```', '   - next: 0', '   - on_failure: goto:x', ''), fc.string()), { maxLength: 20 }), (lines) => {
+      const r = parse(lines.join('\n'))
+      return Array.isArray(r.steps) && r.diagnostics.every((d) => d.line >= 1 && d.file === 'SOP.md')
+    }),
+  )
+  t.pass('never threw; every diagnostic located')
+})
