@@ -2,6 +2,7 @@
 // (`broker.port: must be <= 65535`). Every field has a default, so the hub runs with no file at
 // all; relative paths in a file resolve against the file's folder.
 import { readFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
 import { existsSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parse as parseToml, TomlError } from 'smol-toml'
@@ -9,6 +10,7 @@ import { Type, type Static } from 'typebox'
 import Value from 'typebox/value'
 import { svcPaths } from '../paths.ts'
 import { NAME_PATTERN } from '../../bridge/codec/messages.ts'
+import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
@@ -20,8 +22,8 @@ const BoardSchema = Type.Object(
     baud: Type.Optional(Type.Integer({ minimum: 50, maximum: 4_000_000 })),
     line_cap: Type.Optional(Type.Integer({ minimum: 16, maximum: 1_048_576 })),
     heartbeat_ms: Type.Optional(Type.Integer({ minimum: 0 })),
-    kind: Type.Optional(Type.String({ minLength: 1 })),
-    profile: Type.Optional(Type.String({ minLength: 1 })),
+    kind: Type.Optional(Type.Union([Type.Literal('serial'), Type.Literal('firmata')])),
+    profile: Type.Optional(FirmataProfile),
     simulate: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -47,6 +49,7 @@ export const HubTomlSchema = Type.Object(
           host: Type.Optional(Type.String({ minLength: 1 })),
           port: Type.Optional(Port),
           ws_port: Type.Optional(Port),
+          client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
           username: Type.Optional(Type.String()),
           password: Type.Optional(Type.String()),
         },
@@ -99,8 +102,8 @@ export interface BoardEntry {
   baud?: number
   lineCap?: number
   heartbeatMs?: number
-  kind?: string
-  profile?: string
+  kind?: 'serial' | 'firmata'
+  profile?: FirmataProfile
   simulate?: boolean
 }
 
@@ -110,7 +113,8 @@ export interface HubConfig {
   sopsDir: string
   dataDir: string
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  broker: { url: string | null; host: string; port: number; wsPort: number | null; username?: string; password?: string }
+  /** `clientId`: the hub's MQTT session (persistent, so an external broker queues QoS 1 events while the hub is off). */
+  broker: { url: string | null; host: string; port: number; wsPort: number | null; clientId: string; username?: string; password?: string }
   api: { port: number }
   webhook: { enabled: boolean; host: string; port: number; bodyLimit: number }
   cron: { timezone: string; catchUp: boolean }
@@ -204,6 +208,7 @@ export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.Pro
         host: t.broker?.host ?? DEFAULTS.brokerHost,
         port: t.broker?.port ?? DEFAULTS.brokerPort,
         wsPort: t.broker?.ws_port ?? null,
+        clientId: t.broker?.client_id ?? `svc-hub-${hostname()}`,
         ...(t.broker?.username !== undefined ? { username: t.broker.username } : {}),
         ...(t.broker?.password !== undefined ? { password: t.broker.password } : {}),
       },

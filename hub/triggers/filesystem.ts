@@ -5,7 +5,7 @@
 // path exists afterwards), and a trigger listing `renamed` matches both.
 import { watch, type FSWatcher } from 'node:fs'
 import { stat } from 'node:fs/promises'
-import { isAbsolute, join, relative, resolve } from 'node:path'
+import { join } from 'node:path'
 import type { FsEvent } from '../../sops/types.ts'
 import type { Log } from '../daemon/log.ts'
 import type { Firer } from './fire.ts'
@@ -13,8 +13,6 @@ import type { TriggerPlan } from './plan.ts'
 
 export interface FilesystemOptions {
   debounceMs: number
-  /** Relative globs resolve against this folder (the SOP's own folder is not used: documented). */
-  cwd: string
   now?: () => number
 }
 
@@ -61,8 +59,7 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
     const fired = new Set<string>()
     for (const f of plan?.filesystem ?? []) {
       if (fired.has(f.sop)) continue
-      const rel = relative(opts.cwd, abs)
-      if (!f.isMatch(abs) && !f.isMatch(rel)) continue
+      if (!f.isMatch(abs)) continue
       if (!wantsChange(f.trigger.events, change)) continue
       if (!firer.matches(f.trigger.condition, text)) continue
       fired.add(f.sop)
@@ -87,7 +84,7 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
   return {
     async setPlan(next) {
       plan = next
-      const bases = new Set(next.filesystem.map((f) => (isAbsolute(f.base) ? f.base : resolve(opts.cwd, f.base))))
+      const bases = new Set(next.filesystem.map((f) => f.base))
       for (const [dir, w] of watchers) {
         if (!bases.has(dir)) {
           w.close()

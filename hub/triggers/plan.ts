@@ -2,6 +2,7 @@
 // each trigger's fields once (a bad trigger is reported with its file and line and skipped;
 // the SOP's other triggers still run), and the sources (MQTT, cron, webhook, filesystem,
 // channel) only ever read the plan.
+import { isAbsolute, join } from 'node:path'
 import picomatch from 'picomatch'
 import { CronExpressionParser } from 'cron-parser'
 import type {
@@ -31,6 +32,7 @@ export interface TriggerPlan {
   cron: Planned<CronTrigger>[]
   /** Exact path → the SOP that answers it (one SOP per path). */
   webhook: Map<string, Planned<WebhookTrigger>>
+  /** `base`: the absolute folder watched; `isMatch` takes an absolute path. */
   filesystem: (Planned<FilesystemTrigger> & { base: string; isMatch: (path: string) => boolean })[]
   /** Channel name (and alias) → the SOPs listening on it. */
   channel: Map<string, Planned<ChannelTrigger>[]>
@@ -112,9 +114,11 @@ export function buildPlan(sops: readonly Sop[]): TriggerPlan {
             problem(t, 'filesystem trigger: path is empty')
             break
           }
-          const scan = picomatch.scan(t.path)
-          const base = scan.base === '' ? '.' : scan.base
-          plan.filesystem.push({ sop: sop.name, trigger: t, base, isMatch: picomatch(t.path, { dot: true }) })
+          // A relative glob is relative to the SOP's own folder: where its author wrote it.
+          const glob = isAbsolute(t.path) ? t.path : join(sop.dir, t.path)
+          const scan = picomatch.scan(glob)
+          const base = scan.base === '' ? sop.dir : scan.base
+          plan.filesystem.push({ sop: sop.name, trigger: t, base, isMatch: picomatch(glob, { dot: true }) })
           break
         }
         case 'channel': {

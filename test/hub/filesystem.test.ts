@@ -22,12 +22,12 @@ t.test('glob and kinds filter; bursts on one file are debounced into one event',
   const dir = await tempDir(t)
   await mkdir(join(dir, 'inbox', 'sub'), { recursive: true })
   const engine = recordingEngine()
-  const src = createFilesystemSource(createFirer(engine, matches, silentLog), silentLog, { debounceMs: 150, cwd: dir })
+  const src = createFilesystemSource(createFirer(engine, matches, silentLog), silentLog, { debounceMs: 150 })
   t.teardown(() => src.stop())
   await src.setPlan(
     buildPlan([
       sop('csv', [{ type: 'filesystem', path: `${dir}/inbox/**/*.csv`, events: ['created'], condition: '' }]),
-      sop('gone', [{ type: 'filesystem', path: 'inbox/*.csv', events: ['deleted'], condition: '' }]),
+      { ...sop('gone', [{ type: 'filesystem', path: 'inbox/*.csv', events: ['deleted'], condition: '' }]), dir },
       sop('missing', [{ type: 'filesystem', path: `${dir}/does-not-exist/*.txt`, events: [], condition: '' }]),
     ]),
   )

@@ -25,7 +25,7 @@ async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<Rou
     log: silentLog,
     mqtt: client,
     cron: { timezone: 'UTC', catchUp: true, statePath: join(dir, 'cron.json') },
-    filesystem: { debounceMs: 20, cwd: dir },
+    filesystem: { debounceMs: 20 },
     ...extra,
   })
   t.teardown(() => router.stop())
@@ -92,7 +92,7 @@ t.test('an engine that throws is reported as a value; the router keeps going', a
     matches,
     log: silentLog,
     cron: { timezone: 'UTC', catchUp: false },
-    filesystem: { debounceMs: 10, cwd: dir },
+    filesystem: { debounceMs: 10 },
   })
   t.teardown(() => router.stop())
   t.same(await router.manual('a', { x: 1 }), { ok: false, error: 'store is down' })

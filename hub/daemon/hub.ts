@@ -1,0 +1,233 @@
+// `svc hub`: one daemon composing the broker (embedded Aedes, or an external one by URL), one
+// MQTT session, the bridge, the tools, the SOP engine, the trigger router and the local API.
+// Start order follows the data (DESIGN: the flow of one event): the broker first, the router
+// subscribed before the bridge opens a port, so no board event is published to nobody. Close
+// runs the other way round, each part closed even when an earlier one fails to.
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import mqtt, { type MqttClient } from 'mqtt'
+import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
+import { loadSops } from '../../sops/load.ts'
+import { matches } from '../../sops/conditions.ts'
+import type { Diagnostic, Sop } from '../../sops/types.ts'
+import { createEngine, type HubEngine } from '../engine/index.ts'
+import type { AgentAdapter } from '../agent/types.ts'
+import type { BoardPort } from '../../tools/board_send.ts'
+import type { PublishPort } from '../../tools/mqtt_publish.ts'
+import { buildToolRegistry } from '../../tools/registry.ts'
+import type { Tool, ToolRegistry } from '../../tools/types.ts'
+import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
+import { startBroker, type EmbeddedBroker } from './broker.ts'
+import type { BoardEntry, HubConfig } from './config.ts'
+import type { Log } from './log.ts'
+
+/** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
+export interface BridgeLike extends BoardPort {
+  start(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface LocalApiParts {
+  /** Builds the local API app (routes for runs, approvals…); the hub adds its own and listens. */
+  create(o: { engine: HubEngine; token: string }): FastifyInstance | Promise<FastifyInstance>
+  /** A fresh bearer token, stored where the CLI finds it. */
+  issueToken(): Promise<string>
+  /** Tells the CLI where the API listens. */
+  writeInfo(url: string): Promise<void>
+  removeInfo?(): Promise<void>
+}
+
+/** The parts composed by the hub; `hub/daemon/parts.ts` gives the real ones. */
+export interface HubParts {
+  createBridge?: (o: { boards: BoardEntry[]; publish: PublishPort; log: Log }) => BridgeLike
+  localApi?: LocalApiParts
+  agent?: AgentAdapter
+  /**
+   * Seam for tools and loops that land later (chain_attest and its sync, sop_*): built before the
+   * engine, closed after it.
+   */
+  extras?: (o: { publish: PublishPort; config: HubConfig; log: Log }) => Promise<HubExtras>
+}
+
+export interface HubExtras {
+  tools: Tool[]
+  /** Started once the hub is up (an attestation sync loop). */
+  start?(): void
+  close?(): Promise<void>
+}
+
+export interface RunningHub {
+  config: HubConfig
+  sops: Sop[]
+  diagnostics: Diagnostic[]
+  /** The broker URL the hub's session uses (embedded or external). */
+  brokerUrl: string
+  broker: EmbeddedBroker | null
+  mqtt: MqttClient
+  tools: ToolRegistry
+  engine: HubEngine
+  router: TriggerRouter
+  bridge: BridgeLike | null
+  apiUrl: string | null
+  webhookUrl: string | null
+  /** Reload SOPs from the sops dir (SIGHUP): engine and router swap them in. */
+  reload(): Promise<void>
+  close(): Promise<void>
+}
+
+export function logDiagnostics(log: Log, diagnostics: readonly Diagnostic[]): void {
+  for (const d of diagnostics) {
+    const where = { file: d.file, line: d.line }
+    if (d.severity === 'error') log.error(where, `SOP not loaded: ${d.file}:${d.line}: ${d.message}`)
+    else log.warn(where, `${d.file}:${d.line}: ${d.message}`)
+  }
+}
+
+async function loadAndReport(dir: string, log: Log): Promise<{ sops: Sop[]; diagnostics: Diagnostic[] }> {
+  await mkdir(dir, { recursive: true })
+  const loaded = await loadSops(dir)
+  logDiagnostics(log, loaded.diagnostics)
+  log.info({ dir, loaded: loaded.sops.map((s) => s.name), errors: loaded.diagnostics.filter((d) => d.severity === 'error').length }, 'SOPs loaded')
+  return loaded
+}
+
+export async function startHub(config: HubConfig, log: Logger | Log, parts: HubParts = {}): Promise<RunningHub> {
+  const closers: { name: string; fn: () => Promise<unknown> }[] = []
+  const closeAll = async (): Promise<void> => {
+    for (const c of closers.splice(0).reverse()) {
+      try {
+        await c.fn()
+      } catch (err) {
+        log.error({ part: c.name, err: String(err) }, 'part did not close cleanly')
+      }
+    }
+  }
+  try {
+    await mkdir(config.dataDir, { recursive: true })
+    let { sops, diagnostics } = await loadAndReport(config.sopsDir, log)
+
+    let broker: EmbeddedBroker | null = null
+    let brokerUrl = config.broker.url
+    if (brokerUrl === null) {
+      broker = await startBroker({ host: config.broker.host, port: config.broker.port, wsPort: config.broker.wsPort, dbPath: join(config.dataDir, 'broker'), log })
+      const b = broker
+      closers.push({ name: 'broker', fn: () => b.close() })
+      brokerUrl = broker.url
+    } else {
+      log.info({ url: brokerUrl }, 'using external broker; no embedded broker started')
+    }
+
+    const client = await mqtt.connectAsync(brokerUrl, {
+      clientId: config.broker.clientId,
+      clean: false,
+      reconnectPeriod: 1000,
+      connectTimeout: 10_000,
+      ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
+      ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
+    })
+    client.on('error', (err) => log.warn({ err: err.message }, 'mqtt session error'))
+    client.on('offline', () => log.warn('mqtt session offline; reconnecting'))
+    closers.push({ name: 'mqtt', fn: () => client.endAsync() })
+    const publish: PublishPort = async (topic, payload, o) => {
+      await client.publishAsync(topic, payload, { qos: o.qos, retain: o.retain })
+    }
+
+    let bridge: BridgeLike | null = null
+    if (config.boards.length > 0) {
+      if (!parts.createBridge) throw new Error('boards are configured but this build has no bridge')
+      bridge = parts.createBridge({ boards: config.boards, publish, log })
+    }
+
+    const extras: HubExtras = parts.extras ? await parts.extras({ publish, config, log }) : { tools: [] }
+    if (extras.close) closers.push({ name: 'extras', fn: () => extras.close!() })
+    const registry = buildToolRegistry({
+      publish,
+      ...(bridge ? { boards: bridge } : {}),
+      http: config.tools.httpRequest,
+      httpTimeoutMs: config.tools.httpTimeoutMs,
+      boardTimeoutMs: config.tools.boardTimeoutMs,
+      extra: extras.tools,
+    })
+    if (!registry.ok) throw new Error(registry.error)
+
+    const engine = await createEngine({
+      sops,
+      tools: registry.tools,
+      dbPath: join(config.dataDir, 'engine'),
+      log,
+      ...(parts.agent ? { agent: parts.agent } : {}),
+    })
+    closers.push({ name: 'engine', fn: () => engine.close() })
+
+    const router = await startTriggerRouter(sops, {
+      engine,
+      matches,
+      log,
+      mqtt: client,
+      cron: { timezone: config.cron.timezone, catchUp: config.cron.catchUp, statePath: join(config.dataDir, 'cron-state.json') },
+      ...(config.webhook.enabled ? { webhook: { host: config.webhook.host, port: config.webhook.port, bodyLimit: config.webhook.bodyLimit } } : {}),
+      filesystem: { debounceMs: config.filesystem.debounceMs },
+    })
+    closers.push({ name: 'triggers', fn: () => router.stop() })
+
+    if (bridge) {
+      const b = bridge
+      closers.push({ name: 'bridge', fn: () => b.close() })
+      await bridge.start()
+    }
+
+    let apiUrl: string | null = null
+    if (parts.localApi) {
+      const api = parts.localApi
+      const token = await api.issueToken()
+      const app = await api.create({ engine, token })
+      router.registerRoutes(app)
+      closers.push({ name: 'local api', fn: () => app.close() })
+      apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
+      await api.writeInfo(apiUrl)
+      if (api.removeInfo) closers.push({ name: 'local api info', fn: () => api.removeInfo!() })
+      log.info({ url: apiUrl }, 'local API listening')
+    }
+
+    extras.start?.()
+    log.info({ broker: brokerUrl, webhook: router.webhookUrl, api: apiUrl, sops: sops.length, boards: config.boards.map((b) => b.name) }, 'hub started')
+    let closing: Promise<void> | null = null
+    return {
+      config,
+      get sops() {
+        return sops
+      },
+      get diagnostics() {
+        return diagnostics
+      },
+      brokerUrl,
+      broker,
+      mqtt: client,
+      tools: registry.tools,
+      engine,
+      router,
+      bridge,
+      apiUrl,
+      webhookUrl: router.webhookUrl,
+      async reload() {
+        const next = await loadAndReport(config.sopsDir, log)
+        sops = next.sops
+        diagnostics = next.diagnostics
+        engine.setSops(sops)
+        await router.setSops(sops)
+      },
+      close() {
+        closing ??= (async () => {
+          log.info('hub stopping')
+          await closeAll()
+          log.info('hub stopped')
+        })()
+        return closing
+      },
+    }
+  } catch (err) {
+    await closeAll()
+    throw err
+  }
+}

@@ -1,0 +1,71 @@
+// The real parts `svc hub` composes: the bridge, the attestation store behind `chain_attest`
+// (and its sync loop when `[chain]` is configured), the local API. Kept apart from hub.ts so the
+// composition can be tested with fewer parts.
+import { join } from 'node:path'
+import { createBridge } from '../../bridge/index.ts'
+import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore, type AttestSync } from '../attest/index.ts'
+import { svcPaths } from '../paths.ts'
+import type { HubConfig } from './config.ts'
+import type { HubExtras, HubParts } from './hub.ts'
+import type { Log } from './log.ts'
+
+/** `[chain]` keys the attestation sync needs; all or none. */
+const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
+
+export type ChainSection =
+  | { ok: true; sync: { rpcUrl: string; validationRegistry: string; agentId: string; attestorAddress: string; attestorUrl: string } | null }
+  | { ok: false; error: string }
+
+export function readChainSection(chain: Record<string, unknown> | null): ChainSection {
+  if (chain === null) return { ok: true, sync: null }
+  const missing = SYNC_KEYS.filter((k) => typeof chain[k] !== 'string' && typeof chain[k] !== 'number')
+  if (missing.length === SYNC_KEYS.length) return { ok: true, sync: null }
+  if (missing.length > 0) return { ok: false, error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}` }
+  const unknown = Object.keys(chain).filter((k) => !(SYNC_KEYS as readonly string[]).includes(k) && k !== 'schema')
+  if (unknown.length > 0) return { ok: false, error: `chain.${unknown[0]}: unknown field` }
+  const v = (k: (typeof SYNC_KEYS)[number]): string => String(chain[k])
+  for (const k of ['validation_registry', 'attestor_address'] as const) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(v(k))) return { ok: false, error: `chain.${k}: must be a 0x-prefixed 20-byte address` }
+  }
+  if (!/^\d+$/.test(v('agent_id'))) return { ok: false, error: 'chain.agent_id: must be a decimal agent id' }
+  return { ok: true, sync: { rpcUrl: v('rpc_url'), validationRegistry: v('validation_registry'), agentId: v('agent_id'), attestorAddress: v('attestor_address'), attestorUrl: v('attestor_url') } }
+}
+
+export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<HubExtras> {
+  const chain = readChainSection(config.chain)
+  if (!chain.ok) throw new Error(chain.error)
+  const store = await openAttestStore(attestStorePath(config.dataDir))
+  try {
+    const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
+    const schema = config.chain && typeof config.chain.schema === 'object' && config.chain.schema !== null ? (config.chain.schema as object) : undefined
+    const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
+    let sync: AttestSync | null = null
+    if (chain.sync) {
+      const { attestorUrl, ...rest } = chain.sync
+      sync = createAttestSync({ store, signer, chain: rest as never, attestorUrl, log })
+    } else {
+      log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
+    }
+    return {
+      tools: [tool],
+      start: () => sync?.start(),
+      async close() {
+        await sync?.stop()
+        await store.close()
+      },
+    }
+  } catch (err) {
+    await store.close()
+    throw err
+  }
+}
+
+export function realParts(): HubParts {
+  return {
+    createBridge: ({ boards, publish, log }) => createBridge({ boards, publish, log }),
+    extras: ({ config, log }) => attestExtras(config, log),
+  }
+}
+
+export const ENGINE_DIR = (dataDir: string): string => join(dataDir, 'engine')
