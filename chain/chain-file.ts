@@ -17,6 +17,8 @@ export interface ChainInfo {
   agentId: string
   /** The validator whose rows the market accepts (<ATTESTOR_ADDRESS>). */
   attestorAddress: Address
+  /** Origin of the attestor service the hub's sync posts lines to (optional). */
+  attestorUrl?: string
   /** Dev chains only: which anvil key plays which role. Absent for a real network. */
   accounts?: DevAccounts
 }
@@ -38,6 +40,9 @@ export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
     if (typeof o[f] !== 'string' || !isAddress(o[f] as string, { strict: false })) return { ok: false, error: `chain file: ${f} must be an address` }
   }
   if (typeof o.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(o.agentId)) return { ok: false, error: 'chain file: agentId must be a decimal string' }
+  if (o.attestorUrl !== undefined && (typeof o.attestorUrl !== 'string' || !/^https?:\/\//.test(o.attestorUrl))) {
+    return { ok: false, error: 'chain file: attestorUrl must be an http(s) URL' }
+  }
   if (o.accounts !== undefined) {
     if (typeof o.accounts !== 'object' || o.accounts === null) return { ok: false, error: 'chain file: accounts must be an object' }
     const acc = o.accounts as Record<string, unknown>

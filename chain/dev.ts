@@ -66,3 +66,20 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
     throw err
   }
 }
+
+/**
+ * Makes `device` (e.g. the hub's own device key) able to attest for the dev chain's agent:
+ * funds it from the deployer, sets it as the agent's verified wallet and approves it as
+ * operator. `svc chain dev` does this for <SVC_HOME>/device.key.
+ */
+export async function enrolDevice(info: { rpcUrl: string; identityRegistry: Address; agentId: string; accounts: DevAccounts }, devicePrivateKey: `0x${string}`): Promise<Address> {
+  const pub = publicClientFor(info.rpcUrl)
+  const deployer = walletClientFor(info.rpcUrl, info.accounts.deployer.privateKey)
+  const owner = walletClientFor(info.rpcUrl, info.accounts.owner.privateKey)
+  const device = walletClientFor(info.rpcUrl, devicePrivateKey).account.address
+  const fund = await deployer.sendTransaction({ to: device, value: 10n ** 19n })
+  await pub.waitForTransactionReceipt({ hash: fund })
+  await setAgentWallet(owner, pub, info.identityRegistry, BigInt(info.agentId), devicePrivateKey)
+  await approveOperator(owner, pub, info.identityRegistry, device)
+  return device
+}

@@ -6,6 +6,7 @@
 // Keys: m:* metadata, l:<seq> records, k:<idempotencyKey> → seq, q:<seq> the sync queue
 // (lines not yet attested or failed), in seq order.
 import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
 import { Level } from 'level'
 import type { Hex } from 'viem'
 import { requestHashFor } from '../../records/request-hash.ts'
@@ -202,4 +203,9 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     },
   }
   return store
+}
+
+/** Where the hub and `svc attest` keep the store: <SVC_HOME>/data/attest. */
+export function attestStorePath(dataDir: string): string {
+  return join(dataDir, 'attest')
 }

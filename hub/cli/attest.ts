@@ -1,5 +1,203 @@
-// Placeholder until the `svc attest` commands land.
-import { type Command, UsageError } from './io.ts'
-export const command: Command = async () => {
-  throw new UsageError('"attest" is not built yet')
+// `svc attest status|export|sync|verify-line`: the device's attested lines on the command line.
+import { readFile } from 'node:fs/promises'
+import { isAbsolute, resolve } from 'node:path'
+import { type Address, isAddress } from 'viem'
+import { type ChainInfo, chainFilePath, readChainFile } from '../../chain/chain-file.ts'
+import { publicClientFor } from '../../chain/clients.ts'
+import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
+import { exportAttestations } from '../attest/export.ts'
+import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
+import { createAttestSync } from '../attest/sync.ts'
+import { verifyLine } from '../attest/verify-line.ts'
+import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { svcPaths } from '../paths.ts'
+import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
+
+export const ATTEST_HELP = `usage: svc attest <command> [options]
+
+commands:
+  status                       lines pending / requested / attested (and failed)
+  export --out DIR             write operations.jsonl and operation-requests.txt (line n <-> line n;
+                               a request line is blank until its line is attested)
+         [--from N] [--to N]   only lines N..M (1-based, inclusive)
+  sync                         send pending lines to the chain and the attestor now, with progress
+         [--batch N]           lines per batch (default 50)
+         [--attestor URL]      attestor origin (default: attestorUrl in the chain file)
+  verify-line --data FILE --requests FILE --line N --agent ID
+                               check one line against the validation registry (five conditions)
+         [--attestor ADDR]     expected validator (default: attestorAddress in the chain file)
+         [--rpc URL] [--registry ADDR]  override the chain file
+
+options:
+  --chain FILE   chain file (default <SVC_HOME>/chain.json)
+  --json         machine-readable output
+  -h, --help     this help`
+
+const SPEC = {
+  out: { type: 'string' },
+  from: { type: 'string' },
+  to: { type: 'string' },
+  batch: { type: 'string' },
+  attestor: { type: 'string' },
+  data: { type: 'string' },
+  requests: { type: 'string' },
+  line: { type: 'string' },
+  agent: { type: 'string' },
+  rpc: { type: 'string' },
+  registry: { type: 'string' },
+  chain: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+type Values = ReturnType<typeof parseOptions<typeof SPEC>>['values']
+
+async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>): Promise<T> {
+  const path = attestStorePath(svcPaths(io.env).data)
+  let store: AttestStore
+  try {
+    store = await openAttestStore(path)
+  } catch (err) {
+    const cause = (err as { cause?: { code?: string } }).cause
+    if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
+      throw new UserError(`the attestation store ${path} is in use (is the hub running? stop it, or use its API)`)
+    }
+    throw new UserError(`cannot open the attestation store ${path}: ${(err as Error).message}`)
+  }
+  try {
+    return await fn(store)
+  } finally {
+    await store.close()
+  }
+}
+
+async function chainInfo(io: CliIo, v: Values): Promise<ChainInfo> {
+  const p = v.chain ? abs(io, v.chain) : chainFilePath(svcPaths(io.env).home)
+  const r = await readChainFile(p)
+  if (!r.ok) throw new UserError(r.error)
+  return r.value
+}
+
+const abs = (io: CliIo, p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
+
+async function status(io: CliIo, v: Values): Promise<number> {
+  const c = await withStore(io, async (s) => s.counts())
+  if (v.json) io.out(JSON.stringify(c))
+  else {
+    io.out(`lines      ${c.total}`)
+    io.out(`pending    ${c.pending + c.sending}${c.sending ? ` (${c.sending} request transactions out)` : ''}`)
+    io.out(`requested  ${c.requested}`)
+    io.out(`attested   ${c.attested}`)
+    if (c.failed) io.out(`failed     ${c.failed}`)
+  }
+  return EXIT_OK
+}
+
+async function exportCmd(io: CliIo, v: Values): Promise<number> {
+  if (!v.out) throw new UsageError('export needs --out DIR')
+  const from = intOption(v.from, 'from', 1)
+  const to = intOption(v.to, 'to', 1)
+  if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from')
+  const r = await withStore(io, (s) => exportAttestations(s, abs(io, v.out!), { ...(from ? { from: from - 1 } : {}), ...(to ? { to } : {}) }))
+  if (v.json) io.out(JSON.stringify(r))
+  else io.out(`${r.lines} lines (${r.attested} attested) → ${r.dataPath}, ${r.requestsPath}`)
+  return EXIT_OK
+}
+
+async function syncCmd(io: CliIo, v: Values): Promise<number> {
+  const chain = await chainInfo(io, v)
+  const attestorUrl = v.attestor ?? chain.attestorUrl
+  if (!attestorUrl) throw new UsageError('no attestor URL: pass --attestor URL or put attestorUrl in the chain file')
+  const batchSize = intOption(v.batch, 'batch', 1) ?? 50
+  const signer = await loadOrCreateDeviceKey(svcPaths(io.env).deviceKey)
+  const report = await withStore(io, async (store) => {
+    const sync = createAttestSync({
+      store,
+      chain,
+      attestorUrl,
+      signer,
+      batchSize,
+      log: {
+        progress: (p) => p.phase === 'attest' && !v.json && io.err(`sync: ${p.done}/${p.total} lines`),
+        warn: (m) => io.err(m),
+      },
+    })
+    try {
+      return await sync.runOnce()
+    } catch (err) {
+      throw new UserError(`sync stopped: ${(err as Error).message} (nothing is lost; run it again)`)
+    }
+  })
+  if (v.json) io.out(JSON.stringify(report))
+  else io.out(`${report.requested} requested, ${report.attested} attested, ${report.failed} failed, ${report.remaining} remaining`)
+  return report.remaining === 0 && report.failed === 0 ? EXIT_OK : EXIT_FAIL
+}
+
+async function verifyCmd(io: CliIo, v: Values): Promise<number> {
+  for (const k of ['data', 'requests', 'line', 'agent'] as const) if (!v[k]) throw new UsageError(`verify-line needs --${k}`)
+  const line = intOption(v.line, 'line', 1)!
+  if (!/^(0|[1-9][0-9]*)$/.test(v.agent!)) throw new UsageError(`--agent must be a decimal agent id (got "${v.agent}")`)
+  let rpc = v.rpc
+  let registry = v.registry
+  let attestor = v.attestor
+  if (!rpc || !registry || !attestor) {
+    const chain = await chainInfo(io, v)
+    rpc ??= chain.rpcUrl
+    registry ??= chain.validationRegistry
+    attestor ??= chain.attestorAddress
+  }
+  if (!isAddress(registry, { strict: false })) throw new UsageError('--registry must be an address')
+  if (!isAddress(attestor, { strict: false })) throw new UsageError('--attestor must be an address')
+  const read = async (p: string, what: string) => {
+    try {
+      return await readFile(abs(io, p), 'utf8')
+    } catch (err) {
+      throw new UserError(`cannot read the ${what} file ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+    }
+  }
+  const r = await verifyLine({
+    dataText: await read(v.data!, 'data'),
+    requestsText: await read(v.requests!, 'requests'),
+    line,
+    agentId: v.agent!,
+    attestor: attestor as Address,
+    validationRegistry: registry as Address,
+    client: publicClientFor(rpc),
+  })
+  if (v.json) {
+    io.out(JSON.stringify(r, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x)))
+    return r.ok ? EXIT_OK : EXIT_FAIL
+  }
+  if (r.ok) {
+    io.out(`line ${line}: verified`)
+    io.out(`  paramsHash   ${r.paramsHash}`)
+    io.out(`  requestHash  ${r.requestHash}`)
+    io.out(`  validator ${r.row.validator}, agent ${r.row.agentId}, response ${r.row.response}, tag "${r.row.tag}"`)
+    return EXIT_OK
+  }
+  io.out(`line ${line}: NOT verified (step ${r.step}${r.condition ? `, condition ${r.condition}` : ''})`)
+  io.out(`  ${r.error}`)
+  return EXIT_FAIL
+}
+
+export const command: Command = async (argv, io) => {
+  const { values, positionals } = parseOptions(argv, SPEC, 'svc attest --help')
+  const sub = positionals[0]
+  if (values.help || sub === undefined) {
+    io.out(ATTEST_HELP)
+    return values.help ? EXIT_OK : 2
+  }
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}" (see svc attest --help)`)
+  switch (sub) {
+    case 'status':
+      return status(io, values)
+    case 'export':
+      return exportCmd(io, values)
+    case 'sync':
+      return syncCmd(io, values)
+    case 'verify-line':
+      return verifyCmd(io, values)
+    default:
+      throw new UsageError(`unknown command "${sub}" (see svc attest --help)`)
+  }
 }

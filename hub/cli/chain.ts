@@ -1,5 +1,101 @@
-// Placeholder until the `svc chain` commands land.
-import { type Command, UsageError } from './io.ts'
-export const command: Command = async () => {
-  throw new UsageError('"chain" is not built yet')
+// `svc chain dev`: a local chain for development. Starts anvil (chain id 10143, loopback),
+// deploys the registries, registers the demo agent, starts the attestor, writes the chain file
+// (<SVC_HOME>/chain.json and --out FILE), then runs until Ctrl-C / SIGTERM and stops anvil.
+import { isAbsolute, resolve } from 'node:path'
+import { chainFilePath, writeChainFile } from '../../chain/chain-file.ts'
+import { enrolDevice, startDevChain } from '../../chain/dev.ts'
+import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
+import { readFile } from 'node:fs/promises'
+import { loadAttestorConfig } from '../../market/attestor/config.ts'
+import { startAttestorServer } from '../../market/attestor/server.ts'
+import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { svcPaths } from '../paths.ts'
+import { type Command, EXIT_OK, UsageError } from './io.ts'
+
+export const CHAIN_HELP = `usage: svc chain dev [options]
+
+Starts a local chain (anvil, chain id 10143) with the ERC-8004 registries deployed, a demo
+agent (id 0) whose wallet and approved operator is this hub's device key (<SVC_HOME>/device.key,
+created if missing), and the attestor; writes the chain file and runs until interrupted.
+
+options:
+  --port N            anvil's port (default: a free one)
+  --host H            listen address (default 127.0.0.1)
+  --attestor-port N   the attestor's port (default: a free one)
+  --no-attestor       do not start the attestor
+  --out FILE          also write the chain file here (always written to <SVC_HOME>/chain.json)
+  --json              print the chain file on stdout instead of a summary
+  -h, --help          this help`
+
+export const command: Command = async (argv, io) => {
+  const { values, positionals } = parseOptions(
+    argv,
+    {
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'attestor-port': { type: 'string' },
+      'no-attestor': { type: 'boolean' },
+      out: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+    'svc chain --help',
+  )
+  if (values.help || positionals.length === 0) {
+    io.out(CHAIN_HELP)
+    return values.help ? EXIT_OK : 2
+  }
+  if (positionals[0] !== 'dev' || positionals.length > 1) throw new UsageError(`unknown command "${positionals.join(' ')}" (see svc chain --help)`)
+  const port = intOption(values.port, 'port')
+  const attestorPort = intOption(values['attestor-port'], 'attestor-port')
+  const host = values.host ?? '127.0.0.1'
+
+  const chain = await startDevChain({ ...(port !== undefined ? { port } : {}), host })
+  let closeAttestor: (() => Promise<void>) | undefined
+  try {
+    const info = { ...chain.info }
+    // The hub's own device key (created if missing) becomes the agent's wallet and operator,
+    // so `svc hub` + `svc attest sync` work against this chain with no further setup.
+    const paths = svcPaths(io.env)
+    const signer = await loadOrCreateDeviceKey(paths.deviceKey)
+    const deviceKey = (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`
+    await enrolDevice(chain.info as Required<typeof chain.info>, deviceKey)
+    if (!values['no-attestor']) {
+      const cfg = await loadAttestorConfig({ chain: chain.info })
+      if (!cfg.ok) throw new Error(cfg.error)
+      const srv = await startAttestorServer(cfg.config, { host, ...(attestorPort !== undefined ? { port: attestorPort } : {}) })
+      closeAttestor = srv.close
+      info.attestorUrl = srv.url
+    }
+    const files = [chainFilePath(paths.home)]
+    if (values.out) files.push(isAbsolute(values.out) ? values.out : resolve(io.cwd, values.out))
+    for (const f of files) await writeChainFile(f, info)
+    if (values.json) io.out(JSON.stringify({ ...info, pid: chain.pid, device: signer.address }))
+    else {
+      io.out(
+        [
+          `anvil          ${info.rpcUrl} (chain id ${info.chainId}, pid ${chain.pid})`,
+          `identity       ${info.identityRegistry}`,
+          `validation     ${info.validationRegistry}`,
+          `agent          ${info.agentId} (owner ${chain.accounts.owner.address}; wallet + operator: this hub's device ${signer.address})`,
+          `attestor       ${info.attestorAddress}${info.attestorUrl ? ` at ${info.attestorUrl}` : ''}`,
+          `chain file     ${files.join(', ')}`,
+          'Ctrl-C stops the chain.',
+        ].join('\n'),
+      )
+    }
+    await new Promise<void>((done) => {
+      const stop = () => {
+        process.off('SIGINT', stop)
+        process.off('SIGTERM', stop)
+        done()
+      }
+      process.on('SIGINT', stop)
+      process.on('SIGTERM', stop)
+    })
+  } finally {
+    await closeAttestor?.()
+    await chain.stop()
+  }
+  return EXIT_OK
 }
