@@ -1,0 +1,109 @@
+// Unplug and replug: the port is lost (a disconnect from the binding, or a board that stops
+// answering the heartbeat), `offline` is published, and the bridge reopens with backoff until
+// the board is back, `online` again, events flowing.
+import t from 'tap'
+import { createBridge } from '../../bridge/index.ts'
+import { createSimulatedBoard } from '../../boards/simulator/board.ts'
+import { createDeviceBinding } from '../../boards/simulator/device-binding.ts'
+import { collect, connectClient, eventually, publishVia, startBroker } from './broker.ts'
+
+t.test('unplug and replug 50 times: back each time, nothing lost while plugged', async (t) => {
+  const broker = await startBroker(t)
+  const hub = await connectClient(t, broker.url)
+  const sub = await connectClient(t, broker.url)
+  const avail = await collect(sub, 'boards/vend1/availability')
+  const coins = await collect(await connectClient(t, broker.url), 'boards/vend1/coin')
+  const binding = createDeviceBinding()
+  const path = '/sim/unplug-vend1'
+  const board = createSimulatedBoard('vend1', { rate: 0, text: (n) => String(n) })
+  binding.attach(path, board)
+  const bridge = createBridge({
+    boards: [{ name: 'vend1', port: path, heartbeatMs: 0 }],
+    publish: publishVia(hub),
+    binding,
+    backoff: { initialMs: 1, maxMs: 8 },
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  await avail.until(1)
+  const cycles = 50
+  for (let i = 0; i < cycles; i++) {
+    board.emitEvents(2)
+    await coins.until(2 * (i + 1))
+    binding.unplug(path)
+    await eventually(() => bridge.stats().boards.vend1!.state === 'offline', `offline after unplug ${i + 1}`)
+    t.equal(binding.isOpen(path), false)
+    t.match(await bridge.send('vend1', 'ping', {}), { ok: false, error: 'board vend1 is offline' }, 'commands fail at once while offline')
+    binding.replug(path)
+    await eventually(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
+  }
+  board.emitEvents(1)
+  await coins.until(2 * cycles + 1)
+  t.same(
+    coins.got.map((c) => c.payload),
+    Array.from({ length: 2 * cycles + 1 }, (_, n) => String(n)),
+    'every event emitted while plugged arrived once, in order',
+  )
+  await avail.until(1 + 2 * cycles)
+  t.same(
+    avail.got.map((a) => a.payload),
+    ['online', ...Array.from({ length: cycles }, () => ['offline', 'online']).flat()],
+    'availability offline/online each time',
+  )
+  const s = bridge.stats().boards.vend1!
+  t.equal(s.reconnects, cycles)
+  t.equal(s.events, 2 * cycles + 1)
+  t.equal(s.garbage, 0)
+  t.same(await bridge.send('vend1', 'ping', {}), { ok: true, result: 'pong' }, 'commands work after the last replug')
+})
+
+t.test('a board that stops answering is found by the heartbeat and reopened', async (t) => {
+  const broker = await startBroker(t)
+  const hub = await connectClient(t, broker.url)
+  const avail = await collect(await connectClient(t, broker.url), 'boards/quiet/availability')
+  const binding = createDeviceBinding()
+  const path = '/sim/heartbeat-quiet'
+  const board = createSimulatedBoard('quiet', { rate: 0, mute: true })
+  binding.attach(path, board)
+  const bridge = createBridge({
+    boards: [{ name: 'quiet', port: path, heartbeatMs: 60 }],
+    publish: publishVia(hub),
+    binding,
+    backoff: { initialMs: 1, maxMs: 5 },
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  await eventually(() => bridge.stats().boards.quiet!.reconnects >= 1, 'a reopen after the heartbeat ping went unanswered')
+  await avail.until(3)
+  t.same(avail.got.slice(0, 3).map((a) => a.payload), ['online', 'offline', 'online'])
+  t.ok(bridge.stats().boards.quiet!.timeouts >= 1, 'the unanswered ping is counted as a timeout')
+  // Answering again: the heartbeat pings succeed and the port stays open.
+  board.setMute(false)
+  const before = bridge.stats().boards.quiet!.reconnects
+  await eventually(() => board.stats().answered >= 3, 'three heartbeat pings answered')
+  t.equal(bridge.stats().boards.quiet!.reconnects, before, 'no reopen while the board answers')
+})
+
+t.test('a board missing at start: start() resolves, the bridge keeps trying until it appears', async (t) => {
+  const binding = createDeviceBinding()
+  const path = '/sim/late-board'
+  const board = createSimulatedBoard('late', { rate: 0 })
+  binding.attach(path, board)
+  binding.unplug(path)
+  const published: string[] = []
+  const bridge = createBridge({
+    boards: [{ name: 'late', port: path, heartbeatMs: 0 }],
+    publish: async (topic, payload) => void published.push(`${topic} ${payload}`),
+    binding,
+    backoff: { initialMs: 1, maxMs: 4 },
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  t.not(bridge.stats().boards.late!.state, 'online')
+  t.same(published, [], 'no availability before the port ever opened')
+  binding.replug(path)
+  await eventually(() => bridge.stats().boards.late!.state === 'online', 'online once plugged')
+  await eventually(() => published.length === 1, 'online published')
+  t.same(published, ['boards/late/availability online'])
+  t.equal(bridge.stats().boards.late!.reconnects, 0, 'a first open is not a reconnect')
+})
