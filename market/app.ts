@@ -1,0 +1,128 @@
+// The market app: composes the plugins (sessions, keys, listings, verify, purchase, files,
+// pages) over one context. Each route group is its own encapsulated plugin; this file only wires.
+import { randomBytes } from 'node:crypto'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import cookie from '@fastify/cookie'
+import multipart from '@fastify/multipart'
+import rateLimit from '@fastify/rate-limit'
+import swagger from '@fastify/swagger'
+import Fastify, { type FastifyInstance, type FastifyPluginAsync, type FastifyServerOptions } from 'fastify'
+import { type MarketChain, viemMarketChain } from './chain/market-chain.ts'
+import type { MarketConfig } from './config.ts'
+import type { MarketContext } from './context.ts'
+import { fsBlockStore } from './files/blockstore.ts'
+import { HttpError, installErrorHandler } from './http/errors.ts'
+import { ManifestStore } from './listing/manifest-store.ts'
+import { seedSamples } from './listing/samples.ts'
+import { MULTIPART_LIMITS } from './listing/upload.ts'
+import { agentListingRoutes } from './routes/agent-listings.ts'
+import { authRoutes } from './routes/auth.ts'
+import { fileRoutes } from './routes/files.ts'
+import { keyRoutes } from './routes/keys.ts'
+import { listingReadRoutes } from './routes/listings.ts'
+import { purchaseRoutes } from './routes/purchase.ts'
+import { verifyRoutes } from './routes/verify.ts'
+import { openMarketDb } from './store/db.ts'
+import { KeyedLock } from './store/keyed-lock.ts'
+
+export interface MarketAppOptions {
+  /** With `chain` resolved (see config.ts resolveChain / chainFromInfo). */
+  config: MarketConfig
+  /** Chain reads; default: viem against `config.chain.rpcUrl`. */
+  chain?: MarketChain
+  logger?: FastifyServerOptions['logger']
+  /** The website (issue 7) mounts here: a plugin given the same context as the API. */
+  pages?: (ctx: MarketContext) => FastifyPluginAsync
+  /** More plugins to mount beside the API (e.g. the attestor). */
+  plugins?: FastifyPluginAsync[]
+  now?: () => number
+}
+
+export interface MarketApp {
+  app: FastifyInstance
+  ctx: MarketContext
+  close(): Promise<void>
+}
+
+async function cookieSecret(config: MarketConfig): Promise<string> {
+  if (config.cookieSecret) return config.cookieSecret
+  const file = join(config.dataDir, 'cookie.secret')
+  try {
+    const s = (await readFile(file, 'utf8')).trim()
+    if (s.length >= 32) return s
+  } catch {
+    // first start: made below
+  }
+  const s = randomBytes(32).toString('base64url')
+  await writeFile(file, s + '\n', { mode: 0o600 })
+  return s
+}
+
+export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
+  const config = o.config
+  if (!config.chain) throw new Error('market config has no chain: resolve it first')
+  await mkdir(config.dataDir, { recursive: true })
+  const db = await openMarketDb(join(config.dataDir, 'market.db'))
+  const now = o.now ?? Date.now
+  const ctx: MarketContext = {
+    config,
+    chainConfig: config.chain,
+    db,
+    chain: o.chain ?? viemMarketChain(config.chain),
+    blocks: fsBlockStore(join(config.dataDir, 'blocks')),
+    locks: new KeyedLock(),
+    session: { db, sessionSeconds: config.sessionSeconds, publicUrl: config.publicUrl, now },
+    now,
+  }
+  // Unknown body properties are refused, not silently dropped (Fastify's default strips them).
+  const app = Fastify({ logger: o.logger ?? false, trustProxy: config.trustProxy, ajv: { customOptions: { removeAdditional: false } } })
+  try {
+    installErrorHandler(app)
+    await app.register(cookie, { secret: await cookieSecret(config) })
+    await app.register(rateLimit, {
+      global: false,
+      errorResponseBuilder: (_req, c) => new HttpError(429, `rate limited: at most ${c.max} requests per ${c.after}; retry later`),
+    })
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.0.3',
+        info: { title: `${config.displayName} marketplace API`, version: '1' },
+        components: {
+          securitySchemes: {
+            agentKey: { type: 'http', scheme: 'bearer', description: 'Agent key svc_…' },
+            session: { type: 'apiKey', in: 'cookie', name: 'svc_session' },
+          },
+        },
+      },
+    })
+    const manifests = new ManifestStore(ctx.blocks)
+    await app.register(authRoutes(ctx))
+    await app.register(keyRoutes(ctx))
+    await app.register(async (scope) => {
+      await scope.register(multipart, { limits: MULTIPART_LIMITS })
+      await scope.register(agentListingRoutes(ctx))
+    })
+    await app.register(listingReadRoutes(ctx))
+    await app.register(verifyRoutes(ctx, manifests))
+    await app.register(purchaseRoutes(ctx))
+    await app.register(fileRoutes(ctx))
+    if (o.pages) await app.register(o.pages(ctx))
+    for (const p of o.plugins ?? []) await app.register(p)
+    app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+    if (config.samples) await seedSamples(db, ctx.blocks, config.chain.payout, now())
+    await app.ready()
+  } catch (err) {
+    await app.close().catch(() => undefined)
+    await db.close()
+    throw err
+  }
+  return {
+    app,
+    ctx,
+    async close() {
+      await app.close()
+      await db.close()
+    },
+  }
+}

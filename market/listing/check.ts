@@ -1,0 +1,62 @@
+// Every check of a listing upload, in the order the device would fix them: text fields, then
+// the manifest, then the data against the manifest, then the image. Pure: returns the first
+// problem, naming the field, or everything the route needs to pin and store.
+import { type Manifest, checkManifest, checkManifestAgainstData } from '../../records/index.ts'
+import { type ListingFields, checkListingFields, sniffImage } from './fields.ts'
+import type { Upload } from './upload.ts'
+
+export interface CheckedListing {
+  fields: ListingFields
+  manifest: Manifest
+  data: Buffer
+  manifestBytes: Buffer
+  image: { bytes: Buffer; type: string } | null
+}
+
+export type ListingCheck = { ok: true; value: CheckedListing } | { ok: false; error: string }
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck {
+  const f = checkListingFields(u.fields)
+  if (!f.ok) return f
+  const manifestBytes = u.files.manifest
+  if (!manifestBytes) return { ok: false, error: 'manifest: required (a JSON file)' }
+  const data = u.files.data
+  if (!data) return { ok: false, error: 'data: required (a JSONL file)' }
+
+  let raw: unknown
+  try {
+    raw = JSON.parse(utf8.decode(manifestBytes))
+  } catch {
+    return { ok: false, error: 'manifest: not a valid UTF-8 JSON file' }
+  }
+  const m = checkManifest(raw)
+  if (!m.ok) return { ok: false, error: `manifest ${m.error}` }
+  if (m.value.agentId !== keyAgentId) return { ok: false, error: `manifest agentId: ${m.value.agentId} does not match the key's agent ${keyAgentId}` }
+  if (m.value.rows.length === 0) return { ok: false, error: 'manifest rows: must hold at least one row' }
+  const seen = new Map<string, number>()
+  for (let i = 0; i < m.value.rows.length; i++) {
+    const h = m.value.rows[i]!.requestHash.toLowerCase()
+    const first = seen.get(h)
+    if (first !== undefined) return { ok: false, error: `manifest rows[${i}].requestHash: same as rows[${first}]` }
+    seen.set(h, i)
+  }
+
+  let text: string
+  try {
+    text = utf8.decode(data)
+  } catch {
+    return { ok: false, error: 'data: not valid UTF-8' }
+  }
+  const d = checkManifestAgainstData(m.value, text)
+  if (!d.ok) return { ok: false, error: d.error.startsWith('rows[') ? `manifest ${d.error}` : `data: ${d.error}` }
+
+  let image: CheckedListing['image'] = null
+  if (u.files.image) {
+    const type = sniffImage(u.files.image)
+    if (!type) return { ok: false, error: 'image: not a JPEG, PNG or WebP image (judged by its content)' }
+    image = { bytes: u.files.image, type }
+  }
+  return { ok: true, value: { fields: f.value, manifest: m.value, data, manifestBytes, image } }
+}

@@ -1,0 +1,90 @@
+// The text fields of a listing (marketplace-api: "Listing (fields a device submits)" and
+// Limits). Pure. Lengths count Unicode code points, so "é" or an emoji is one character.
+import { parseEther } from 'viem'
+import type { License, MachineType } from '../store/records.ts'
+
+export const MACHINE_TYPES: readonly MachineType[] = ['vending', 'arm', 'drone', 'amr', 'sensor', 'humanoid', 'other']
+export const LICENSES: readonly License[] = ['research', 'commercial', 'audit']
+export const LIMITS = {
+  titleMax: 80,
+  summaryMax: 180,
+  descriptionMin: 20,
+  descriptionMax: 8000,
+  /** 20 MB = 20 MiB (20,971,520 bytes) for the manifest and for the data file. */
+  fileBytes: 20 * 1024 * 1024,
+  /** The cover image (the spec is silent): 5 MiB. */
+  imageBytes: 5 * 1024 * 1024,
+} as const
+
+export interface ListingFields {
+  title: string
+  summary: string
+  description: string
+  machineType: MachineType
+  license: License
+  priceNative: string
+  priceWei: bigint
+}
+
+export type FieldsResult = { ok: true; value: ListingFields } | { ok: false; error: string }
+
+const LINE_BREAK = /[\r\n\u2028\u2029\u0085\v\f]/
+const chars = (s: string): number => [...s].length
+// A plain decimal: digits, optional fraction of at most 18 digits (wei), no sign or exponent.
+const DECIMAL = /^(0|[1-9][0-9]{0,29})(\.[0-9]{1,18})?$/
+
+export function checkListingFields(f: Record<string, string | undefined>): FieldsResult {
+  const need = (name: string): string | { error: string } => {
+    const v = f[name]
+    if (v === undefined) return { error: `${name}: required` }
+    return v
+  }
+  const title = need('title')
+  if (typeof title !== 'string') return { ok: false, ...title }
+  if (title.trim().length === 0) return { ok: false, error: 'title: must not be empty' }
+  if (chars(title) > LIMITS.titleMax) return { ok: false, error: `title: at most ${LIMITS.titleMax} characters (got ${chars(title)})` }
+  if (LINE_BREAK.test(title)) return { ok: false, error: 'title: must not contain line breaks' }
+
+  const summary = need('summary')
+  if (typeof summary !== 'string') return { ok: false, ...summary }
+  if (summary.trim().length === 0) return { ok: false, error: 'summary: must not be empty' }
+  if (chars(summary) > LIMITS.summaryMax) return { ok: false, error: `summary: at most ${LIMITS.summaryMax} characters (got ${chars(summary)})` }
+  if (LINE_BREAK.test(summary)) return { ok: false, error: 'summary: must not contain line breaks' }
+
+  const description = need('description')
+  if (typeof description !== 'string') return { ok: false, ...description }
+  const dl = chars(description)
+  if (dl < LIMITS.descriptionMin || dl > LIMITS.descriptionMax)
+    return { ok: false, error: `description: ${LIMITS.descriptionMin} to ${LIMITS.descriptionMax} characters (got ${dl})` }
+
+  const machineType = need('machineType')
+  if (typeof machineType !== 'string') return { ok: false, ...machineType }
+  if (!(MACHINE_TYPES as readonly string[]).includes(machineType))
+    return { ok: false, error: `machineType: must be one of ${MACHINE_TYPES.join(', ')} (got "${machineType.slice(0, 40)}")` }
+
+  const license = need('license')
+  if (typeof license !== 'string') return { ok: false, ...license }
+  if (!(LICENSES as readonly string[]).includes(license))
+    return { ok: false, error: `license: must be one of ${LICENSES.join(', ')} (got "${license.slice(0, 40)}")` }
+
+  const price = need('priceNative')
+  if (typeof price !== 'string') return { ok: false, ...price }
+  const p = price.trim()
+  if (!DECIMAL.test(p)) return { ok: false, error: `priceNative: must be a decimal number with at most 18 decimals, like 0.05 (got "${price.slice(0, 40)}")` }
+  const priceWei = parseEther(p)
+  if (priceWei <= 0n) return { ok: false, error: 'priceNative: must be greater than zero' }
+
+  return {
+    ok: true,
+    value: { title, summary, description, machineType: machineType as MachineType, license: license as License, priceNative: p, priceWei },
+  }
+}
+
+/** JPEG, PNG or WebP, judged by the first bytes, never by the declared type or file name. */
+export function sniffImage(b: Uint8Array): 'image/jpeg' | 'image/png' | 'image/webp' | null {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg'
+  if (b.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((v, i) => b[i] === v)) return 'image/png'
+  if (b.length >= 12 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'WEBP') return 'image/webp'
+  return null
+}
+const ascii = (b: Uint8Array, s: number, e: number): string => String.fromCharCode(...b.subarray(s, e))

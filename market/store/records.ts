@@ -1,0 +1,88 @@
+// What the market stores. Addresses are stored lowercase; amounts in wei as decimal strings
+// (JSON has no bigint).
+export interface SessionRecord {
+  id: string
+  address: string
+  createdAt: number
+  expiresAt: number
+}
+
+export interface NonceRecord {
+  nonce: string
+  expiresAt: number
+}
+
+export interface ChallengeRecord {
+  id: string
+  kind: 'key'
+  /** The signed-in account the challenge is bound to. */
+  account: string
+  agentId: string
+  wallet: string
+  message: string
+  expiresAt: number
+  usedAt: number | null
+}
+
+export interface KeyRecord {
+  id: string
+  /** sha-256 of the full key, hex. The key itself is never stored. */
+  hash: string
+  prefix: string
+  agentId: string
+  /** The wallet that signed the challenge and owned the agent at issue time. */
+  wallet: string
+  /** The signed-in account that asked for the key. */
+  account: string
+  device: string | null
+  createdAt: number
+  revokedAt: number | null
+  revokedReason: string | null
+}
+
+export type MachineType = 'vending' | 'arm' | 'drone' | 'amr' | 'sensor' | 'humanoid' | 'other'
+export type License = 'research' | 'commercial' | 'audit'
+
+export interface ListingRecord {
+  slug: string
+  title: string
+  summary: string
+  description: string
+  machineType: MachineType
+  license: License
+  /** The price as the device sent it, in native units (e.g. "0.05"). */
+  priceNative: string
+  /** The same price in wei, decimal string; the purchase check compares against this. */
+  priceWei: string
+  /** Where buyers pay: the market's configured payout address at creation time. */
+  payout: string
+  agentId: string
+  keyId: string
+  /** The key's wallet and the account that asked for the key: both may read the files. */
+  ownerWallet: string
+  ownerAccount: string
+  dataCid: string
+  manifestCid: string
+  imageCid: string | null
+  imageType: string | null
+  rows: number
+  dataBytes: number
+  status: 'listed'
+  /** Sample listings are demo data: verify answers `preview: true` and reads no chain. */
+  sample: boolean
+  createdAt: number
+}
+
+export interface UsedTxRecord {
+  txHash: string
+  slug: string
+  buyer: string
+  at: number
+}
+
+export interface PurchaseRecord {
+  slug: string
+  buyer: string
+  txHash: string
+  at: number
+}
