@@ -61,10 +61,15 @@ async function exists(path: string): Promise<boolean> {
 }
 
 async function subdirs(dir: string): Promise<string[]> {
-  const names = (await readdir(dir)).filter((n) => !n.startsWith('.')).sort()
-  const out: string[] = []
-  for (const n of names) if (await isDir(join(dir, n))) out.push(n)
-  return out
+  const entries = await readdir(dir, { withFileTypes: true })
+  const byName = new Map(entries.filter((e) => !e.name.startsWith('.')).map((e) => [e.name, e]))
+  const names = [...byName.keys()].sort()
+  // Symlinks count when they point at a directory (a package linked into the sops dir).
+  const flags = await Promise.all(names.map(async (n) => {
+    const e = byName.get(n)
+    return e?.isDirectory() === true || (e?.isSymbolicLink() === true && (await isDir(join(dir, n))))
+  }))
+  return names.filter((_, i) => flags[i])
 }
 
 const looksLikeSop = async (dir: string): Promise<boolean> => (await exists(join(dir, SOP_TOML))) || (await exists(join(dir, SOP_MD)))
@@ -79,22 +84,20 @@ export async function findSopDirs(sopsDir: string): Promise<{ dirs: FoundDir[]; 
   const dirs: FoundDir[] = []
   const diagnostics: Diagnostic[] = []
   if (!(await isDir(sopsDir))) return { dirs, diagnostics }
-  for (const name of await subdirs(sopsDir)) {
-    const dir = join(sopsDir, name)
-    if (await looksLikeSop(dir)) {
-      dirs.push({ dir })
-      continue
-    }
-    // A plugin package: `<sopsDir>/<package>/<sop>/`.
-    let found = 0
-    for (const child of await subdirs(dir)) {
-      const sub = join(dir, child)
-      if (await looksLikeSop(sub)) {
-        dirs.push({ dir: sub, package: name })
-        found++
-      }
-    }
-    if (found === 0) diagnostics.push({ file: dir, line: 1, message: `neither a SOP (no ${SOP_TOML} or ${SOP_MD}) nor a package of SOPs; ignored`, severity: 'warning' })
+  // Stat in parallel, then keep the sorted order (a sops dir may hold thousands of SOPs).
+  const found = await Promise.all(
+    (await subdirs(sopsDir)).map(async (name): Promise<{ name: string; dirs: FoundDir[] }> => {
+      const dir = join(sopsDir, name)
+      if (await looksLikeSop(dir)) return { name, dirs: [{ dir }] }
+      // A plugin package: `<sopsDir>/<package>/<sop>/`.
+      const children = await subdirs(dir)
+      const flags = await Promise.all(children.map((c) => looksLikeSop(join(dir, c))))
+      return { name, dirs: children.filter((_, i) => flags[i]).map((c) => ({ dir: join(dir, c), package: name })) }
+    }),
+  )
+  for (const f of found) {
+    if (f.dirs.length === 0) diagnostics.push({ file: join(sopsDir, f.name), line: 1, message: `neither a SOP (no ${SOP_TOML} or ${SOP_MD}) nor a package of SOPs; ignored`, severity: 'warning' })
+    dirs.push(...f.dirs)
   }
   return { dirs, diagnostics }
 }
