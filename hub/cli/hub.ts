@@ -1,5 +1,107 @@
-// Placeholder until the `svc hub` commands land.
-import { type Command, UsageError } from './io.ts'
-export const command: Command = async () => {
-  throw new UsageError('"hub" is not built yet')
+// `svc hub`: run the hub daemon, or print the configuration it would run with.
+import { parseArgs } from 'node:util'
+import { stringify } from 'smol-toml'
+import { type HubConfig, loadConfig } from '../daemon/config.ts'
+import { startHub } from '../daemon/hub.ts'
+import { createLog } from '../daemon/log.ts'
+import { realParts } from '../daemon/parts.ts'
+import { installSignalHandlers } from '../daemon/shutdown.ts'
+import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
+
+const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
+       svc hub config [--config FILE] [--json]
+
+  run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
+                 SOP engine, tools, webhook gateway, local API. Stops on SIGTERM/SIGINT;
+                 SIGHUP reloads the SOPs.
+  config         print the effective configuration (defaults filled in) and exit.
+
+options:
+  --config FILE      hub.toml to read (default: $SVC_HOME/hub.toml when it exists, else defaults)
+  --simulate BOARD   add a simulated board named BOARD (no hardware needed); repeatable
+  --log-level LEVEL  fatal|error|warn|info|debug|trace|silent (overrides hub.log_level)
+  --json             (config) print JSON instead of TOML`
+
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        config: { type: 'string' },
+        simulate: { type: 'string', multiple: true },
+        'log-level': { type: 'string' },
+        json: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    })
+  } catch (err) {
+    throw new UsageError(err instanceof Error ? err.message : String(err))
+  }
+}
+
+/** The config as shown to a person: secrets hidden, nulls left out. */
+export function printableConfig(c: HubConfig): Record<string, unknown> {
+  const broker: Record<string, unknown> = { ...c.broker, password: c.broker.password === undefined ? undefined : '***' }
+  const out: Record<string, unknown> = { ...c, broker }
+  return JSON.parse(JSON.stringify(out, (_k, v: unknown) => (v === null ? undefined : v))) as Record<string, unknown>
+}
+
+export async function resolveCliConfig(
+  values: { config?: string; simulate?: string[]; 'log-level'?: string },
+  io: CliIo,
+): Promise<HubConfig> {
+  const loaded = await loadConfig(values.config, io.env)
+  if (!loaded.ok) throw new UserError(loaded.error)
+  const config = loaded.config
+  const level = values['log-level']
+  if (level !== undefined) {
+    if (!(LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level: must be one of ${LEVELS.join(', ')}`)
+    config.logLevel = level as HubConfig['logLevel']
+  }
+  for (const name of values.simulate ?? []) {
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new UsageError(`--simulate: board name "${name}" must match [A-Za-z0-9_.-]{1,64}`)
+    if (config.boards.some((b) => b.name === name)) throw new UsageError(`--simulate: board "${name}" is already configured`)
+    config.boards.push({ name, port: `/dev/svc-sim-${name}`, simulate: true })
+  }
+  return config
+}
+
+export const command: Command = async (argv, io) => {
+  const { values, positionals } = parse(argv)
+  if (values.help) {
+    io.out(HELP)
+    return EXIT_OK
+  }
+  const sub = positionals[0] ?? 'run'
+  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"\n${HELP}`)
+  if (sub === 'config') {
+    const config = await resolveCliConfig(values, io)
+    const shown = printableConfig(config)
+    io.out(values.json ? JSON.stringify(shown, null, 2) : stringify(shown))
+    return EXIT_OK
+  }
+  if (sub !== 'run') throw new UsageError(`unknown subcommand "${sub}"\n${HELP}`)
+
+  const config = await resolveCliConfig(values, io)
+  const log = createLog(config.logLevel)
+  let hub
+  try {
+    hub = await startHub(config, log, realParts())
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    const msg = e.code === 'EADDRINUSE' ? `a port is already in use (${e.message}); set another port in hub.toml (port = 0 picks a free one)` : e.message
+    throw new UserError(`could not start: ${msg}`)
+  }
+  const running = hub
+  return new Promise<number>((resolve) => {
+    const dispose = installSignalHandlers(running, log, (code) => {
+      // 130: a second signal while closing: the operator wants out now.
+      if (code === 130) process.exit(code)
+      dispose()
+      resolve(code)
+    })
+  })
 }

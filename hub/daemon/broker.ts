@@ -96,7 +96,11 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
           wss.close()
         }
         if (http) servers.push(closeServer(http))
+        // A client that just disconnected still has persistence work in flight (its will, its
+        // session); give it a bounded moment so that work never lands on a closed database.
+        for (let i = 0; i < 100 && aedes.connectedClients > 0; i++) await new Promise((r) => setTimeout(r, 10))
         await new Promise<void>((resolve) => aedes.close(() => resolve()))
+        await new Promise((r) => setTimeout(r, 20))
         await Promise.all(servers)
         await db.close()
       },

@@ -1,0 +1,86 @@
+// `svc hub` as a user runs it: a real process, stopped by SIGTERM (by pid), exiting 0.
+import t from 'tap'
+import { spawn } from 'node:child_process'
+import { join } from 'node:path'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { fileURLToPath } from 'node:url'
+import mqtt from 'mqtt'
+import { main } from '../../hub/cli/main.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
+
+function capture(env: NodeJS.ProcessEnv) {
+  const out: string[] = []
+  const err: string[] = []
+  return { io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env, cwd: root }, out, err }
+}
+
+t.test('svc hub config prints the effective config; bad config and usage are one-line errors', async (t) => {
+  const home = await tempDir(t)
+  let c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', 'config', '--json'], c.io), 0)
+  const shown = JSON.parse(c.out.join('')) as { broker: { port: number }; sopsDir: string }
+  t.equal(shown.broker.port, 1883)
+  t.equal(shown.sopsDir, join(home, 'sops'))
+
+  await writeFile(join(home, 'bad.toml'), '[broker]\nport = -1\npassword = "secret"\n')
+  c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', 'config', '--config', join(home, 'bad.toml')], c.io), 1)
+  t.match(c.err.join(''), /^svc hub: .*bad\.toml: broker\.port: must be >= 0/)
+
+  await writeFile(join(home, 'ok.toml'), '[broker]\npassword = "secret"\n')
+  c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', 'config', '--config', join(home, 'ok.toml')], c.io), 0)
+  t.notMatch(c.out.join(''), /secret/, 'the broker password is not printed')
+
+  c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', 'frobnicate'], c.io), 2)
+  t.match(c.err.join(''), /unknown subcommand "frobnicate"/)
+  c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', '--simulate', 'a/b', 'config'], c.io), 2)
+  t.match(c.err.join(''), /--simulate: board name "a\/b"/)
+  c = capture({ SVC_HOME: home })
+  t.equal(await main(['hub', '--bogus'], c.io), 2)
+})
+
+t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
+  const home = await tempDir(t)
+  await mkdir(join(home, 'sops'), { recursive: true })
+  await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'], {
+    cwd: root,
+    env: { ...process.env, SVC_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const pid = child.pid as number
+  t.teardown(() => {
+    if (child.exitCode === null) process.kill(pid, 'SIGKILL')
+  })
+  let stdout = ''
+  let stderr = ''
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
+  const started = await new Promise<{ broker: string }>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      stdout += d.toString()
+      for (const line of stdout.split('\n')) {
+        if (line.includes('"hub started"')) resolve(JSON.parse(line) as { broker: string })
+      }
+    })
+    child.on('exit', (code) => reject(new Error(`hub exited early (${code}): ${stderr}${stdout}`)))
+  })
+  const c = await mqtt.connectAsync(started.broker, { reconnectPeriod: 0 })
+  await c.subscribeAsync('boards/sim1/availability', { qos: 1 })
+  const avail = await new Promise<string>((resolve) => c.once('message', (_t, p) => resolve(p.toString())))
+  t.equal(avail, 'online', 'the simulated board announced itself on the embedded broker')
+  await c.endAsync()
+
+  const code = await new Promise<number | null>((resolve) => {
+    child.on('exit', (code) => resolve(code))
+    process.kill(pid, 'SIGTERM')
+  })
+  t.equal(code, 0)
+  t.match(stdout, /"hub stopped"/)
+  t.notMatch(stdout, /Database is not open/)
+  t.equal(stderr.replace(/npm warn.*\n/g, ''), '', 'nothing on stderr')
+})
