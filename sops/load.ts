@@ -17,7 +17,9 @@ export interface LoadedSop {
 
 async function readText(path: string): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
   try {
-    return { ok: true, text: await readFile(path, 'utf8') }
+    // A UTF-8 byte order mark (some editors write one) is not part of the text.
+    const text = await readFile(path, 'utf8')
+    return { ok: true, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
     return { ok: false, error: code === 'ENOENT' ? 'file is missing' : code === 'EISDIR' ? 'is a directory, not a file' : `cannot read: ${(e as Error).message}` }
