@@ -17,9 +17,10 @@ export interface Upload {
 /** Options for @fastify/multipart: the largest file it may stream before flagging it truncated. */
 export const MULTIPART_LIMITS = {
   fileSize: LIMITS.fileBytes,
-  files: FILE_FIELDS.length,
-  fields: TEXT_FIELDS.length,
-  parts: TEXT_FIELDS.length + FILE_FIELDS.length,
+  // A little above the real counts, so a repeated or unknown part gets its own message below.
+  files: FILE_FIELDS.length + 2,
+  fields: TEXT_FIELDS.length + 4,
+  parts: TEXT_FIELDS.length + FILE_FIELDS.length + 6,
   // 8,000 characters of description can be 32,000 bytes of UTF-8.
   fieldSize: 64 * 1024,
 }
@@ -36,7 +37,8 @@ export async function readUpload(req: FastifyRequest): Promise<Upload> {
         if (!(TEXT_FIELDS as readonly string[]).includes(p.fieldname)) throw badRequest(`${p.fieldname}: not a listing field`)
         if (p.fieldname in out.fields) throw badRequest(`${p.fieldname}: given more than once`)
         if (p.valueTruncated) throw tooLarge(`${p.fieldname}: longer than ${MULTIPART_LIMITS.fieldSize} bytes`)
-        out.fields[p.fieldname] = String(p.value)
+        // HTML forms send line breaks as CRLF; count and store them as LF.
+        out.fields[p.fieldname] = String(p.value).replace(/\r\n/g, '\n')
         continue
       }
       const f = part as MultipartFile
@@ -68,7 +70,7 @@ export async function readUpload(req: FastifyRequest): Promise<Upload> {
     const e = err as { code?: string; message?: string; statusCode?: number }
     if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(`file: larger than ${mb(LIMITS.fileBytes)}`)
     if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_FIELDS_LIMIT' || e.code === 'FST_PARTS_LIMIT')
-      throw tooLarge(`body: too many parts (at most ${TEXT_FIELDS.length} fields and ${FILE_FIELDS.length} files)`)
+      throw tooLarge(`body: too many parts (the listing has ${TEXT_FIELDS.length} fields and ${FILE_FIELDS.length} files)`)
     if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || e.code === 'FST_MULTIPART_INVALID_CONTENT_TYPE') throw badRequest('body: expected multipart/form-data')
     throw badRequest(`body: malformed multipart (${e.message ?? String(err)})`)
   }
