@@ -1,5 +1,5 @@
 // A real Aedes broker on loopback and real mqtt.js clients, stopped when the test ends.
-import { createServer, type Server } from 'node:net'
+import { createServer, type Server, type Socket } from 'node:net'
 import { Aedes } from 'aedes'
 import mqtt, { type MqttClient } from 'mqtt'
 import { freePort } from '../helpers/ports.ts'
@@ -21,9 +21,14 @@ export async function startBroker(t: Teardown): Promise<Broker> {
   const port = await freePort()
   let broker: Aedes
   let server: Server
+  const sockets = new Set<Socket>()
   async function up(): Promise<void> {
     broker = await Aedes.createBroker()
-    server = createServer(broker.handle)
+    server = createServer((socket) => {
+      sockets.add(socket)
+      socket.once('close', () => sockets.delete(socket))
+      broker.handle(socket)
+    })
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject)
       server.listen(port, '127.0.0.1', () => resolve())
@@ -34,7 +39,7 @@ export async function startBroker(t: Teardown): Promise<Broker> {
     if (!running) return
     running = false
     await new Promise<void>((r) => broker.close(() => r()))
-    server.closeAllConnections?.()
+    for (const s of sockets) s.destroy()
     await new Promise<void>((r) => server.close(() => r()))
   }
   await up()
