@@ -16,6 +16,7 @@ const GROUPS: Record<string, Group> = {
   attestor: { summary: 'run the attestor service alone', load: () => import('./attestor.ts') },
   market: { summary: 'run the marketplace server', load: () => import('./market.ts') },
   listing: { summary: 'create, sync and show listings of attested lines', load: () => import('./listing.ts') },
+  start: { summary: 'run the whole product locally: chain, market, attestor, hub, simulated board', load: () => import('./start.ts') },
   key: { summary: 'store the device bearer key', load: () => import('./key.ts') },
 }
 
