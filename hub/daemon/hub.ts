@@ -40,14 +40,14 @@ export interface LocalApiParts {
 
 /** The parts composed by the hub; `hub/daemon/parts.ts` gives the real ones. */
 export interface HubParts {
-  createBridge?: (o: { boards: BoardEntry[]; publish: PublishPort; log: Log }) => BridgeLike
+  createBridge?: (o: { boards: BoardEntry[]; publish: PublishPort; log: Log }) => BridgeLike | Promise<BridgeLike>
   localApi?: LocalApiParts
   agent?: AgentAdapter
   /**
    * Seam for tools and loops that land later (chain_attest and its sync, sop_*): built before the
    * engine, closed after it.
    */
-  extras?: (o: { publish: PublishPort; config: HubConfig; log: Log }) => Promise<HubExtras>
+  extras?: (o: { publish: PublishPort; config: HubConfig; sops: readonly Sop[]; log: Log }) => Promise<HubExtras>
 }
 
 export interface HubExtras {
@@ -136,10 +136,10 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
     let bridge: BridgeLike | null = null
     if (config.boards.length > 0) {
       if (!parts.createBridge) throw new Error('boards are configured but this build has no bridge')
-      bridge = parts.createBridge({ boards: config.boards, publish, log })
+      bridge = await parts.createBridge({ boards: config.boards, publish, log })
     }
 
-    const extras: HubExtras = parts.extras ? await parts.extras({ publish, config, log }) : { tools: [] }
+    const extras: HubExtras = parts.extras ? await parts.extras({ publish, config, sops, log }) : { tools: [] }
     if (extras.close) closers.push({ name: 'extras', fn: () => extras.close!() })
     const registry = buildToolRegistry({
       publish,

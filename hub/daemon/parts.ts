@@ -1,11 +1,12 @@
 // The real parts `svc hub` composes: the bridge, the attestation store behind `chain_attest`
 // (and its sync loop when `[chain]` is configured), the local API. Kept apart from hub.ts so the
 // composition can be tested with fewer parts.
-import { join } from 'node:path'
-import { createBridge } from '../../bridge/index.ts'
-import { createChainAttestTool } from '../../tools/chain_attest.ts'
-import { attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore, type AttestSync } from '../attest/index.ts'
+// The bridge and the attestation parts are imported only when used (boards configured; a SOP
+// calling chain_attest or a [chain] section): on a Raspberry-Pi-class hub, viem and the serial
+// stack are tens of MB of resident memory that a hub without them should not pay for.
+import type { AttestSync } from '../attest/index.ts'
 import { svcPaths } from '../paths.ts'
+import type { Sop } from '../../sops/types.ts'
 import type { HubConfig } from './config.ts'
 import type { HubExtras, HubParts } from './hub.ts'
 import type { Log } from './log.ts'
@@ -32,9 +33,18 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
   return { ok: true, sync: { rpcUrl: v('rpc_url'), validationRegistry: v('validation_registry'), agentId: v('agent_id'), attestorAddress: v('attestor_address'), attestorUrl: v('attestor_url') } }
 }
 
+/** Does any SOP name `tool` in a `tools:`/allow list or a `call:`? */
+export function sopsUseTool(sops: readonly Sop[], tool: string): boolean {
+  return sops.some((s) => s.steps.some((st) => st.tools.includes(tool) || (st.allowTools ?? []).includes(tool) || st.calls.some((c) => c.tool === tool)))
+}
+
 export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<HubExtras> {
   const chain = readChainSection(config.chain)
   if (!chain.ok) throw new Error(chain.error)
+  const [{ attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore }, { createChainAttestTool }] = await Promise.all([
+    import('../attest/index.ts'),
+    import('../../tools/chain_attest.ts'),
+  ])
   const store = await openAttestStore(attestStorePath(config.dataDir))
   try {
     const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
@@ -63,9 +73,16 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
 
 export function realParts(): HubParts {
   return {
-    createBridge: ({ boards, publish, log }) => createBridge({ boards, publish, log }),
-    extras: ({ config, log }) => attestExtras(config, log),
+    createBridge: async ({ boards, publish, log }) => {
+      const { createBridge } = await import('../../bridge/index.ts')
+      return createBridge({ boards, publish, log })
+    },
+    extras: async ({ config, sops, log }) => {
+      if (config.chain === null && !sopsUseTool(sops, 'chain_attest')) {
+        log.info('no SOP calls chain_attest and no [chain] section: attestation not loaded (SIGHUP reload will not add it; restart the hub)')
+        return { tools: [] }
+      }
+      return attestExtras(config, log)
+    },
   }
 }
-
-export const ENGINE_DIR = (dataDir: string): string => join(dataDir, 'engine')

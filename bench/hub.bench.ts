@@ -1,0 +1,162 @@
+// The hub (issue 4). Prints, from one run:
+//   baseline: raw Aedes publish→subscribe latency p50/p99 (loopback, QoS 1, two mqtt.js clients)
+//   event→run-start latency p50/p99: an MQTT publish on boards/<board>/<signal> until the engine
+//     has admitted and started the run (the router's "trigger admitted" log line, outcome started)
+//   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
+//     (a real child process, started the way users start it: node --import tsx)
+import { spawn, spawnSync } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import { fileURLToPath } from 'node:url'
+import mqtt from 'mqtt'
+import { startBroker } from '../hub/daemon/broker.ts'
+import { parseConfig } from '../hub/daemon/config.ts'
+import { startHub } from '../hub/daemon/hub.ts'
+import type { Log } from '../hub/daemon/log.ts'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+const N = 400
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b)
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN
+}
+const ms = (x: number): string => `${x.toFixed(3)} ms`
+
+async function writeSops(dir: string, count: number): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const name = `sop-${String(i).padStart(2, '0')}`
+    await mkdir(join(dir, name), { recursive: true })
+    const trigger =
+      i % 5 === 0
+        ? `type = "mqtt"\ntopic = "sensors/+/t${i}"\ncondition = "$.v > 1"`
+        : i % 7 === 0
+          ? `type = "cron"\nexpression = "${i % 60} 3 * * *"`
+          : `type = "peripheral"\nboard = "b${i % 4}"\nsignal = "s${i}"\ncondition = "$.amount >= 1"`
+    await writeFile(
+      join(dir, name, 'SOP.toml'),
+      `[sop]\nname = "${name}"\ndescription = "bench ${i}"\nexecution_mode = "deterministic"\nmax_concurrent = 64\nagent = "bench"\n\n[[triggers]]\n${trigger}\n`,
+    )
+    await writeFile(join(dir, name, 'SOP.md'), `# ${name}\n\n## Steps\n\n1. **Pause** — nothing.\n   - call: {"tool":"wait","args":{"ms":0}}\n   - terminal: true\n`)
+  }
+}
+
+async function aedesBaseline(dir: string): Promise<number[]> {
+  const silent: Log = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'baseline-broker'), log: silent })
+  const sub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  await sub.subscribeAsync('boards/+/+', { qos: 1 })
+  const lat: number[] = []
+  let resolveOne: (() => void) | undefined
+  sub.on('message', () => resolveOne?.())
+  for (let i = 0; i < N + 50; i++) {
+    const got = new Promise<void>((r) => (resolveOne = r))
+    const t0 = performance.now()
+    await pub.publishAsync('boards/b1/s1', '{"amount":2}', { qos: 1 })
+    await got
+    if (i >= 50) lat.push(performance.now() - t0)
+  }
+  await sub.endAsync()
+  await pub.endAsync()
+  await broker.close()
+  return lat
+}
+
+async function hubLatency(dir: string, sopsDir: string): Promise<number[]> {
+  let admitted: ((outcome: string) => void) | undefined
+  const noop = (): void => undefined
+  const log = {
+    info: (o: unknown, msg?: string) => {
+      if (msg === 'trigger admitted') admitted?.((o as { outcome: string }).outcome)
+    },
+    warn: noop,
+    error: (o: unknown, msg?: string) => process.stderr.write(`${msg ?? ''} ${JSON.stringify(o)}\n`),
+    debug: noop,
+  } as unknown as Log
+  const cfg = parseConfig(
+    `[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(dir, 'data')}"\n[broker]\nport = 0\n[webhook]\nenabled = false\n`,
+    join(dir, 'hub.toml'),
+    { SVC_HOME: dir },
+  )
+  if (!cfg.ok) throw new Error(cfg.error)
+  const hub = await startHub(cfg.config, log)
+  const pub = await mqtt.connectAsync(hub.brokerUrl, { reconnectPeriod: 0 })
+  const lat: number[] = []
+  // sop-01 listens on boards/b1/s1.
+  for (let i = 0; i < N + 50; i++) {
+    const got = new Promise<string>((r) => (admitted = r))
+    const t0 = performance.now()
+    await pub.publishAsync('boards/b1/s1', '{"amount":2}', { qos: 1 })
+    const outcome = await got
+    if (outcome !== 'started') throw new Error(`run not started: ${outcome}`)
+    if (i >= 50) lat.push(performance.now() - t0)
+    if (i % 50 === 49) await hub.engine.idle()
+  }
+  await pub.endAsync()
+  await hub.engine.idle()
+  await hub.close()
+  return lat
+}
+
+function rssOf(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+  return m ? Number(m[1]) * 1024 : NaN
+}
+
+async function hubIdleRss(dir: string, sopsDir: string, nodeArgs: string[] = []): Promise<number> {
+  const home = join(dir, `home${nodeArgs.length}`)
+  await mkdir(home, { recursive: true })
+  await writeFile(join(home, 'hub.toml'), `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n`)
+  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--log-level', 'info'], {
+    cwd: root,
+    env: { ...process.env, SVC_HOME: home },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
+  try {
+    await new Promise<void>((resolve, reject) => {
+      let out = ''
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString()
+        if (out.includes('"hub started"')) resolve()
+      })
+      child.on('exit', (code) => reject(new Error(`hub exited (${code})`)))
+    })
+    // Idle: let start-up garbage be collected the way it is in a long-running hub.
+    await new Promise((r) => setTimeout(r, 5000))
+    return rssOf(child.pid as number)
+  } finally {
+    const exited = new Promise((r) => child.once('exit', r))
+    process.kill(child.pid as number, 'SIGTERM')
+    await exited
+  }
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'svc-hub-bench-'))
+try {
+  const sopsDir = join(dir, 'sops')
+  await writeSops(sopsDir, 50)
+
+  const base = await aedesBaseline(dir)
+  const hub = await hubLatency(dir, sopsDir)
+  process.stdout.write(`baseline  raw Aedes publish→subscribe (QoS 1, loopback)   p50 ${ms(pct(base, 50))}  p99 ${ms(pct(base, 99))}  (n=${base.length})\n`)
+  process.stdout.write(`hub       event→run-start (MQTT → trigger → engine start) p50 ${ms(pct(hub, 50))}  p99 ${ms(pct(hub, 99))}  (n=${hub.length})\n`)
+  process.stdout.write(`          ratio p50 ${(pct(hub, 50) / pct(base, 50)).toFixed(2)}x  p99 ${(pct(hub, 99) / pct(base, 99)).toFixed(2)}x\n`)
+
+  const idle = 'setTimeout(() => { process.stdout.write(String(process.memoryUsage().rss)) }, 500)'
+  const bareRss = Number(spawnSync(process.execPath, ['-e', idle], { encoding: 'utf8' }).stdout)
+  // tsx runs its loader on a hooks thread with its own heap: part of every `svc` process.
+  const tsxRss = Number(spawnSync(process.execPath, ['--import', 'tsx', '-e', idle], { encoding: 'utf8', cwd: root }).stdout)
+  const hubRss = await hubIdleRss(dir, sopsDir)
+  const hubSmall = await hubIdleRss(dir, sopsDir, ['--max-semi-space-size=1'])
+  const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`
+  process.stdout.write(`baseline  bare node process RSS                            ${mb(bareRss)}\n`)
+  process.stdout.write(`baseline  node --import tsx, nothing loaded                ${mb(tsxRss)}\n`)
+  process.stdout.write(`hub       idle RSS, 50 SOPs, embedded broker (tsx)         ${mb(hubRss)}  (${(hubRss / bareRss).toFixed(2)}x bare node; +${mb(hubRss - tsxRss)} over tsx; aim < 80 MB)\n`)
+  process.stdout.write(`hub       same, node --max-semi-space-size=1 (systemd unit) ${mb(hubSmall)}  (+${mb(hubSmall - tsxRss)} over tsx)\n`)
+} finally {
+  await rm(dir, { recursive: true, force: true })
+}
