@@ -337,8 +337,9 @@ export class Engine implements HubEngine {
     if (plan.operator.length > 0 && run.current !== null) {
       const step = stepByNumber(sop, run.current)!
       const own = gateBefore(sop, step, run)
-      const gate = own ?? { step: step.number, kind: 'decision' as const, reason: 'questions for the operator (no agent configured and not written as a condition)' }
-      await this.park(run, { ...gate, questions: plan.operator, since: this.now() })
+      const gate = own ?? { step: step.number, kind: 'decision' as const, operatorOnly: true, reason: 'questions for the operator (no agent configured and not written as a condition)' }
+      // Questions only the operator can answer make the gate operator-only, whatever its kind.
+      await this.park(run, { ...gate, operatorOnly: true, questions: plan.operator, since: this.now() })
       return false
     }
     if (changed) await this.persist(run)
@@ -459,6 +460,14 @@ export class Engine implements HubEngine {
     const bad = await this.notWaiting(runId, run)
     if (bad) return bad
     const gate = run!.gate!
+    if (opts.via === 'agent' && gate.operatorOnly) {
+      // SOP-NOTES: no tool call or agent reply passes such a gate; the request is kept for the operator.
+      const req = { by: opts.by ?? 'agent', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() }
+      gate.requests = [...(gate.requests ?? []), req]
+      this.note(run!, gate.step, 'info', `approval requested by ${req.by}; the gate needs an operator (${gate.reason})`)
+      await this.persist(run!)
+      return { ok: false, error: `run ${runId} waits at step ${gate.step} for an operator (${gate.reason}); the request is recorded, approve it with \`svc sop approve ${runId}\`` }
+    }
     const answers: Record<string, boolean> = {}
     for (const q of gate.questions ?? []) {
       const a = opts.decisions?.[q.step] ?? opts.decisions?.[String(q.step) as unknown as number]

@@ -28,6 +28,8 @@ export interface ApproveOptions {
   note?: string
   /** Answers to the `decide:` questions carried by the gate, by step number. */
   decisions?: Record<number, boolean>
+  /** Who is approving: the operator (CLI, local API; default) or an agent tool (`sop_approve`), which cannot pass operator-only gates. */
+  via?: 'operator' | 'agent'
 }
 
 export type RunResult = { ok: true; run: RunRecord } | { ok: false; error: string }

@@ -20,14 +20,14 @@ export function gateBefore(sop: Sop, step: Step, run: Pick<RunRecord, 'passedGat
   if (run.passedGates.includes(step.number)) return null
   const mode = effectiveMode(sop, step)
   const base = { step: step.number, ...(step.prompt !== undefined ? { prompt: step.prompt } : {}) }
-  if (step.requiresConfirmation) return { ...base, kind: 'approval', reason: 'requires_confirmation: asked in every mode' }
+  if (step.requiresConfirmation) return { ...base, kind: 'approval', operatorOnly: true, reason: 'requires_confirmation: asked in every mode' }
   // A checkpoint pauses a deterministic run (spec); in the other modes it is an ordinary approval gate.
   if (step.kind === 'checkpoint') {
     return mode === 'deterministic'
-      ? { ...base, kind: 'checkpoint', reason: 'checkpoint step in a deterministic run' }
-      : { ...base, kind: 'approval', reason: 'checkpoint step' }
+      ? { ...base, kind: 'checkpoint', operatorOnly: true, reason: 'checkpoint step in a deterministic run' }
+      : { ...base, kind: 'approval', operatorOnly: true, reason: 'checkpoint step' }
   }
-  if (mode === 'step_by_step') return { ...base, kind: 'approval', reason: 'step_by_step: approval before each step' }
-  if (mode === 'supervised' && !run.runApproved) return { ...base, kind: 'approval', reason: 'supervised: approval before the run' }
+  if (mode === 'step_by_step') return { ...base, kind: 'approval', operatorOnly: false, reason: 'step_by_step: approval before each step' }
+  if (mode === 'supervised' && !run.runApproved) return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }
   return null
 }

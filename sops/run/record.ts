@@ -30,6 +30,14 @@ export interface Gate {
   prompt?: string
   /** Questions the operator must answer with this approval (SOP-NOTES: decide rules). */
   questions?: { step: number; question: string }[]
+  /**
+   * Only an operator (CLI, local API) may pass this gate: requires_confirmation, checkpoints and
+   * operator questions. Mode gates (supervised, step_by_step) may also be passed by the agent's
+   * `sop_approve` tool on its user's behalf.
+   */
+  operatorOnly: boolean
+  /** Approval requests recorded by agents at an operator-only gate (they pass nothing). */
+  requests?: { by: string; note?: string; at: number }[]
   since: number
 }
 

@@ -1,0 +1,104 @@
+// The hub's local API (issue 3, item 8): runs, approvals and logs over loopback HTTP, bearer
+// token on every route, JSON errors `{ error }`. Returned not listening, so the hub can register
+// more routes (channel inboxes…) before it listens on 127.0.0.1.
+import { timingSafeEqual } from 'node:crypto'
+import Fastify, { type FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
+import type { Json } from '../../sops/types.ts'
+import type { HubEngine } from '../engine/types.ts'
+
+export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo } from './token.ts'
+
+const Id = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
+const Name = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
+const Approve = Type.Object(
+  {
+    by: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    note: Type.Optional(Type.String({ maxLength: 2000 })),
+    decisions: Type.Optional(Type.Record(Type.String({ pattern: '^[0-9]+$' }), Type.Boolean())),
+  },
+  { additionalProperties: false },
+)
+const Deny = Type.Object({ by: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), note: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false })
+const List = Type.Object(
+  { sop: Type.Optional(Type.String({ minLength: 1 })), state: Type.Optional(Type.Unsafe<RunState>({ type: 'string', enum: [...RUN_STATES] })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) },
+  { additionalProperties: false },
+)
+const TriggerBody = Type.Object({ payload: Type.Optional(Type.Unknown()) }, { additionalProperties: false })
+
+function sameToken(given: string, token: string): boolean {
+  const a = Buffer.from(given)
+  const b = Buffer.from(token)
+  return a.length === b.length && timingSafeEqual(a, b)
+}
+
+export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLimit?: number }): FastifyInstance {
+  const { engine, token } = opts
+  // Reject unknown fields rather than strip them silently (DESIGN: every rejection says what was wrong).
+  const app = Fastify({ bodyLimit: opts.bodyLimit ?? 64 * 1024, logger: false, ajv: { customOptions: { removeAdditional: false } } })
+
+  app.addHook('onRequest', async (req, reply) => {
+    const h = req.headers.authorization
+    if (typeof h !== 'string' || !h.startsWith('Bearer ')) return reply.code(401).send({ error: 'missing bearer token (Authorization: Bearer <token from the hub token file>)' })
+    if (!sameToken(h.slice(7).trim(), token)) return reply.code(401).send({ error: 'bad bearer token' })
+  })
+  // A POST with no body is an empty object: `svc sop approve <id>` needs nothing more.
+  app.addHook('preValidation', async (req) => {
+    if (req.method === 'POST' && (req.body === undefined || req.body === null)) req.body = {}
+  })
+  app.setErrorHandler((err: { statusCode?: number; message: string; validation?: unknown }, _req, reply) => {
+    if (err.validation && /enum|allowed values/.test(err.message)) err.message += ` (${RUN_STATES.join(', ')})`
+    const extra = Array.isArray(err.validation) ? (err.validation as { params?: { additionalProperty?: string } }[]).find((v) => v.params?.additionalProperty)?.params?.additionalProperty : undefined
+    if (extra !== undefined) err.message += `: "${extra}"`
+    const status = err.validation ? 400 : err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
+    return reply.code(status).send({ error: status === 500 ? 'internal error' : err.message })
+  })
+  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }))
+
+  app.get('/sop/pending', async () => ({ runs: engine.pending() }))
+
+  app.get('/sop/runs', { schema: { querystring: List } }, async (req) => {
+    const q = req.query as { sop?: string; state?: RunState; limit?: number }
+    return { runs: await engine.listRuns(q) }
+  })
+
+  app.get('/sop/runs/:id', { schema: { params: Id } }, async (req, reply) => {
+    const { id } = req.params as { id: string }
+    const run = await engine.getRun(id)
+    return run ? { run } : reply.code(404).send({ error: `no run with id "${id}"` })
+  })
+
+  app.get('/sop/runs/:id/logs', { schema: { params: Id } }, async (req, reply) => {
+    const { id } = req.params as { id: string }
+    const log = await engine.logs(id)
+    return log ? { log } : reply.code(404).send({ error: `no run with id "${id}"` })
+  })
+
+  app.post('/sop/runs/:id/approve', { schema: { params: Id, body: Approve } }, async (req, reply) => {
+    const { id } = req.params as { id: string }
+    const b = (req.body ?? {}) as { by?: string; note?: string; decisions?: Record<string, boolean> }
+    const decisions = b.decisions ? Object.fromEntries(Object.entries(b.decisions).map(([k, v]) => [Number(k), v])) : undefined
+    const r = await engine.approve(id, { by: b.by ?? 'operator (local API)', ...(b.note !== undefined ? { note: b.note } : {}), ...(decisions ? { decisions } : {}), via: 'operator' })
+    if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
+    return { run: r.run }
+  })
+
+  app.post('/sop/runs/:id/deny', { schema: { params: Id, body: Deny } }, async (req, reply) => {
+    const { id } = req.params as { id: string }
+    const b = (req.body ?? {}) as { by?: string; note?: string }
+    const r = await engine.deny(id, { by: b.by ?? 'operator (local API)', ...(b.note !== undefined ? { note: b.note } : {}) })
+    if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
+    return { run: r.run }
+  })
+
+  app.post('/sop/:name/trigger', { schema: { params: Name, body: TriggerBody } }, async (req, reply) => {
+    const { name } = req.params as { name: string }
+    const b = (req.body ?? {}) as { payload?: unknown }
+    const d = await engine.trigger(name, { type: 'manual', source: 'local API', payload: (b.payload ?? {}) as Json, at: Date.now() })
+    if (d.reason.startsWith('no SOP named')) return reply.code(404).send({ error: d.reason })
+    return d
+  })
+
+  return app
+}

@@ -1,0 +1,62 @@
+// The local API's credentials on disk (issue 3, item 8): a bearer token in a file only the owner
+// can read (0600), and `{ url }` of the running hub. The hub writes both at start; the CLI reads
+// them. Paths default to svcPaths() (SVC_HOME overrides the home).
+import { randomBytes } from 'node:crypto'
+import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { svcPaths } from '../paths.ts'
+
+export type Read<T> = { ok: true; value: T } | { ok: false; error: string }
+
+async function writePrivate(path: string, text: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 })
+  const tmp = `${path}.${process.pid}.tmp`
+  await writeFile(tmp, text, { mode: 0o600 })
+  await chmod(tmp, 0o600)
+  await rename(tmp, path)
+}
+
+/** A fresh token for this hub's life, written 0600; the previous one stops working. */
+export async function issueApiToken(path = svcPaths().apiToken): Promise<string> {
+  const token = randomBytes(32).toString('hex')
+  await writePrivate(path, token + '\n')
+  return token
+}
+
+/** Reads the token, refusing a file that others can read (someone could have copied it). */
+export async function readApiToken(path = svcPaths().apiToken): Promise<Read<string>> {
+  let st
+  try {
+    st = await stat(path)
+  } catch {
+    return { ok: false, error: `no hub is running (no token file at ${path}); start one with \`svc hub run\`` }
+  }
+  if ((st.mode & 0o077) !== 0) return { ok: false, error: `the token file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it` }
+  const token = (await readFile(path, 'utf8')).trim()
+  if (!/^[0-9a-f]{64}$/.test(token)) return { ok: false, error: `the token file ${path} does not hold a token` }
+  return { ok: true, value: token }
+}
+
+export async function writeApiInfo(url: string, path = svcPaths().apiInfo): Promise<void> {
+  await writePrivate(path, JSON.stringify({ url, pid: process.pid }) + '\n')
+}
+
+export async function removeApiInfo(path = svcPaths().apiInfo): Promise<void> {
+  await rm(path, { force: true })
+}
+
+export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<{ url: string }>> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch {
+    return { ok: false, error: `no hub is running (no ${path}); start one with \`svc hub run\`` }
+  }
+  try {
+    const v = JSON.parse(text) as { url?: unknown }
+    if (typeof v.url === 'string' && /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(v.url)) return { ok: true, value: { url: v.url } }
+  } catch {
+    // fall through
+  }
+  return { ok: false, error: `${path} does not hold a loopback API url` }
+}

@@ -1,0 +1,31 @@
+// sop_approve: the agent approves a waiting run on its user's behalf (spec: agent tools).
+// SOP-NOTES: no tool call moves a run past a gate that needs an operator. So this tool passes
+// only mode gates (supervised, step_by_step); at a requires_confirmation step, a checkpoint or
+// a gate carrying operator questions it records the request on the run and fails, saying the
+// operator must approve (`svc sop approve`, local API).
+import { Type, type Static } from 'typebox'
+import type { HubEngine } from '../hub/engine/types.ts'
+import type { Tool, ToolResult } from './types.ts'
+
+export const SopApproveArgs = Type.Object(
+  { run_id: Type.String({ minLength: 1 }), note: Type.Optional(Type.String({ maxLength: 1000 })) },
+  { additionalProperties: false },
+)
+export type SopApproveArgs = Static<typeof SopApproveArgs>
+
+export function createSopApproveTool(getEngine: () => HubEngine | undefined): Tool {
+  return {
+    name: 'sop_approve',
+    description: 'Approve a run waiting at a supervised or step_by_step gate: { run_id, note? }. Gates that need an operator are not passed; the request is recorded for them.',
+    schema: SopApproveArgs,
+    async run(raw, ctx): Promise<ToolResult> {
+      const args = raw as unknown as SopApproveArgs
+      const engine = getEngine()
+      if (!engine) return { ok: false, error: 'sop_approve: the SOP engine is not running' }
+      if (args.run_id === ctx.runId) return { ok: false, error: 'sop_approve: a run cannot approve itself' }
+      const r = await engine.approve(args.run_id, { by: `agent (run ${ctx.runId})`, via: 'agent', ...(args.note !== undefined ? { note: args.note } : {}) })
+      if (!r.ok) return { ok: false, error: `sop_approve: ${r.error}` }
+      return { ok: true, output: { run_id: r.run.id, state: r.run.state } }
+    },
+  }
+}

@@ -1,0 +1,33 @@
+// sop_execute: the agent starts a manual run of a SOP (spec: manual trigger). The answer is the
+// admission decision: started (with the run id), deferred, held, coalesced, dropped, cooldown.
+import { Type, type Static } from 'typebox'
+import type { HubEngine } from '../hub/engine/types.ts'
+import type { Json } from '../sops/types.ts'
+import type { Tool, ToolResult } from './types.ts'
+
+export const SopExecuteArgs = Type.Object(
+  { sop: Type.String({ minLength: 1 }), payload: Type.Optional(Type.Unknown()) },
+  { additionalProperties: false },
+)
+export type SopExecuteArgs = Static<typeof SopExecuteArgs>
+
+export function createSopExecuteTool(getEngine: () => HubEngine | undefined): Tool {
+  return {
+    name: 'sop_execute',
+    description: 'Start a manual run of a SOP: { sop, payload? }. Output: { outcome, run_id?, reason }.',
+    schema: SopExecuteArgs,
+    async run(raw, ctx): Promise<ToolResult> {
+      const args = raw as unknown as SopExecuteArgs
+      const engine = getEngine()
+      if (!engine) return { ok: false, error: 'sop_execute: the SOP engine is not running' }
+      const d = await engine.trigger(args.sop, {
+        type: 'manual',
+        source: `sop_execute from run ${ctx.runId} step ${ctx.step}`,
+        payload: (args.payload ?? {}) as Json,
+        at: Date.now(),
+      })
+      if (d.reason.startsWith('no SOP named')) return { ok: false, error: `sop_execute: ${d.reason}` }
+      return { ok: true, output: { outcome: d.outcome, ...(d.runId !== undefined ? { run_id: d.runId } : {}), reason: d.reason } }
+    },
+  }
+}
