@@ -1,7 +1,7 @@
 // POST /api/agent/listings and the listing reads: every field and limit on both sides of its
 // edge, against a real market and a real anvil chain. A rejection stores nothing.
-import t from 'tap'
-import { type Hex, keccak256, toHex } from 'viem'
+import t, { type Test } from 'tap'
+import { keccak256, toHex } from 'viem'
 import { startDevChain } from '../../chain/dev.ts'
 import { lineHash } from '../../records/index.ts'
 import { type Dataset, api, dataset, goodFields, issueKey, postListing, signIn, startMarket } from './market-helpers.ts'
@@ -36,7 +36,7 @@ function exactSize(bytes: number, n: number): Dataset {
   return { lines, data, requestHashes, manifest: { version: 1, chainId: 10143, agentId: dev.agentId, rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })) } }
 }
 
-async function refused(t: Tap.Test, what: string, status: number, pattern: RegExp, parts: Parameters<typeof postListing>[3], ds: Dataset | null = dataset(3, dev.agentId), k: string | null = key) {
+async function refused(t: Test, what: string, status: number, pattern: RegExp, parts: Parameters<typeof postListing>[3], ds: Dataset | null = dataset(3, dev.agentId), k: string | null = key) {
   const before = await listingCount()
   const r = await postListing(url, k, ds, parts)
   t.equal(r.status, status, `${what}: status ${status}`)
@@ -44,7 +44,7 @@ async function refused(t: Tap.Test, what: string, status: number, pattern: RegEx
   t.equal(await listingCount(), before, `${what}: nothing stored`)
 }
 
-async function accepted(t: Tap.Test, what: string, parts: Parameters<typeof postListing>[3], ds: Dataset = dataset(3, dev.agentId)) {
+async function accepted(t: Test, what: string, parts: Parameters<typeof postListing>[3], ds: Dataset = dataset(3, dev.agentId)) {
   const r = await postListing(url, key, ds, parts)
   t.equal(r.status, 201, `${what}: accepted (${JSON.stringify(r.json).slice(0, 200)})`)
   return r.json
@@ -248,4 +248,3 @@ t.test('unknown routes answer JSON 404', async (t) => {
   t.match(r.json.error, /no route GET \/api\/nope/)
 })
 
-void (null as unknown as Hex)

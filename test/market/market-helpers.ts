@@ -6,6 +6,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import type { DevChain } from '../../chain/dev.ts'
 import { buildMarketApp, type MarketApp } from '../../market/app.ts'
+import { type MarketChain, viemMarketChain } from '../../market/chain/market-chain.ts'
 import { chainFromInfo, defaultConfig, type MarketConfig } from '../../market/config.ts'
 import { canonicalLine, lineHash } from '../../records/index.ts'
 import { freePort } from '../helpers/ports.ts'
@@ -20,16 +21,24 @@ interface T {
   teardown(fn: () => unknown): void
 }
 
-export async function startMarket(t: T, dev: DevChain, tweak?: (c: MarketConfig) => void): Promise<Running> {
+export interface StartOptions {
+  /** Change the chain file the market reads (e.g. a dead rpcUrl). */
+  info?: Partial<DevChain['info']>
+  /** Wrap the chain reads (e.g. to count them). */
+  wrapChain?: (c: MarketChain) => MarketChain
+}
+
+export async function startMarket(t: T, dev: DevChain, tweak?: (c: MarketConfig) => void, opts: StartOptions = {}): Promise<Running> {
   const dir = await tempDir(t, 'svc-market-')
   const base = defaultConfig(join(dir, 'data'))
   base.samples = true
   // Generous limits so only the rate-limit test trips them.
   for (const k of Object.keys(base.rateLimits) as (keyof MarketConfig['rateLimits'])[]) base.rateLimits[k] = { max: 100_000, windowSeconds: 60 }
   tweak?.(base)
-  const r = chainFromInfo(base, dev.info)
+  const r = chainFromInfo(base, { ...dev.info, ...opts.info })
   if (!r.ok) throw new Error(r.error)
-  const market = await buildMarketApp({ config: r.config })
+  const chain = opts.wrapChain ? opts.wrapChain(viemMarketChain(r.config.chain!)) : undefined
+  const market = await buildMarketApp({ config: r.config, ...(chain ? { chain } : {}) })
   const port = await freePort()
   await market.app.listen({ host: '127.0.0.1', port })
   t.teardown(() => market.close())
