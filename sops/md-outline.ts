@@ -34,8 +34,13 @@ export interface Outline {
   codeLines: Set<number>
 }
 
+// Only block structure matters here (titles and bullet values are read from the raw lines), so
+// the inline constructs are switched off: a third less work per file, same positions.
+const INLINE = ['attention', 'autolink', 'characterEscape', 'characterReference', 'codeText', 'htmlText', 'labelStartImage', 'labelStartLink', 'labelEnd', 'hardBreakEscape', 'hardBreakTrailing']
+
 export function outline(text: string): Outline {
-  const events = postprocess(parse().document().write(preprocess()(text, undefined, true)))
+  const parser = parse({ extensions: [{ disable: { null: INLINE } }] })
+  const events = postprocess(parser.document().write(preprocess()(text, undefined, true)))
   const headings: Heading[] = []
   const codeLines = new Set<number>()
   // Lists in document order with their depth, and item prefixes attributed to the innermost list.
