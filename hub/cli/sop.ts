@@ -105,7 +105,10 @@ async function select(arg: string, opts: Options): Promise<Selection> {
   const parsed = all.parsed.filter((p) => p.named && p.sop.name === arg)
   if (parsed.length === 0) {
     if (!(await isDir(opts.sopsDir))) throw new UserError(`no SOP named "${arg}": sops directory ${opts.sopsDir} does not exist`)
-    throw new UserError(`no SOP named "${arg}" in ${opts.sopsDir} (svc sop list shows what is there)`)
+    const unnamed = all.diagnostics.filter((d) => d.severity === 'error' && !all.parsed.some((p) => p.named && (p.sop.tomlPath === d.file || p.sop.mdPath === d.file)))
+    const files = new Set(unnamed.map((d) => d.file)).size
+    const hint = files > 0 ? `; ${files} file${files === 1 ? '' : 's'} there failed to load, svc sop list shows why` : '; svc sop list shows what is there'
+    throw new UserError(`no SOP named "${arg}" in ${opts.sopsDir}${hint}`)
   }
   const files = new Set(parsed.flatMap((p) => [p.sop.tomlPath, p.sop.mdPath]))
   return { parsed, diagnostics: all.diagnostics.filter((d) => files.has(d.file)), label: arg }
