@@ -71,8 +71,15 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
   }
 }
 
-export function realParts(): HubParts {
+export function realParts(env: NodeJS.ProcessEnv = process.env): HubParts {
+  const paths = svcPaths(env)
   return {
+    localApi: {
+      create: async ({ engine, token }) => (await import('../api/index.ts')).createLocalApi({ engine, token }),
+      issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
+      writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
+      removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
+    },
     createBridge: async ({ boards, publish, log }) => {
       const { createBridge } = await import('../../bridge/index.ts')
       return createBridge({ boards, publish, log })
@@ -82,7 +89,7 @@ export function realParts(): HubParts {
         log.info('no SOP calls chain_attest and no [chain] section: attestation not loaded (SIGHUP reload will not add it; restart the hub)')
         return { tools: [] }
       }
-      return attestExtras(config, log)
+      return attestExtras(config, log, env)
     },
   }
 }

@@ -2,7 +2,7 @@
 import t from 'tap'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import mqtt from 'mqtt'
 import { main } from '../../hub/cli/main.ts'
@@ -46,7 +46,12 @@ t.test('svc hub config prints the effective config; bad config and usage are one
 
 t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   const home = await tempDir(t)
-  await mkdir(join(home, 'sops'), { recursive: true })
+  await mkdir(join(home, 'sops', 'inbox'), { recursive: true })
+  await writeFile(
+    join(home, 'sops', 'inbox', 'SOP.toml'),
+    '[sop]\nname = "inbox"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "channel"\nchannel = "orders"\n\n[[triggers]]\ntype = "webhook"\npath = "/hooks/order"\n',
+  )
+  await writeFile(join(home, 'sops', 'inbox', 'SOP.md'), '# inbox\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n')
   await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
   const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'], {
     cwd: root,
@@ -60,11 +65,11 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   let stdout = ''
   let stderr = ''
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()))
-  const started = await new Promise<{ broker: string }>((resolve, reject) => {
+  const started = await new Promise<{ broker: string; webhook: string; api: string }>((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString()
       for (const line of stdout.split('\n')) {
-        if (line.includes('"hub started"')) resolve(JSON.parse(line) as { broker: string })
+        if (line.includes('"hub started"')) resolve(JSON.parse(line) as { broker: string; webhook: string; api: string })
       }
     })
     child.on('exit', (code) => reject(new Error(`hub exited early (${code}): ${stderr}${stdout}`)))
@@ -75,6 +80,21 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   t.equal(avail, 'online', 'the simulated board announced itself on the embedded broker')
   await c.endAsync()
 
+  // The webhook gateway answers with the run id; the local API (token from the 0600 file) takes channel posts.
+  const hook = await fetch(`${started.webhook}/hooks/order`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sku":"A1"}' })
+  t.equal(hook.status, 202)
+  t.match(await hook.json(), { outcome: 'started', runId: /^[0-9a-f-]{36}$/ })
+  const info = JSON.parse(await readFile(join(home, 'hub-api.json'), 'utf8')) as { url: string }
+  t.equal(info.url, started.api)
+  const token = (await readFile(join(home, 'hub.token'), 'utf8')).trim()
+  const post = (name: string, auth = `Bearer ${token}`) =>
+    fetch(`${info.url}/channels/${name}`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{"n":1}' })
+  t.equal((await post('orders', 'Bearer nope')).status, 401)
+  const ch = await post('orders')
+  t.equal(ch.status, 200)
+  t.match(await ch.json(), { channel: 'orders', runs: [{ sop: 'inbox', outcome: 'started' }] })
+  t.equal((await post('nobody')).status, 404)
+
   const code = await new Promise<number | null>((resolve) => {
     child.on('exit', (code) => resolve(code))
     process.kill(pid, 'SIGTERM')
@@ -82,5 +102,6 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   t.equal(code, 0)
   t.match(stdout, /"hub stopped"/)
   t.notMatch(stdout, /Database is not open/)
+  await t.rejects(access(join(home, 'hub-api.json')), 'the API info file is removed on stop')
   t.equal(stderr.replace(/npm warn.*\n/g, ''), '', 'nothing on stderr')
 })
