@@ -404,7 +404,7 @@ export class Engine implements HubEngine {
         delete rec.error
         run.lastOutput = outcome.output
         run.passedGates = run.passedGates.filter((g) => g !== step.number)
-        this.note(run, step.number, 'info', `completed`)
+        this.note(run, step.number, 'info', `completed: ${step.title}`)
         await this.applyRoute(run, routeAfterComplete(sop, step, this.guardContext(run), this.evalCond))
         continue
       }
