@@ -1,5 +1,54 @@
-// Placeholder until the `svc market` commands land.
-import { type Command, UsageError } from './io.ts'
-export const command: Command = async () => {
-  throw new UsageError('"market" is not built yet')
+// `svc market [--config market.toml]`: runs the marketplace server until Ctrl-C / SIGTERM.
+import { isAbsolute, resolve } from 'node:path'
+import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
+import { svcPaths } from '../paths.ts'
+import { type Command, EXIT_OK, UserError, UsageError } from './io.ts'
+
+export const MARKET_HELP = `usage: svc market [options]
+
+Runs the marketplace: SIWE sign-in, agent keys, listings, verify, purchase and file download
+over HTTP, LevelDB storage and a content-addressed blockstore under the data dir, chain reads
+against the configured RPC (by default the chain file written by \`svc chain dev\`).
+
+options:
+  --config FILE   market.toml (default: <SVC_HOME>/market.toml when it exists)
+  --host H        listen address (overrides the config; default 127.0.0.1)
+  --port N        port (overrides the config; default 8787, 0 = any free port)
+  -h, --help      this help`
+
+export const command: Command = async (argv, io) => {
+  const { values, positionals } = parseOptions(
+    argv,
+    { config: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    'svc market --help',
+  )
+  if (values.help) {
+    io.out(MARKET_HELP)
+    return EXIT_OK
+  }
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}" (see svc market --help)`)
+  const port = intOption(values.port, 'port')
+  const file = values.config === undefined ? undefined : isAbsolute(values.config) ? values.config : resolve(io.cwd, values.config)
+  const loaded = await loadMarketConfig({ home: svcPaths(io.env).home, ...(file ? { file } : {}) })
+  if (!loaded.ok) throw new UserError(loaded.error)
+  const config = { ...loaded.config, ...(values.host ? { host: values.host } : {}), ...(port !== undefined ? { port } : {}) }
+  let running
+  try {
+    running = await startMarketServer(config)
+  } catch (err) {
+    throw new UserError(err instanceof Error ? err.message : String(err))
+  }
+  io.out(`market listening on ${running.url} (chain ${config.chain!.rpcUrl}, data ${config.dataDir})`)
+  await new Promise<void>((done) => {
+    const stop = () => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      done()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+  await running.close()
+  return EXIT_OK
 }
