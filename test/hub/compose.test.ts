@@ -1,0 +1,69 @@
+// Composition details: an external broker by URL replaces the embedded one; SOP reload; a
+// start that fails part-way closes what it opened.
+import t from 'tap'
+import { join } from 'node:path'
+import { mkdir, writeFile } from 'node:fs/promises'
+import mqtt from 'mqtt'
+import { startBroker } from '../../hub/daemon/broker.ts'
+import { parseConfig } from '../../hub/daemon/config.ts'
+import { startHub } from '../../hub/daemon/hub.ts'
+import { silentLog } from '../../hub/daemon/log.ts'
+import { freePort } from '../helpers/ports.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+const sopToml = (name: string, topic: string): string =>
+  `[sop]\nname = "${name}"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "${topic}"\n`
+const SOP_MD = '# s\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n'
+
+async function writeSop(dir: string, name: string, topic: string): Promise<void> {
+  await mkdir(join(dir, name), { recursive: true })
+  await writeFile(join(dir, name, 'SOP.toml'), sopToml(name, topic))
+  await writeFile(join(dir, name, 'SOP.md'), SOP_MD)
+}
+
+async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 1000; i++) {
+    const v = await probe()
+    if (v !== undefined) return v
+    await new Promise((r) => setTimeout(r, 20))
+  }
+  throw new Error('not reached')
+}
+
+t.test('broker.url: the hub uses the external broker and starts none of its own; reload swaps SOPs', async (t) => {
+  const home = await tempDir(t)
+  const external = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(home, 'external'), log: silentLog })
+  t.teardown(() => external.close())
+  const sopsDir = join(home, 'sops')
+  await writeSop(sopsDir, 'a', 'plant/+/alarm')
+  const cfg = parseConfig(`[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nurl = "${external.url}"\n[webhook]\nenabled = false\n`, null, { SVC_HOME: home })
+  if (!cfg.ok) throw new Error(cfg.error)
+  const hub = await startHub(cfg.config, silentLog)
+  t.teardown(() => hub.close())
+  t.equal(hub.broker, null)
+  t.equal(hub.brokerUrl, external.url)
+  const pub = await mqtt.connectAsync(external.url, { reconnectPeriod: 0 })
+  t.teardown(() => pub.endAsync(true))
+  await pub.publishAsync('plant/p1/alarm', 'on', { qos: 1 })
+  await until(async () => ((await hub.engine.listRuns({ sop: 'a' })).length === 1 ? true : undefined))
+
+  await writeSop(sopsDir, 'b', 'plant/+/door')
+  await hub.reload()
+  t.same(hub.sops.map((s) => s.name).sort(), ['a', 'b'])
+  await pub.publishAsync('plant/p1/door', 'open', { qos: 1 })
+  await until(async () => ((await hub.engine.listRuns({ sop: 'b' })).length === 1 ? true : undefined))
+})
+
+t.test('a start that fails part-way (webhook port taken) closes the broker it opened', async (t) => {
+  const home = await tempDir(t)
+  const blocker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(home, 'blocker'), log: silentLog })
+  t.teardown(() => blocker.close())
+  const brokerPort = await freePort()
+  const cfg = parseConfig(`[hub]\nsops_dir = "${join(home, 'sops')}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = ${brokerPort}\n[webhook]\nport = ${blocker.port}\n`, null, { SVC_HOME: home })
+  if (!cfg.ok) throw new Error(cfg.error)
+  await t.rejects(startHub(cfg.config, silentLog), /EADDRINUSE/)
+  // The embedded broker's port is free again, and its database can be reopened.
+  const again = await startBroker({ host: '127.0.0.1', port: brokerPort, wsPort: null, dbPath: join(home, 'data', 'broker'), log: silentLog })
+  await again.close()
+  t.pass('port and database released')
+})
