@@ -4,7 +4,7 @@
 // The bridge and the attestation parts are imported only when used (boards configured; a SOP
 // calling chain_attest or a [chain] section): on a Raspberry-Pi-class hub, viem and the serial
 // stack are tens of MB of resident memory that a hub without them should not pay for.
-import type { AttestSync } from '../attest/index.ts'
+import type { AttestStore, AttestSync } from '../attest/index.ts'
 import { svcPaths } from '../paths.ts'
 import type { Sop } from '../../sops/types.ts'
 import type { HubConfig } from './config.ts'
@@ -38,7 +38,10 @@ export function sopsUseTool(sops: readonly Sop[], tool: string): boolean {
   return sops.some((s) => s.steps.some((st) => st.tools.includes(tool) || (st.allowTools ?? []).includes(tool) || st.calls.some((c) => c.tool === tool)))
 }
 
-export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<HubExtras> {
+/** The attestation parts, with the store they own (the listing sync builds listings from it). */
+export type AttestExtras = HubExtras & { store: AttestStore }
+
+export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<AttestExtras> {
   const chain = readChainSection(config.chain)
   if (!chain.ok) throw new Error(chain.error)
   const [{ attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore }, { createChainAttestTool }] = await Promise.all([
@@ -59,6 +62,7 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
     }
     return {
       tools: [tool],
+      store,
       start: () => sync?.start(),
       async close() {
         await sync?.stop()
@@ -71,9 +75,26 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
   }
 }
 
-export function realParts(env: NodeJS.ProcessEnv = process.env): HubParts {
+/** `[agent]` → the OpenAI-compatible adapter; the key comes from the named environment variable. */
+export function agentFromConfig(config: HubConfig, env: NodeJS.ProcessEnv): AgentAdapter | undefined {
+  const a = config.agent
+  if (!a) return undefined
+  const apiKey = a.apiKeyEnv !== undefined ? env[a.apiKeyEnv] : undefined
+  if (a.apiKeyEnv !== undefined && !apiKey) throw new Error(`agent.api_key_env: environment variable ${a.apiKeyEnv} is not set`)
+  return createOpenAiAgent({
+    url: a.url,
+    model: a.model,
+    ...(apiKey ? { apiKey } : {}),
+    ...(a.maxRounds !== undefined ? { maxRounds: a.maxRounds } : {}),
+    ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}),
+  })
+}
+
+export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConfig): HubParts {
   const paths = svcPaths(env)
+  const agent = config ? agentFromConfig(config, env) : undefined
   return {
+    ...(agent ? { agent } : {}),
     localApi: {
       create: async ({ engine, token }) => (await import('../api/index.ts')).createLocalApi({ engine, token }),
       issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
@@ -89,7 +110,11 @@ export function realParts(env: NodeJS.ProcessEnv = process.env): HubParts {
         log.info('no SOP calls chain_attest and no [chain] section: attestation not loaded (SIGHUP reload will not add it; restart the hub)')
         return { tools: [] }
       }
-      return attestExtras(config, log, env)
+      const attest = await attestExtras(config, log, env)
+      // Listings queue offline and post when the market answers (issue 7 part 3).
+      const { withListingSync } = await import('../listing/seam.ts')
+      const chain = readChainSection(config.chain)
+      return withListingSync(attest, { store: attest.store, agentId: chain.ok && chain.sync ? chain.sync.agentId : null, env, log })
     },
   }
 }
