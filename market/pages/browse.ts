@@ -1,0 +1,89 @@
+// The browse page: filters (machine type, license, price range), title search, listing cards
+// and pagination. Pure: given the API's answer, returns markup.
+import { LICENSES, MACHINE_TYPES } from '../listing/fields.ts'
+import { type Html, html } from './html.ts'
+import type { ListingSummary } from './view-types.ts'
+
+export const PAGE_SIZE = 24
+
+export interface BrowseQuery {
+  q: string
+  machineType: string
+  license: string
+  minPrice: string
+  maxPrice: string
+  offset: number
+}
+
+export type BrowseResult = { ok: true; total: number; listings: ListingSummary[] } | { ok: false; error: string }
+
+const FILTER_KEYS = ['q', 'machineType', 'license', 'minPrice', 'maxPrice'] as const
+
+/** Read the browse query from a request's query object; unknown keys and non-strings are ignored. */
+export function browseQuery(raw: Record<string, unknown>): BrowseQuery {
+  const s = (k: string): string => (typeof raw[k] === 'string' ? (raw[k] as string).trim().slice(0, 200) : '')
+  const off = Number(s('offset'))
+  return { q: s('q'), machineType: s('machineType'), license: s('license'), minPrice: s('minPrice'), maxPrice: s('maxPrice'), offset: Number.isInteger(off) && off > 0 ? off : 0 }
+}
+
+/** The API query string for a browse query: empty filters are left out. */
+export function apiQuery(b: BrowseQuery, limit = PAGE_SIZE): string {
+  const p = new URLSearchParams()
+  for (const k of FILTER_KEYS) if (b[k] !== '') p.set(k, b[k])
+  p.set('limit', String(limit))
+  if (b.offset > 0) p.set('offset', String(b.offset))
+  return p.toString()
+}
+
+function pageHref(b: BrowseQuery, offset: number): string {
+  const p = new URLSearchParams()
+  for (const k of FILTER_KEYS) if (b[k] !== '') p.set(k, b[k])
+  if (offset > 0) p.set('offset', String(offset))
+  const s = p.toString()
+  return s ? `/marketplace?${s}` : '/marketplace'
+}
+
+function select(name: string, label: string, options: readonly string[], current: string): Html {
+  return html`<label>${label}
+    <select name="${name}">
+      <option value="">Any</option>
+      ${options.map((o) => html`<option value="${o}"${o === current ? html` selected` : ''}>${o}</option>`)}
+    </select></label>`
+}
+
+export function listingCard(l: ListingSummary, currency: string): Html {
+  return html`<li class="card">
+  <a href="${l.url}">
+    ${l.imageUrl ? html`<img src="${l.imageUrl}" alt="" loading="lazy">` : html`<div class="ph" aria-hidden="true">${l.machineType}</div>`}
+    <h2>${l.title}</h2>
+  </a>
+  <p>${l.summary}</p>
+  <p class="meta"><span class="tag">${l.machineType}</span> <span class="tag">${l.license}</span> ${l.sample ? html`<span class="tag sample">sample</span>` : ''}
+    <span class="price">${l.priceNative} ${currency}</span> · ${l.rows.toLocaleString('en')} rows</p>
+</li>`
+}
+
+export function browseMain(b: BrowseQuery, r: BrowseResult, currency: string): Html {
+  const filters = html`<form class="filters" method="get" action="/marketplace" role="search" aria-label="Filter listings">
+  <label>Search titles <input type="search" name="q" value="${b.q}" maxlength="200"></label>
+  ${select('machineType', 'Machine type', MACHINE_TYPES, b.machineType)}
+  ${select('license', 'License', LICENSES, b.license)}
+  <label>Min price (${currency}) <input name="minPrice" inputmode="decimal" value="${b.minPrice}" size="8"></label>
+  <label>Max price (${currency}) <input name="maxPrice" inputmode="decimal" value="${b.maxPrice}" size="8"></label>
+  <button type="submit">Filter</button> <a href="/marketplace">Clear</a>
+</form>`
+  if (!r.ok) return html`<h1>Datasets</h1>${filters}<p class="error" role="alert">Cannot filter: ${r.error}</p>`
+  const from = r.total === 0 ? 0 : b.offset + 1
+  const to = b.offset + r.listings.length
+  const pager = html`<nav class="pager" aria-label="Pages">
+  ${b.offset > 0 ? html`<a href="${pageHref(b, Math.max(0, b.offset - PAGE_SIZE))}" rel="prev">Previous</a>` : ''}
+  ${to < r.total ? html`<a href="${pageHref(b, to)}" rel="next">Next</a>` : ''}
+</nav>`
+  return html`<h1>Datasets</h1>
+${filters}
+<p class="count" id="result-count">${r.total === 0 ? 'No listings match.' : `Showing ${from}–${to} of ${r.total} listings.`}</p>
+<ul class="cards" aria-labelledby="result-count">
+${r.listings.map((l) => listingCard(l, currency))}
+</ul>
+${pager}`
+}

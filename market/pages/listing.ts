@@ -1,0 +1,76 @@
+// One listing: cover, description, facts, the Verify control and the Buy flow (or the download
+// links when the signed-in account owns or bought it). Pure: given the listing, returns markup.
+import { type Html, html } from './html.ts'
+import type { ListingSummary } from './view-types.ts'
+
+export type Access = 'none' | 'owner' | 'buyer'
+
+function bytes(n: number): string {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`
+  return `${(n / 1024 / 1024).toFixed(1)} MiB`
+}
+
+export function downloads(slug: string): Html {
+  const base = `/api/marketplace/listings/${slug}/file?part=`
+  return html`<ul class="downloads">
+  <li><a href="${base}data" download>Download data (${slug}.jsonl)</a></li>
+  <li><a href="${base}manifest" download>Download manifest (${slug}.manifest.json)</a></li>
+</ul>`
+}
+
+function buySection(l: ListingSummary, access: Access, signedIn: boolean, currency: string): Html {
+  if (access !== 'none')
+    return html`<section aria-labelledby="buy-h" class="panel">
+  <h2 id="buy-h">Files</h2>
+  <p>${access === 'owner' ? 'You listed this dataset.' : 'You bought this dataset.'}</p>
+  ${downloads(l.slug)}
+</section>`
+  if (l.sample)
+    return html`<section aria-labelledby="buy-h" class="panel">
+  <h2 id="buy-h">Buy</h2>
+  <p>This is a sample listing: demo data, not attested and not for sale.</p>
+</section>`
+  return html`<section aria-labelledby="buy-h" class="panel" id="buy" data-slug="${l.slug}" data-price-wei="${l.priceWei}" data-price="${l.priceNative}" data-payout="${l.payout}">
+  <h2 id="buy-h">Buy</h2>
+  <p>Price: <strong>${l.priceNative} ${currency}</strong>, paid from your wallet to <code>${l.payout}</code>.</p>
+  <ol class="steps">
+    <li>${signedIn ? 'Signed in' : 'Sign in with your wallet'}</li>
+    <li>Send the payment from your wallet</li>
+    <li>Sign the unlock message</li>
+    <li>Download the data and the manifest</li>
+  </ol>
+  <button type="button" id="buy-button">Buy for ${l.priceNative} ${currency}</button>
+  <div id="buy-status" role="status" aria-live="polite"></div>
+  <div id="buy-result"></div>
+</section>`
+}
+
+export function listingMain(l: ListingSummary, access: Access, signedIn: boolean, currency: string): Html {
+  return html`<p class="crumbs"><a href="/marketplace">← All datasets</a></p>
+<article class="listing">
+  <h1>${l.title}</h1>
+  <p class="summary">${l.summary}</p>
+  ${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : html`<div class="cover ph" role="img" aria-label="No cover image">${l.machineType}</div>`}
+  <dl class="facts">
+    <dt>Machine type</dt><dd>${l.machineType}</dd>
+    <dt>License</dt><dd>${l.license}</dd>
+    <dt>Price</dt><dd>${l.priceNative} ${currency}</dd>
+    <dt>Rows</dt><dd id="row-count">${l.rows.toLocaleString('en')}</dd>
+    <dt>Data size</dt><dd>${bytes(l.dataBytes)}</dd>
+    <dt>Agent</dt><dd>${l.agentId}</dd>
+    <dt>Listed</dt><dd><time datetime="${l.createdAt}">${l.createdAt.slice(0, 10)}</time></dd>
+    ${l.sample ? html`<dt>Status</dt><dd>sample (demo data)</dd>` : ''}
+  </dl>
+  <h2>Description</h2>
+  <div class="description">${l.description}</div>
+</article>
+<section aria-labelledby="verify-h" class="panel" id="verify" data-slug="${l.slug}">
+  <h2 id="verify-h">Verify</h2>
+  <p>Check every row of the manifest against the validation registry on chain. No wallet or payment needed.</p>
+  <button type="button" id="verify-button">Verify rows</button>
+  <div id="verify-status" role="status" aria-live="polite"></div>
+  <div id="verify-result"></div>
+</section>
+${buySection(l, access, signedIn, currency)}`
+}

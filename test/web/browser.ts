@@ -1,0 +1,51 @@
+// Finding and launching Chromium for the browser tests: /usr/bin/chromium (or SVC_CHROMIUM)
+// when present, else the npm package @sparticuz/chromium when installed, else a skip reason.
+import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { type BrowserContext, type Page, chromium } from 'playwright-core'
+import { tempDir } from '../helpers/tmp.ts'
+
+export type ChromiumFind = { ok: true; executablePath: string } | { ok: false; reason: string }
+
+export async function findChromium(): Promise<ChromiumFind> {
+  const candidates = [process.env.SVC_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => !!p)
+  for (const p of candidates) if (existsSync(p)) return { ok: true, executablePath: p }
+  try {
+    // Optional and not a dependency: a variable specifier keeps tsc from requiring it.
+    const name = '@sparticuz/chromium'
+    const mod = (await import(name)) as { default: { executablePath(): Promise<string> } }
+    return { ok: true, executablePath: await mod.default.executablePath() }
+  } catch {
+    return { ok: false, reason: `no Chromium: none of ${candidates.join(', ')} exists and @sparticuz/chromium is not installed` }
+  }
+}
+
+// This machine's network is closed: Chromium's background connections are switched off.
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+
+interface T {
+  teardown(fn: () => unknown): void
+}
+
+/** A headless Chromium with a fresh user-data-dir, closed (and its profile removed) at teardown. */
+export async function launchChromium(t: T, executablePath: string): Promise<BrowserContext> {
+  const dir = await tempDir(t, 'svc-chromium-')
+  const ctx = await chromium.launchPersistentContext(dir, { executablePath, headless: true, args: ARGS, acceptDownloads: true, viewport: { width: 1200, height: 900 } })
+  t.teardown(() => ctx.close())
+  return ctx
+}
+
+export const SCREENSHOT_DIR = join(process.cwd(), 'test-results', 'screenshots')
+
+/** Full-page screenshot into test-results/screenshots/<name>.png; never fails a test itself. */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  try {
+    await mkdir(SCREENSHOT_DIR, { recursive: true })
+    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name.replace(/[^a-z0-9-]+/gi, '-')}.png`), fullPage: true })
+  } catch {
+    // a closed page has nothing to show
+  }
+}
+
+export const wantScreenshots = (): boolean => process.env.SVC_SCREENSHOTS === '1'

@@ -1,0 +1,118 @@
+// The website's server side without a browser: markup escapes what devices send, filters and
+// errors render, unknown listings are 404 pages, security headers and assets are served.
+import t from 'tap'
+import { startDevChain } from '../../chain/dev.ts'
+import { escapeHtml, html, trusted } from '../../market/pages/html.ts'
+import { api, dataset, issueKey, postListing, signIn } from '../market/market-helpers.ts'
+import { startWebMarket } from './web-helpers.ts'
+
+t.test('html escapes every interpolated string, not nested Html', async (t) => {
+  t.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
+  const inner = html`<b>${'<i>'}</b>`
+  t.equal(html`<p title="${'"x"'}">${inner}${['<', trusted('<br>')]}${null}${undefined}${false}${0}</p>`.value, '<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>0</p>')
+})
+
+const dev = await startDevChain()
+t.teardown(() => dev.stop())
+const { url } = await startWebMarket(t, dev)
+const owner = dev.accounts.owner.privateKey
+const cookie = await signIn(url, owner)
+const key = (await issueKey(url, cookie, owner, dev.agentId)).json.key as string
+
+const HOSTILE = `<script>alert("x")</script> & 'quotes'`
+
+t.test('a listing from a device is escaped everywhere it appears', async (t) => {
+  const ds = dataset(3, dev.agentId)
+  const l = await postListing(url, key, ds, {
+    fields: {
+      title: `Vends ${HOSTILE}`.slice(0, 80),
+      summary: `Summary ${HOSTILE}`,
+      description: `Description with markup ${HOSTILE}\n<img src=x onerror=alert(1)>`,
+      machineType: 'vending',
+      license: 'commercial',
+      priceNative: '0.25',
+    },
+  })
+  t.equal(l.status, 201, JSON.stringify(l.json))
+  const slug = l.json.slug as string
+  for (const path of [`/marketplace/${slug}`, '/marketplace', `/marketplace?q=${encodeURIComponent('vends')}`]) {
+    const r = await api(url, path)
+    t.equal(r.status, 200, path)
+    t.notMatch(r.text, /<script>alert/, `${path}: no raw script tag`)
+    t.notMatch(r.text, /<img src=x/, `${path}: no raw img tag`)
+    t.match(r.text, '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;', `${path}: the title is shown, escaped`)
+  }
+  const page = await api(url, `/marketplace/${slug}`)
+  t.match(page.text, 'Description with markup', 'description shown')
+  t.match(page.text, '0.25 MON', 'price shown')
+  t.match(page.text, /<dt>Rows<\/dt><dd id="row-count">3<\/dd>/, 'row count shown')
+  t.match(page.text, /<dt>Machine type<\/dt><dd>vending<\/dd>/)
+  t.match(page.text, /<dt>License<\/dt><dd>commercial<\/dd>/)
+  t.match(page.text, 'id="verify-button"', 'verify button')
+  t.match(page.text, 'id="buy-button"', 'buy button for a visitor')
+  t.match(page.headers.get('content-security-policy') ?? '', "script-src 'self'", 'scripts only from the market itself')
+  t.equal(page.headers.get('x-content-type-options'), 'nosniff')
+  // The owner signed in sees the files, not a Buy button.
+  const mine = await api(url, `/marketplace/${slug}`, { cookie })
+  t.match(mine.text, 'You listed this dataset.')
+  t.match(mine.text, `/api/marketplace/listings/${slug}/file?part=data`)
+  t.notMatch(mine.text, 'id="buy-button"')
+})
+
+t.test('browse: filters and search narrow the list; a bad filter is a 400 page that says which', async (t) => {
+  const all = await api(url, '/marketplace')
+  t.match(all.text, 'Sample: vending machine sales')
+  t.match(all.text, 'Sample: robot arm pick and place')
+  const arm = await api(url, '/marketplace?machineType=arm&license=&q=&minPrice=&maxPrice=')
+  t.equal(arm.status, 200)
+  t.match(arm.text, 'Sample: robot arm pick and place')
+  t.notMatch(arm.text, 'Sample: vending machine sales')
+  t.match(arm.text, '<option value="arm" selected>arm</option>', 'the chosen filter stays selected')
+  const q = await api(url, '/marketplace?q=vending')
+  t.match(q.text, 'Sample: vending machine sales')
+  t.notMatch(q.text, 'Sample: robot arm')
+  const none = await api(url, '/marketplace?minPrice=1000')
+  t.match(none.text, 'No listings match.')
+  const bad = await api(url, '/marketplace?minPrice=cheap')
+  t.equal(bad.status, 400)
+  t.match(bad.text, 'Cannot filter: minPrice: must be a decimal price')
+  t.match(bad.text, 'value="cheap"', 'the bad value is shown back, escaped, for correction')
+  const badType = await api(url, `/marketplace?machineType=${encodeURIComponent('<b>')}`)
+  t.equal(badType.status, 400)
+  t.match(badType.text, 'machineType: must be one of')
+  t.notMatch(badType.text, 'value="<b>"')
+})
+
+t.test('unknown or malformed listing slugs are 404 pages', async (t) => {
+  const r = await api(url, '/marketplace/no-such-listing')
+  t.equal(r.status, 404)
+  t.match(r.text, 'There is no listing &quot;no-such-listing&quot;.')
+  const odd = await api(url, `/marketplace/${encodeURIComponent('<x>"Y')}`)
+  t.equal(odd.status, 404)
+  t.notMatch(odd.text, '<x>')
+  t.match(odd.text, '&lt;x&gt;&quot;Y')
+})
+
+t.test('keys page: asks a visitor to sign in; lists a signed-in owner keys without secrets', async (t) => {
+  const anon = await api(url, '/keys')
+  t.equal(anon.status, 200)
+  t.match(anon.text, 'Sign in with the wallet that owns')
+  t.notMatch(anon.text, 'id="issue-form"')
+  const mine = await api(url, '/keys', { cookie })
+  t.match(mine.text, 'id="issue-form"')
+  t.match(mine.text, `<code>svc_${key.slice(4, 12)}…</code>`, 'the key prefix is listed')
+  t.notMatch(mine.text, key, 'the key itself is never shown again')
+})
+
+t.test('root redirects to the market; assets are served, unknown assets are 404', async (t) => {
+  const root = await fetch(url + '/', { redirect: 'manual' })
+  t.equal(root.status, 302)
+  t.equal(root.headers.get('location'), '/marketplace')
+  for (const [name, type] of [['site.css', 'text/css'], ['wallet.js', 'text/javascript'], ['listing.js', 'text/javascript'], ['keys.js', 'text/javascript'], ['session.js', 'text/javascript']]) {
+    const a = await fetch(`${url}/assets/${name}`)
+    t.equal(a.status, 200, name)
+    t.match(a.headers.get('content-type') ?? '', type, name)
+  }
+  const missing = await fetch(`${url}/assets/..%2Fhtml.ts`)
+  t.equal(missing.status, 404)
+})
