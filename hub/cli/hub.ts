@@ -89,7 +89,7 @@ export const command: Command = async (argv, io) => {
   const log = createLog(config.logLevel)
   let hub
   try {
-    hub = await startHub(config, log, realParts(io.env))
+    hub = await startHub(config, log, realParts(io.env, config))
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     const msg = e.code === 'EADDRINUSE' ? `a port is already in use (${e.message}); set another port in hub.toml (port = 0 picks a free one)` : e.message

@@ -88,9 +88,22 @@ export const HubTomlSchema = Type.Object(
       ),
     ),
     boards: Type.Optional(Type.Array(BoardSchema)),
-    // Free-form seams for parts that land later (attestation, agent): kept, passed on unchecked.
+    // Attestation settings, checked by the attestation part when it loads (hub/daemon/parts.ts).
     chain: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-    agent: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    // An OpenAI-compatible chat-completions endpoint for steps that need a model.
+    agent: Type.Optional(
+      Type.Object(
+        {
+          url: Type.String({ pattern: '^https?://' }),
+          model: Type.String({ minLength: 1 }),
+          /** Name of the environment variable holding the API key (the key never goes in hub.toml). */
+          api_key_env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
+          max_rounds: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+          timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
   },
   { additionalProperties: false },
 )
@@ -122,7 +135,7 @@ export interface HubConfig {
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
   boards: BoardEntry[]
   chain: Record<string, unknown> | null
-  agent: Record<string, unknown> | null
+  agent: { url: string; model: string; apiKeyEnv?: string; maxRounds?: number; timeoutMs?: number } | null
 }
 
 export const DEFAULTS = {
@@ -237,7 +250,15 @@ export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.Pro
         ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
       })),
       chain: t.chain ?? null,
-      agent: t.agent ?? null,
+      agent: t.agent
+        ? {
+            url: t.agent.url,
+            model: t.agent.model,
+            ...(t.agent.api_key_env !== undefined ? { apiKeyEnv: t.agent.api_key_env } : {}),
+            ...(t.agent.max_rounds !== undefined ? { maxRounds: t.agent.max_rounds } : {}),
+            ...(t.agent.timeout_ms !== undefined ? { timeoutMs: t.agent.timeout_ms } : {}),
+          }
+        : null,
     },
   }
 }

@@ -5,6 +5,8 @@
 // calling chain_attest or a [chain] section): on a Raspberry-Pi-class hub, viem and the serial
 // stack are tens of MB of resident memory that a hub without them should not pay for.
 import type { AttestStore, AttestSync } from '../attest/index.ts'
+import { createOpenAiAgent } from '../agent/openai.ts'
+import type { AgentAdapter } from '../agent/types.ts'
 import { svcPaths } from '../paths.ts'
 import type { Sop } from '../../sops/types.ts'
 import type { HubConfig } from './config.ts'

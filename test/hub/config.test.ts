@@ -66,9 +66,12 @@ for (const [text, re] of bad) {
   })
 }
 
-t.test('[chain] and [agent] are kept as given for the parts that use them', async (t) => {
-  const r = parseConfig('[chain]\nrpc_url = "http://127.0.0.1:8545"\n[agent]\nmodel = "m"\n', null, {})
+t.test('[chain] is kept for the attestation part; [agent] is checked', async (t) => {
+  const r = parseConfig('[chain]\nrpc_url = "http://127.0.0.1:8545"\n[agent]\nurl = "http://127.0.0.1:8080/v1"\nmodel = "m"\napi_key_env = "OPENAI_API_KEY"\n', null, {})
   if (!r.ok) throw new Error(r.error)
   t.same(r.config.chain, { rpc_url: 'http://127.0.0.1:8545' })
-  t.same(r.config.agent, { model: 'm' })
+  t.same(r.config.agent, { url: 'http://127.0.0.1:8080/v1', model: 'm', apiKeyEnv: 'OPENAI_API_KEY' })
+  const bad = parseConfig('[agent]\nurl = "ftp://x"\n', null, {})
+  t.equal(bad.ok, false)
+  if (!bad.ok) t.match(bad.error, /agent\.url: .*agent\.model|agent: .*model|agent\.url/)
 })
