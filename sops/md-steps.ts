@@ -79,6 +79,11 @@ export function parseStepsMarkdown(text: string, file: string): StepsResult {
     err(o.steps.line, '"## Steps" has no numbered steps')
     return { steps: [], diagnostics, stepsLine: o.steps.line }
   }
+  // Steps are numbered by position (SOP-NOTES). Lists written `1. 1. 1.` are fine; numbers that
+  // disagree with positions (`1. 2. 4.`) mislead anyone writing `next: 4`, so say so once.
+  const allSame = o.items.every((it) => it.written === o.items[0]?.written)
+  const off = allSame ? undefined : o.items.find((it, i) => it.written !== i + 1)
+  if (off) warn(off.start, `this item is written as ${off.written}. but is step ${o.items.indexOf(off) + 1} (steps are numbered by position; next/goto/depends_on use positions)`)
   const lines = text.split(/\r?\n/)
   const steps = o.items.map((item, i) => readStep(i + 1, item, lines, o.codeLines, file, err))
   return { steps, diagnostics, stepsLine: o.steps.line }

@@ -128,7 +128,8 @@ export function resolveArgs(args: Json, scope: TemplateScope): { ok: true; value
     for (const [k, v] of Object.entries(args)) {
       const r = resolveArgs(v, scope)
       if (!r.ok) return r
-      out[k] = r.value
+      // defineProperty, not assignment: a "__proto__" key in JSON must stay an own property.
+      Object.defineProperty(out, k, { value: r.value, enumerable: true, writable: true, configurable: true })
     }
     return { ok: true, value: out }
   }

@@ -163,3 +163,9 @@ t.test('property-like text never throws', async (t) => {
   )
   t.pass('never threw; every diagnostic located')
 })
+
+t.test('written numbers that disagree with positions are a warning at the first one', async (t) => {
+  const r = parse('## Steps\n\n1. **A**\n2. **B**\n4. **C**\n5. **D**\n')
+  t.same(r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]), [[5, 'warning', 'this item is written as 4. but is step 3']])
+  t.same(parse('## Steps\n\n1. **A**\n1. **B**\n1. **C**\n').diagnostics, [], 'all-ones lists are fine')
+})

@@ -60,3 +60,13 @@ t.test('property: a whole-string template returns exactly the referenced value',
   )
   t.pass('held')
 })
+
+t.test('a "__proto__" key stays a plain own property', async (t) => {
+  const args = JSON.parse('{"__proto__":{"x":"{{steps.1}}"},"a":1}') as import('../../sops/types.ts').Json
+  const r = resolveArgs(args, { steps: { 1: 'v' }, calls: [] })
+  t.ok(r.ok)
+  if (r.ok) {
+    t.equal(JSON.stringify(r.value), '{"__proto__":{"x":"v"},"a":1}')
+    t.equal(Object.getPrototypeOf(r.value), Object.prototype)
+  }
+})
