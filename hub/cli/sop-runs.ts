@@ -138,7 +138,14 @@ export function logText(log: LogEntry[]): string {
 // ---- dry run --------------------------------------------------------------------------------
 
 /** A recorder per tool a SOP names: prints the resolved arguments and returns them as its output. */
-export function recorderTools(sop: Sop, print: (line: string) => void): ToolRegistry {
+export interface RecordedCall {
+  step: number
+  call: number
+  tool: string
+  args: Json
+}
+
+export function recorderTools(sop: Sop, record: (c: RecordedCall) => void): ToolRegistry {
   const names = new Set<string>()
   for (const s of sop.steps) {
     for (const c of s.calls) names.add(c.tool)
@@ -151,7 +158,7 @@ export function recorderTools(sop: Sop, print: (line: string) => void): ToolRegi
       description: `dry-run recorder for ${name}`,
       schema: Type.Any(),
       run: async (args, ctx) => {
-        print(`[dry run] step ${ctx.step} call ${ctx.call}: ${name} ${JSON.stringify(args)}`)
+        record({ step: ctx.step, call: ctx.call, tool: name, args })
         return { ok: true, output: args }
       },
     }),
@@ -180,12 +187,16 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
     throw new UserError(`SOP "${name}" does not load; fix the errors above`)
   }
   const sop = parsed.sop
-  const lines: string[] = []
-  const print = (l: string) => (f.json ? lines.push(l) : io.out(l))
+  const calls: RecordedCall[] = []
+  const print = (l: string) => (f.json ? undefined : io.out(l))
+  const record = (c: RecordedCall) => {
+    calls.push(c)
+    print(`[dry run] step ${c.step} call ${c.call}: ${c.tool} ${JSON.stringify(c.args)}`)
+  }
   const dir = await mkdtemp(join(tmpdir(), 'svc-dry-run-'))
   const engine = await createEngine({
     sops: [sop],
-    tools: recorderTools(sop, print),
+    tools: recorderTools(sop, record),
     dbPath: dir,
     ...(f.agentUrl && f.agentModel ? { agent: createOpenAiAgent({ url: f.agentUrl, model: f.agentModel }) } : {}),
   })
@@ -212,7 +223,7 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
     await rm(dir, { recursive: true, force: true })
   }
   if (!run) throw new UserError('the run was lost')
-  if (f.json) io.out(JSON.stringify({ run, calls: lines }, null, 2))
+  if (f.json) io.out(JSON.stringify({ run, calls }, null, 2))
   else {
     io.out(logText(run.log))
     const g = run.gate

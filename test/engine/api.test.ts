@@ -1,0 +1,149 @@
+// The local API and the CLI commands that use it (issue 3, item 8): a real engine, a real
+// Fastify server on a loopback port, a real token file (0600), the CLI through its entry.
+import { chmod, readFile, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { createLocalApi, issueApiToken, readApiInfo, readApiToken, writeApiInfo } from '../../hub/api/index.ts'
+import { main } from '../../hub/cli/main.ts'
+import type { CliIo } from '../../hub/cli/io.ts'
+import { svcPaths } from '../../hub/paths.ts'
+import { tempDir } from '../helpers/tmp.ts'
+import { call, event, sop, step } from './helpers.ts'
+import { startEngine } from './engine-helpers.ts'
+
+function cli(env: NodeJS.ProcessEnv) {
+  return async (...argv: string[]) => {
+    let out = ''
+    let err = ''
+    const io: CliIo = { out: (s) => void (out += s + '\n'), err: (s) => void (err += s + '\n'), env, cwd: process.cwd() }
+    const code = await main(['sop', ...argv], io)
+    return { code, out, err }
+  }
+}
+
+async function hub(t: Parameters<typeof startEngine>[0]) {
+  const home = await tempDir(t, 'svc-home-')
+  const env = { ...process.env, SVC_HOME: home, USER: 'tester' }
+  const paths = svcPaths(env)
+  const steps = [step(1, { requiresConfirmation: true, prompt: 'open the door?', calls: [call('echo', { a: 1 })] }), step(2, { decide: 'is it raining?', calls: [call('echo', { b: 2 })] })]
+  const { engine } = await startEngine(t, [sop({ name: 'door', executionMode: 'auto', steps })])
+  const token = await issueApiToken(paths.apiToken)
+  const app = createLocalApi({ engine, token })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.teardown(() => app.close())
+  await writeApiInfo(url, paths.apiInfo)
+  return { engine, env, paths, token, url, run: cli(env) }
+}
+
+t.test('token and info files: 0600, fresh per issue, refused when others can read them', async (t) => {
+  const dir = await tempDir(t)
+  const p = join(dir, 'sub', 'hub.token')
+  const a = await issueApiToken(p)
+  t.equal((await stat(p)).mode & 0o777, 0o600)
+  t.same(await readApiToken(p), { ok: true, value: a })
+  const b = await issueApiToken(p)
+  t.not(a, b)
+  await chmod(p, 0o644)
+  t.match(await readApiToken(p), { ok: false, error: /readable by others \(mode 644\)/ })
+  await chmod(p, 0o600)
+  await writeFile(p, 'nope', { mode: 0o600 })
+  t.match(await readApiToken(p), { ok: false, error: /does not hold a token/ })
+  t.match(await readApiToken(join(dir, 'missing')), { ok: false, error: /no hub is running/ })
+  const info = join(dir, 'info.json')
+  await writeApiInfo('http://127.0.0.1:5555', info)
+  t.same(await readApiInfo(info), { ok: true, value: { url: 'http://127.0.0.1:5555' } })
+  await writeFile(info, JSON.stringify({ url: 'http://evil.example:80' }))
+  t.match(await readApiInfo(info), { ok: false, error: /loopback/ })
+})
+
+t.test('every route needs the bearer token; errors are JSON { error }', async (t) => {
+  const h = await hub(t)
+  for (const [method, path] of [['GET', '/sop/pending'], ['GET', '/sop/runs'], ['POST', '/sop/runs/x/approve'], ['GET', '/nothing']] as const) {
+    const none = await fetch(h.url + path, { method })
+    t.equal(none.status, 401, `${method} ${path} without a token`)
+    t.match(await none.json(), { error: /missing bearer token/ })
+    const bad = await fetch(h.url + path, { method, headers: { authorization: 'Bearer ' + 'f'.repeat(64) } })
+    t.equal(bad.status, 401)
+  }
+  const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
+  const r404 = await fetch(h.url + '/sop/runs/nope', { headers: auth })
+  t.equal(r404.status, 404)
+  t.same(await r404.json(), { error: 'no run with id "nope"' })
+  const extra = await fetch(h.url + '/sop/runs/x/approve', { method: 'POST', headers: auth, body: JSON.stringify({ bogus: 1 }) })
+  t.equal(extra.status, 400)
+  t.match(await extra.json(), { error: /additional properties: "bogus"/ })
+  const badState = await fetch(h.url + '/sop/runs?state=sleeping', { headers: auth })
+  t.equal(badState.status, 400)
+  t.match(await badState.json(), { error: /state.*waiting_approval/ })
+  const notJson = await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: '{not json' })
+  t.equal(notJson.status, 400)
+  const unknown = await fetch(h.url + '/sop/nope/trigger', { method: 'POST', headers: auth, body: '{}' })
+  t.equal(unknown.status, 404)
+  t.match(await unknown.json(), { error: 'no SOP named "nope" is loaded' })
+})
+
+t.test('svc sop pending / approve / deny / logs against the running hub', async (t) => {
+  const h = await hub(t)
+  const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
+  const started = (await (await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: JSON.stringify({ payload: { rain: true } }) })).json()) as { runId: string; outcome: string }
+  t.equal(started.outcome, 'started')
+  await h.engine.idle()
+
+  const pending = await h.run('pending')
+  t.equal(pending.code, 0)
+  t.match(pending.out, new RegExp(`${started.runId}  door  waiting_approval  step 1`))
+  t.match(pending.out, /prompt: open the door\?/)
+  t.match(pending.out, /question for step 2: is it raining\?  \(answer with --decide 2=yes\|no\)/)
+  const pj = JSON.parse((await h.run('pending', '--json')).out)
+  t.equal(pj[0].id, started.runId)
+
+  const noAnswer = await h.run('approve', started.runId)
+  t.equal(noAnswer.code, 1)
+  t.match(noAnswer.err, /^svc sop: run .* needs an answer to step 2's question/)
+  t.equal(h.engine.pending().length, 1, 'a refused approval changes nothing')
+
+  const ok = await h.run('approve', started.runId, '--decide', '2=yes', '--note', 'checked')
+  t.equal(ok.code, 0, ok.err)
+  t.match(ok.out, `approved run ${started.runId} (door): now running`)
+  await h.engine.idle()
+  const run = await h.engine.getRun(started.runId)
+  t.equal(run?.state, 'completed')
+  t.match(run?.approvals, [{ by: 'tester', note: 'checked', decision: 'approved' }])
+
+  const logs = await h.run('logs', started.runId)
+  t.equal(logs.code, 0)
+  t.match(logs.out, /step 1 +info +approved by tester: checked/)
+  t.match(logs.out, /run +info +completed/)
+  t.match(JSON.parse((await h.run('logs', started.runId, '--json')).out), [{ step: 1 }])
+
+  const again = await h.run('approve', started.runId)
+  t.equal(again.code, 1)
+  t.match(again.err, /not waiting for approval \(it is completed\)/)
+
+  const second = (await (await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: '{}' })).json()) as { runId: string }
+  await h.engine.idle()
+  const denied = await h.run('deny', second.runId, '--note', 'storm')
+  t.equal(denied.code, 0)
+  t.match(denied.out, /denied run .*: now cancelled/)
+  t.match((await h.engine.getRun(second.runId))?.error, /denied by tester before step 1: storm/)
+
+  t.match((await h.run('logs', 'nope')).err, /no run with id "nope"/)
+  t.equal((await h.run('approve')).code, 2)
+  t.equal((await h.run('pending', '--bogus')).code, 2)
+})
+
+t.test('with no hub running the commands say so in one line (exit 1)', async (t) => {
+  const home = await tempDir(t, 'svc-home-')
+  const run = cli({ ...process.env, SVC_HOME: home })
+  const r = await run('pending')
+  t.equal(r.code, 1)
+  t.match(r.err, /^svc sop: no hub is running \(no .*hub-api\.json\); start one with `svc hub run`\n$/)
+  // A stale info file (the hub died) is reported the same way.
+  const paths = svcPaths({ SVC_HOME: home })
+  await issueApiToken(paths.apiToken)
+  await writeApiInfo('http://127.0.0.1:1', paths.apiInfo)
+  const stale = await run('logs', 'x')
+  t.equal(stale.code, 1)
+  t.match(stale.err, /no hub is running at http:\/\/127\.0\.0\.1:1/)
+  t.equal((await readFile(paths.apiToken, 'utf8')).trim().length, 64)
+})
