@@ -1,5 +1,8 @@
 // POST /api/agent/listings (marketplace-api): a device lists a dataset with its bearer key.
 // Order of work, per the spec: check the key, re-read ownerOf, then validate, then pin.
+// An optional `Idempotency-Key` header (the spec is silent; as in Stripe's and the IETF draft's
+// use) makes a retried post exactly once: the same key, for the same agent key, answers the first
+// listing's 201 body and lists nothing new. The device sends its local listing id there.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import type { MarketContext } from '../context.ts'
@@ -9,6 +12,7 @@ import { requireAgentKey } from '../keys/bearer.ts'
 import { checkListingUpload } from '../listing/check.ts'
 import { makeSlug } from '../listing/slug.ts'
 import { readUpload } from '../listing/upload.ts'
+import { type Sub, syncPut } from '../store/db.ts'
 import type { ListingRecord } from '../store/records.ts'
 import { Err } from './schemas.ts'
 
@@ -23,7 +27,22 @@ export const agentListingRoutes = (ctx: MarketContext): FastifyPluginAsync => as
     },
   }, async (req, reply) => {
     const key = await requireAgentKey(req, ctx.db, ctx.chain)
+    const idem = idempotencyKey(req.headers['idempotency-key'])
     const upload = await readUpload(req)
+    if (idem === null) return reply.status(201).send(await createListing(key, upload))
+    const done = ctx.db.root.sublevel<string, Created>('listingIdempotency', { valueEncoding: 'json' }) as unknown as Sub<Created>
+    const slot = `${key.id}!${idem}`
+    // Serialised per key, so two concurrent retries cannot both create a listing.
+    const body = await ctx.locks.run(`listing-idem:${slot}`, async () => {
+      const first = await done.get(slot)
+      if (first !== undefined) return first
+      return createListing(key, upload, { sub: done, key: slot })
+    })
+    return reply.status(201).send(body)
+  })
+
+  /** `remember`: also store the answer under the idempotency slot, in the same atomic batch. */
+  async function createListing(key: AgentKeyOf, upload: Awaited<ReturnType<typeof readUpload>>, remember?: { sub: Sub<Created>; key: string }): Promise<Created> {
     const c = checkListingUpload(upload, key.agentId)
     if (!c.ok) throw badRequest(c.error)
     const { fields, manifest, data, manifestBytes, image } = c.value
@@ -62,8 +81,23 @@ export const agentListingRoutes = (ctx: MarketContext): FastifyPluginAsync => as
       sample: false,
       createdAt: ctx.now(),
     }
-    await ctx.db.listings.put(slug, rec, { sync: true })
     // marketplace-api: the body carries no CIDs; they are given to buyers only.
-    return reply.status(201).send({ slug, url: `/marketplace/${slug}`, status: 'listed' })
-  })
+    const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }
+    await syncPut(ctx.db, [{ sub: ctx.db.listings, key: slug, value: rec }, ...(remember ? [{ sub: remember.sub, key: remember.key, value: created }] : [])])
+    return created
+  }
+}
+
+interface Created {
+  slug: string
+  url: string
+  status: 'listed'
+}
+type AgentKeyOf = Awaited<ReturnType<typeof requireAgentKey>>
+
+/** Absent: null. Present: 1 to 255 visible ASCII characters, else a 400 naming the header. */
+function idempotencyKey(v: string | string[] | undefined): string | null {
+  if (v === undefined) return null
+  if (Array.isArray(v) || !/^[\x21-\x7e]{1,255}$/.test(v)) throw badRequest('Idempotency-Key: must be one header of 1 to 255 visible ASCII characters')
+  return v
 }
