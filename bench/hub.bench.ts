@@ -1,5 +1,6 @@
 // The hub (issue 4). Prints, from one run:
 //   baseline: raw Aedes publish→subscribe latency p50/p99 (loopback, QoS 1, two mqtt.js clients)
+//   router only: MQTT publish → the router calls engine.trigger (an engine stub), 50 SOPs planned
 //   event→run-start latency p50/p99: an MQTT publish on boards/<board>/<signal> until the engine
 //     has admitted and started the run (the router's "trigger admitted" log line, outcome started)
 //   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
@@ -16,6 +17,9 @@ import { startBroker } from '../hub/daemon/broker.ts'
 import { parseConfig } from '../hub/daemon/config.ts'
 import { startHub } from '../hub/daemon/hub.ts'
 import type { Log } from '../hub/daemon/log.ts'
+import { startTriggerRouter } from '../hub/triggers/router.ts'
+import { matches } from '../sops/conditions.ts'
+import { loadSops } from '../sops/load.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const N = 400
@@ -62,6 +66,36 @@ async function aedesBaseline(dir: string): Promise<number[]> {
   }
   await sub.endAsync()
   await pub.endAsync()
+  await broker.close()
+  return lat
+}
+
+/** The router's own share: MQTT → dispatch → an engine stub that answers at once. */
+async function routerLatency(dir: string, sopsDir: string): Promise<number[]> {
+  const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'router-broker'), log: silent })
+  const client = await mqtt.connectAsync(broker.url, { clientId: 'bench-router', clean: false, reconnectPeriod: 0 })
+  const { sops } = await loadSops(sopsDir)
+  let hit: (() => void) | undefined
+  const engine = {
+    trigger: async () => {
+      hit?.()
+      return { outcome: 'started' as const, runId: 'x', reason: 'stub' }
+    },
+  }
+  const router = await startTriggerRouter(sops, { engine, matches, log: silent, mqtt: client, cron: { timezone: 'UTC', catchUp: false }, filesystem: { debounceMs: 100 } })
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  const lat: number[] = []
+  for (let i = 0; i < N + 50; i++) {
+    const got = new Promise<void>((r) => (hit = r))
+    const t0 = performance.now()
+    await pub.publishAsync('boards/b1/s1', '{"amount":2}', { qos: 1 })
+    await got
+    if (i >= 50) lat.push(performance.now() - t0)
+  }
+  await pub.endAsync()
+  await router.stop()
+  await client.endAsync()
   await broker.close()
   return lat
 }
@@ -141,8 +175,10 @@ try {
   await writeSops(sopsDir, 50)
 
   const base = await aedesBaseline(dir)
+  const routed = await routerLatency(dir, sopsDir)
   const hub = await hubLatency(dir, sopsDir)
   process.stdout.write(`baseline  raw Aedes publish→subscribe (QoS 1, loopback)   p50 ${ms(pct(base, 50))}  p99 ${ms(pct(base, 99))}  (n=${base.length})\n`)
+  process.stdout.write(`router    event→engine.trigger (engine stub, 50 SOPs)     p50 ${ms(pct(routed, 50))}  p99 ${ms(pct(routed, 99))}  (n=${routed.length})\n`)
   process.stdout.write(`hub       event→run-start (MQTT → trigger → engine start) p50 ${ms(pct(hub, 50))}  p99 ${ms(pct(hub, 99))}  (n=${hub.length})\n`)
   process.stdout.write(`          ratio p50 ${(pct(hub, 50) / pct(base, 50)).toFixed(2)}x  p99 ${(pct(hub, 99) / pct(base, 99)).toFixed(2)}x\n`)
 
