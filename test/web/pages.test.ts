@@ -108,7 +108,7 @@ t.test('root redirects to the market; assets are served, unknown assets are 404'
   const root = await fetch(url + '/', { redirect: 'manual' })
   t.equal(root.status, 302)
   t.equal(root.headers.get('location'), '/marketplace')
-  for (const [name, type] of [['site.css', 'text/css'], ['wallet.js', 'text/javascript'], ['listing.js', 'text/javascript'], ['keys.js', 'text/javascript'], ['session.js', 'text/javascript']]) {
+  for (const [name, type] of [['site.css', 'text/css'], ['wallet.js', 'text/javascript'], ['listing.js', 'text/javascript'], ['keys.js', 'text/javascript'], ['session.js', 'text/javascript']] as const) {
     const a = await fetch(`${url}/assets/${name}`)
     t.equal(a.status, 200, name)
     t.match(a.headers.get('content-type') ?? '', type, name)
