@@ -118,16 +118,25 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       log.info({ url: brokerUrl }, 'using external broker; no embedded broker started')
     }
 
-    const client = await mqtt.connectAsync(brokerUrl, {
-      clientId: config.broker.clientId,
-      clean: false,
-      reconnectPeriod: 1000,
-      connectTimeout: 10_000,
-      ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
-      ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
-    })
+    // clean: false keeps the session (and QoS 1 events) across reconnects; mqtt.js re-subscribes
+    // by itself when a broker comes back without the session.
+    const url = brokerUrl
+    const client = await mqtt
+      .connectAsync(url, {
+        clientId: config.broker.clientId,
+        clean: false,
+        reconnectPeriod: 1000,
+        connectTimeout: 10_000,
+        resubscribe: true,
+        ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
+        ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
+      })
+      .catch((err: unknown) => {
+        throw new Error(`cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`)
+      })
     client.on('error', (err) => log.warn({ err: err.message }, 'mqtt session error'))
     client.on('offline', () => log.warn('mqtt session offline; reconnecting'))
+    client.on('connect', (ack) => log.info({ sessionPresent: ack.sessionPresent }, 'mqtt session connected'))
     closers.push({ name: 'mqtt', fn: () => client.endAsync() })
     const publish: PublishPort = async (topic, payload, o) => {
       await client.publishAsync(topic, payload, { qos: o.qos, retain: o.retain })

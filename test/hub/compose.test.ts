@@ -67,3 +67,36 @@ t.test('a start that fails part-way (webhook port taken) closes the broker it op
   await again.close()
   t.pass('port and database released')
 })
+
+t.test('an external broker that restarts without the session: the hub reconnects and resubscribes', async (t) => {
+  const home = await tempDir(t)
+  const port = await freePort()
+  let external = await startBroker({ host: '127.0.0.1', port, wsPort: null, dbPath: join(home, 'ext1'), log: silentLog })
+  t.teardown(() => external.close())
+  const sopsDir = join(home, 'sops')
+  await writeSop(sopsDir, 'a', 'plant/+/alarm')
+  const cfg = parseConfig(`[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nurl = "mqtt://127.0.0.1:${port}"\n[webhook]\nenabled = false\n`, null, { SVC_HOME: home })
+  if (!cfg.ok) throw new Error(cfg.error)
+  const hub = await startHub(cfg.config, silentLog)
+  t.teardown(() => hub.close())
+
+  await external.close()
+  external = await startBroker({ host: '127.0.0.1', port, wsPort: null, dbPath: join(home, 'ext2'), log: silentLog })
+  await until(async () => (hub.mqtt.connected ? true : undefined))
+  const pub = await mqtt.connectAsync(external.url, { reconnectPeriod: 0 })
+  t.teardown(() => pub.endAsync(true))
+  // Resubscription races the first publish: publish until the run appears.
+  await until(async () => {
+    await pub.publishAsync('plant/p1/alarm', 'on', { qos: 1 })
+    return (await hub.engine.listRuns({ sop: 'a' })).length > 0 ? true : undefined
+  })
+  t.pass('a run started through the new broker')
+})
+
+t.test('an unreachable external broker is a start error that names it', async (t) => {
+  const home = await tempDir(t)
+  const port = await freePort()
+  const cfg = parseConfig(`[hub]\nsops_dir = "${join(home, 'sops')}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nurl = "mqtt://127.0.0.1:${port}"\n`, null, { SVC_HOME: home })
+  if (!cfg.ok) throw new Error(cfg.error)
+  await t.rejects(startHub(cfg.config, silentLog), new RegExp(`cannot connect to the MQTT broker at mqtt://127.0.0.1:${port}: .*ECONNREFUSED`))
+})
