@@ -93,13 +93,14 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     let failed = 0
     const toSign: AttestRecord[] = []
     const settled: AttestRecord[] = []
-    for (const rec of batch) {
-      if (rec.state !== 'pending') continue
-      const owner = await rowIsOurs(rec)
+    const pending = batch.filter((r) => r.state === 'pending')
+    const owners = await Promise.all(pending.map(rowIsOurs))
+    pending.forEach((rec, i) => {
+      const owner = owners[i]!
       if (owner === 'ours') settled.push({ ...rec, state: 'requested' })
       else if (owner === 'none') toSign.push(rec)
       else settled.push({ ...rec, state: 'failed', error: owner })
-    }
+    })
     if (settled.length) await opts.store.update(settled)
     for (const r of settled) r.state === 'failed' ? failed++ : requested++
 
@@ -111,9 +112,13 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       let nonce = Math.max(saved, await pub.getTransactionCount({ address: account.address, blockTag: 'pending' }))
       const fees = await pub.estimateFeesPerGas()
       const signed: AttestRecord[] = []
-      for (const rec of toSign) {
-        const args = [attestor, agentId, rec.requestUri, rec.requestHash] as const
-        const gas = await pub.estimateContractGas({ address: opts.chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args, account })
+      const argsOf = (rec: AttestRecord) => [attestor, agentId, rec.requestUri, rec.requestHash] as const
+      const gases = await Promise.all(
+        toSign.map((rec) => pub.estimateContractGas({ address: opts.chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: argsOf(rec), account })),
+      )
+      for (const [i, rec] of toSign.entries()) {
+        const args = argsOf(rec)
+        const gas = gases[i]!
         const raw = await account.signTransaction({
           chainId: CHAIN_ID,
           type: 'eip1559',
@@ -135,18 +140,20 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     // Broadcast the new ones, then wait for every receipt.
     const sending = batch.filter((r) => r.state === 'sending')
     for (const rec of sending) await broadcast(rec)
-    const done: AttestRecord[] = []
-    for (const rec of sending) {
-      const receipt = await pub.waitForTransactionReceipt({ hash: rec.requestTx!.hash, timeout: 120_000 }).catch((err: unknown) => {
-        throw new SyncError(`waiting for request of line ${rec.seq + 1}: ${err instanceof BaseError ? err.shortMessage : String(err)}`)
-      })
-      if (receipt.status === 'success') {
-        done.push({ ...rec, state: 'requested' })
-        continue
-      }
-      const owner = await rowIsOurs(rec)
-      done.push(owner === 'ours' ? { ...rec, state: 'requested' } : { ...rec, state: 'failed', error: owner === 'none' ? `validationRequest reverted (${rec.requestTx!.hash})` : owner })
-    }
+    const done = await Promise.all(
+      sending.map(async (rec): Promise<AttestRecord> => {
+        const hash = rec.requestTx!.hash
+        const receipt =
+          (await pub.getTransactionReceipt({ hash }).catch(() => undefined)) ??
+          (await pub.waitForTransactionReceipt({ hash, timeout: 120_000 }).catch((err: unknown) => {
+            throw new SyncError(`waiting for request of line ${rec.seq + 1}: ${err instanceof BaseError ? err.shortMessage : String(err)}`)
+          }))
+        if (receipt.status === 'success') return { ...rec, state: 'requested' }
+        const owner = await rowIsOurs(rec)
+        if (owner === 'ours') return { ...rec, state: 'requested' }
+        return { ...rec, state: 'failed', error: owner === 'none' ? `validationRequest reverted (${hash}, nonce ${rec.requestTx!.nonce})` : owner }
+      }),
+    )
     await opts.store.update(done)
     for (const r of done) r.state === 'failed' ? failed++ : requested++
     return { requested, failed }

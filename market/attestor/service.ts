@@ -6,10 +6,11 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
-import { type Address, type Hex, recoverMessageAddress } from 'viem'
+import { type Address, type Hex, encodeFunctionData, recoverMessageAddress } from 'viem'
+import { CHAIN_ID } from '../../chain/anvil.ts'
 import { privateKeyToAccount } from 'viem/accounts'
 import { validationRegistryAbi } from '../../chain/abi.ts'
-import { type SvcPublicClient, type SvcWalletClient, publicClientFor, walletClientFor } from '../../chain/clients.ts'
+import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
 import { lineHash } from '../../records/hash.ts'
 import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
@@ -27,26 +28,36 @@ export interface Attestor {
 
 const ZERO = '0x0000000000000000000000000000000000000000'
 
-export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPublicClient; wallet?: SvcWalletClient }): Attestor {
+export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPublicClient }): Attestor {
   const account = privateKeyToAccount(config.privateKey)
   const pub = clients?.pub ?? publicClientFor(config.rpcUrl)
-  const wallet = clients?.wallet ?? walletClientFor(config.rpcUrl, config.privateKey)
-  // Transactions leave one at a time so nonces never collide between concurrent requests.
-  let sendChain: Promise<unknown> = Promise.resolve()
-  let nextNonce: number | undefined
   const inflight = new Map<string, Promise<ItemResult>>()
 
+  // Answers leave one batch at a time, each signed locally with the next nonce and sent raw:
+  // one RPC per answer, and nonces never collide between concurrent requests.
+  let sendChain: Promise<unknown> = Promise.resolve()
+  let nextNonce: number | undefined
+  let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined
+
   function send(requestHash: Hex, paramsHash: Hex): Promise<Hex> {
+    const args = [requestHash, ATTEST_RESPONSE, `${config.uriBase}/responses/${requestHash}`, paramsHash, ATTEST_TAG] as const
+    const gasP = pub.estimateContractGas({ address: config.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args, account })
     const p = sendChain.then(async () => {
+      const gas = await gasP
+      if (!fees || Date.now() - fees.at > 10_000) fees = { at: Date.now(), ...(await pub.estimateFeesPerGas()) }
       nextNonce ??= await pub.getTransactionCount({ address: account.address, blockTag: 'pending' })
+      const raw = await account.signTransaction({
+        chainId: CHAIN_ID,
+        type: 'eip1559',
+        to: config.validationRegistry,
+        data: encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationResponse', args }),
+        nonce: nextNonce,
+        gas: (gas * 12n) / 10n,
+        maxFeePerGas: fees.maxFeePerGas,
+        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+      })
       try {
-        const hash = await wallet.writeContract({
-          address: config.validationRegistry,
-          abi: validationRegistryAbi,
-          functionName: 'validationResponse',
-          args: [requestHash, ATTEST_RESPONSE, `${config.uriBase}/responses/${requestHash}`, paramsHash, ATTEST_TAG],
-          nonce: nextNonce,
-        })
+        const hash = await pub.sendRawTransaction({ serializedTransaction: raw })
         nextNonce++
         return hash
       } catch (err) {
@@ -88,7 +99,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
     }
     const txHash = await send(requestHash, paramsHash)
-    const receipt = await pub.waitForTransactionReceipt({ hash: txHash })
+    const receipt = (await pub.getTransactionReceipt({ hash: txHash }).catch(() => undefined)) ?? (await pub.waitForTransactionReceipt({ hash: txHash, timeout: 120_000 }))
     if (receipt.status !== 'success') return { requestHash, ok: false, error: `validationResponse reverted (${txHash})` }
     return { requestHash, ok: true, txHash, already: false }
   }
