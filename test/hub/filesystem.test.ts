@@ -51,3 +51,24 @@ t.test('glob and kinds filter; bursts on one file are debounced into one event',
     ],
   )
 })
+
+t.test('a rename is reported as deleted (old path) and created (new path); `renamed` matches both', async (t) => {
+  const dir = await tempDir(t)
+  const from = join(dir, 'a.txt')
+  const to = join(dir, 'b.txt')
+  await writeFile(from, 'x')
+  const engine = recordingEngine()
+  const src = createFilesystemSource(createFirer(engine, matches, silentLog), silentLog, { debounceMs: 50 })
+  t.teardown(() => src.stop())
+  await src.setPlan(buildPlan([sop('mv', [{ type: 'filesystem', path: `${dir}/*.txt`, events: ['renamed'], condition: '' }])]))
+  const { rename } = await import('node:fs/promises')
+  await rename(from, to)
+  await engine.waitFor(2)
+  t.same(
+    engine.calls.map((c) => c.event.payload).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    [
+      { path: from, event: 'deleted' },
+      { path: to, event: 'created' },
+    ],
+  )
+})
