@@ -3,16 +3,20 @@
 //   GET /                   → /marketplace
 //   GET /marketplace        browse with filters and search (the read API's query, rendered)
 //   GET /marketplace/:slug  one listing: verify, buy, download
+//   GET /agents/:agentId    one machine agent: operations over time and its listings
 //   GET /keys               machine owners' agent keys
 //   GET /assets/:name       the scripts and the stylesheet
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { getAddress } from 'viem'
 import { currentSession } from '../auth/session.ts'
+import { allValues } from '../store/db.ts'
 import type { MarketContext } from '../context.ts'
 import { purchaseKey } from '../routes/purchase.ts'
 import { listingView } from '../routes/listings.ts'
+import { agentMain } from './agent.ts'
 import { assetRoutes } from './assets.ts'
 import { type BrowseResult, apiQuery, browseMain, browseQuery } from './browse.ts'
+import { dailyRows } from './chart.ts'
 import { type Html, html } from './html.ts'
 import { type KeyRow, keysMain } from './keys.ts'
 import { type Shell, page } from './layout.ts'
@@ -74,6 +78,17 @@ export const marketPages = (ctx: MarketContext): FastifyPluginAsync => async (ap
     }
     const l = listingView(rec)
     return send(reply, 200, { title: l.title, account: who, nav: 'none', main: listingMain(l, access, who !== null, CURRENCY), scripts: ['listing.js'] })
+  })
+
+  app.get<{ Params: { agentId: string } }>('/agents/:agentId', { schema: { hide: true } }, async (req, reply) => {
+    const who = await account(req)
+    const id = req.params.agentId
+    if (!/^(0|[1-9][0-9]{0,77})$/.test(id)) return notFoundPage(reply, who, `"${id.slice(0, 80)}" is not an agent id: agent ids are whole numbers like 0.`)
+    // Sample listings are demo data, not the agent's operations.
+    const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
+    recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
+    const main = agentMain(id, dailyRows(recs, ctx.now()), recs.map(listingView), CURRENCY)
+    return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
   })
 
   app.get('/keys', { schema: { hide: true } }, async (req, reply) => {

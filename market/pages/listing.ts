@@ -58,7 +58,7 @@ export function listingMain(l: ListingSummary, access: Access, signedIn: boolean
     <dt>Price</dt><dd>${l.priceNative} ${currency}</dd>
     <dt>Rows</dt><dd id="row-count">${l.rows.toLocaleString('en')}</dd>
     <dt>Data size</dt><dd>${bytes(l.dataBytes)}</dd>
-    <dt>Agent</dt><dd>${l.agentId}</dd>
+    <dt>Agent</dt><dd>${l.sample ? l.agentId : html`<a href="/agents/${l.agentId}">${l.agentId}</a> (operations over time)`}</dd>
     <dt>Listed</dt><dd><time datetime="${l.createdAt}">${l.createdAt.slice(0, 10)}</time></dd>
     ${l.sample ? html`<dt>Status</dt><dd>sample (demo data)</dd>` : ''}
   </dl>

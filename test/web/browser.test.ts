@@ -106,6 +106,23 @@ async function browserTests(executablePath: string): Promise<void> {
     t.match(await text(page, '#session-status', 'No wallet'), 'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.')
   })
 
+  t.test('markup in a listing from a device is shown as text and never runs', async (t) => {
+    const hostile = `<img src=x onerror="window.__pwned=1">`
+    const ds = dataset(1, dev.agentId)
+    const l = await postListing(url, deviceKey, ds, { fields: { ...goodFields, title: `T ${hostile}`, summary: `S ${hostile}`, description: `Description ${hostile} <script>window.__pwned=2</script>` } })
+    t.equal(l.status, 201)
+    const { page } = await open(t, 'hostile')
+    for (const path of [`/marketplace/${l.json.slug as string}`, '/marketplace', `/agents/${dev.agentId}`]) {
+      await page.goto(url + path)
+      t.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, `${path}: nothing ran`)
+      t.equal(await page.locator('img[src=x]').count(), 0, `${path}: no injected element`)
+      t.ok(await page.getByText(`T ${hostile}`).first().isVisible(), `${path}: the title is shown as text`)
+    }
+    await page.goto(`${url}/agents/${dev.agentId}`)
+    t.equal(await page.locator('.chart svg').count(), 1, 'the agent page draws its operations chart')
+    await shot(page, 'agent')
+  })
+
   t.test('verify shows rows passed, and failed rows with their reasons', async (t) => {
     const { page } = await open(t, 'verify')
     await page.goto(`${url}/marketplace/${goodSlug}`)

@@ -2,6 +2,7 @@
 // errors render, unknown listings are 404 pages, security headers and assets are served.
 import t from 'tap'
 import { startDevChain } from '../../chain/dev.ts'
+import { dailyRows, opsChart } from '../../market/pages/chart.ts'
 import { escapeHtml, html, trusted } from '../../market/pages/html.ts'
 import { api, dataset, issueKey, postListing, signIn } from '../market/market-helpers.ts'
 import { startWebMarket } from './web-helpers.ts'
@@ -10,6 +11,33 @@ t.test('html escapes every interpolated string, not nested Html', async (t) => {
   t.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
   const inner = html`<b>${'<i>'}</b>`
   t.equal(html`<p title="${'"x"'}">${inner}${['<', trusted('<br>')]}${null}${undefined}${false}${0}</p>`.value, '<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>0</p>')
+})
+
+t.test('dailyRows counts rows per UTC day inside the window; opsChart labels the totals', async (t) => {
+  const day = 86_400_000
+  const now = Date.UTC(2026, 10, 21, 12)
+  const d = dailyRows(
+    [
+      { createdAt: Date.UTC(2026, 10, 21, 0, 0, 1), rows: 5 },
+      { createdAt: Date.UTC(2026, 10, 21, 23, 59), rows: 2 },
+      { createdAt: Date.UTC(2026, 10, 19, 3), rows: 4 },
+      { createdAt: now - 3 * day, rows: 1 },
+      { createdAt: now - 30 * day, rows: 100 },
+      { createdAt: now + day, rows: 100 },
+    ],
+    now,
+    3,
+  )
+  t.same(d, [
+    { day: '2026-11-19', rows: 4 },
+    { day: '2026-11-20', rows: 0 },
+    { day: '2026-11-21', rows: 7 },
+  ])
+  const svg = opsChart(d, 'Rows <per> day').value
+  t.match(svg, 'aria-label="Rows &lt;per&gt; day: 11 rows from 2026-11-19 to 2026-11-21, at most 7 in one day"')
+  t.equal(svg.match(/<rect /g)?.length, 3, 'one bar a day')
+  t.match(svg, '<tr><td>2026-11-21</td><td>7</td></tr>')
+  t.notMatch(svg, '<tr><td>2026-11-20</td>', 'empty days are left out of the table')
 })
 
 const dev = await startDevChain()
@@ -81,6 +109,20 @@ t.test('browse: filters and search narrow the list; a bad filter is a 400 page t
   t.equal(badType.status, 400)
   t.match(badType.text, 'machineType: must be one of')
   t.notMatch(badType.text, 'value="<b>"')
+})
+
+t.test('agent page: operations over time and the agent listings, samples left out', async (t) => {
+  const r = await api(url, `/agents/${dev.agentId}`)
+  t.equal(r.status, 200)
+  t.match(r.text, 'Operations over time')
+  t.match(r.text, /aria-label="Operation rows listed per day by agent 0, last 30 days: 3 rows from/, 'the chart counts the listed rows')
+  t.match(r.text, 'Vends &lt;script&gt;', 'the listing is shown, escaped')
+  t.notMatch(r.text, 'Sample:', 'sample listings are not the agent operations')
+  const none = await api(url, '/agents/999')
+  t.match(none.text, 'This agent has no listings.')
+  const bad = await api(url, `/agents/${encodeURIComponent('<x>')}`)
+  t.equal(bad.status, 404)
+  t.match(bad.text, '&quot;&lt;x&gt;&quot; is not an agent id')
 })
 
 t.test('unknown or malformed listing slugs are 404 pages', async (t) => {
