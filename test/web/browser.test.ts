@@ -61,7 +61,8 @@ async function browserTests(executablePath: string): Promise<void> {
   async function open(t: TapTest, name: string, walletKey?: `0x${string}`, behaviour: Partial<WalletBehaviour> = {}): Promise<Opened> {
     await ctx.clearCookies()
     const page = await ctx.newPage()
-    page.setDefaultTimeout(20_000)
+    // Generous: on a loaded 2-core CI machine a wait only ends early on success.
+    page.setDefaultTimeout(60_000)
     const wallet = walletKey ? await injectWallet(page, walletKey, dev.rpcUrl, dev.chainId, behaviour) : null
     t.teardown(async () => {
       if (!t.passing()) await screenshot(page, `failed-${name}`)

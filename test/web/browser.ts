@@ -22,7 +22,7 @@ export async function findChromium(): Promise<ChromiumFind> {
 }
 
 // This machine's network is closed: Chromium's background connections are switched off.
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
 
 interface T {
   teardown(fn: () => unknown): void
