@@ -162,6 +162,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     storeId: id,
     chainId,
     append(input) {
+      if (closed) return Promise.reject(new Error('attest store is closed'))
       const pending = inflight.get(input.idempotencyKey)
       if (pending) return pending.then((r) => ({ record: r.record, created: false }))
       const p = (async (): Promise<AppendResult> => {

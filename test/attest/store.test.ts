@@ -1,0 +1,83 @@
+// The attestation store (real LevelDB in a temp folder) and the device key file.
+import { readFile, stat, writeFile, chmod } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { recoverMessageAddress } from 'viem'
+import { loadOrCreateDeviceKey } from '../../hub/attest/device-key.ts'
+import { type AppendInput, openAttestStore } from '../../hub/attest/store.ts'
+import { lineHash } from '../../records/hash.ts'
+import { requestHashFor } from '../../records/request-hash.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+const input = (i: number, key = `k${i}`): AppendInput => ({
+  idempotencyKey: key,
+  action: 'a',
+  requestUri: 'u',
+  line: `{"i":${i}}`,
+  paramsHash: lineHash(`{"i":${i}}`),
+  signature: `0x${'11'.repeat(65)}`,
+  signer: '0x0000000000000000000000000000000000000001',
+})
+
+t.test('device key: created 0600 once, then reused; bad files refused', async (t) => {
+  const dir = await tempDir(t)
+  const path = join(dir, 'sub', 'device.key')
+  const [a, b] = await Promise.all([loadOrCreateDeviceKey(path), loadOrCreateDeviceKey(path)])
+  t.equal(a.address, b.address, 'two starts at once agree on one key')
+  t.equal((await stat(path)).mode & 0o777, 0o600)
+  const again = await loadOrCreateDeviceKey(path)
+  t.equal(again.address, a.address)
+  const sig = await a.signLine('{"x":1}')
+  t.equal(await recoverMessageAddress({ message: '{"x":1}', signature: sig }), a.address, 'EIP-191 over the line')
+  await chmod(path, 0o644)
+  await loadOrCreateDeviceKey(path)
+  t.equal((await stat(path)).mode & 0o777, 0o600, 'tightened to 0600')
+  const text = await readFile(path, 'utf8')
+  await writeFile(join(dir, 'bad'), 'not a key')
+  await t.rejects(loadOrCreateDeviceKey(join(dir, 'bad')), /device key .*bad: expected 32 bytes of hex/)
+  await writeFile(join(dir, 'zero'), '0x' + '00'.repeat(32))
+  await t.rejects(loadOrCreateDeviceKey(join(dir, 'zero')), /not a valid secp256k1 key/)
+  t.equal(await readFile(path, 'utf8'), text, 'the key is never rewritten')
+})
+
+t.test('store: group commit, idempotency, counts, queue, reopen', async (t) => {
+  const dir = await tempDir(t)
+  const path = join(dir, 'db')
+  let store = await openAttestStore(path)
+  const results = await Promise.all(Array.from({ length: 200 }, (_, i) => store.append(input(i))))
+  t.same(results.map((r) => r.record.seq).sort((a, b) => a - b), Array.from({ length: 200 }, (_, i) => i))
+  t.ok(results.every((r) => r.created))
+  const r0 = results.find((r) => r.record.seq === 0)!.record
+  t.equal(r0.requestHash, requestHashFor({ chainId: 10143, storeId: store.storeId, seq: 0, paramsHash: r0.paramsHash }))
+
+  // the same key at once, and later: one record
+  const dup = await Promise.all([store.append(input(500, 'same')), store.append(input(501, 'same'))])
+  t.equal(dup[0].record.seq, dup[1].record.seq)
+  t.same(dup.map((d) => d.created), [true, false])
+  const later = await store.append(input(502, 'same'))
+  t.same([later.created, later.record.line], [false, '{"i":500}'])
+  t.equal(store.size(), 201)
+  t.match(store.counts(), { total: 201, pending: 201 })
+
+  const q = await store.queue(3)
+  t.same(q.map((r) => r.seq), [0, 1, 2])
+  await store.update([{ ...q[0]!, state: 'attested' }, { ...q[1]!, state: 'requested' }, { ...q[1]!, state: 'attested' }])
+  t.match(store.counts(), { total: 201, pending: 199, attested: 2, requested: 0 }, 'two updates of one record in a batch count once')
+  t.same((await store.queue(2)).map((r) => r.seq), [2, 3], 'attested lines leave the queue')
+  t.same((await store.queue(2, 150)).map((r) => r.seq), [150, 151])
+  const ranged = []
+  for await (const r of store.range(10, 13)) ranged.push(r.seq)
+  t.same(ranged, [10, 11, 12])
+  const id = store.storeId
+  await store.close()
+  await t.rejects(store.append(input(999)), /closed/)
+
+  store = await openAttestStore(path)
+  t.teardown(() => store.close())
+  t.equal(store.storeId, id, 'store id survives')
+  t.equal(store.size(), 201)
+  t.match(store.counts(), { total: 201, pending: 199, attested: 2 })
+  t.equal((await store.append(input(600))).record.seq, 201)
+  t.equal((await store.byIdempotencyKey('same'))?.seq, dup[0].record.seq)
+  t.equal(await store.get(10_000), undefined)
+})
