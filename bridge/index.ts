@@ -47,6 +47,7 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
     publish: opts.publish,
     max: opts.maxQueued ?? DEFAULT_MAX_QUEUED,
     window: opts.publishWindow ?? 256,
+    highWater: Math.max(1, Math.min(2048, Math.floor((opts.maxQueued ?? DEFAULT_MAX_QUEUED) / 2))),
     retryInitialMs: opts.backoff?.initialMs ?? 250,
     retryMaxMs: opts.backoff?.maxMs ?? 10_000,
     onDelivered: (item: QueueItem) => {
@@ -87,6 +88,8 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
       queue.push({ topic: `boards/${board}/${signal}`, payload: text, qos: 1, retain: false, board }),
     availability: (board: string, state: 'online' | 'offline') =>
       queue.push({ topic: availabilityTopic(board), payload: state, qos: 1, retain: true, board }),
+    underPressure: () => queue.underPressure(),
+    whenRelieved: (fn: () => void) => queue.whenRelieved(fn),
   }
 
   for (const cfg of opts.boards) {

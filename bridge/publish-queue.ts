@@ -8,6 +8,10 @@
 // in-flight ones settle, then the failed ones go back to the head in their original order.
 // (An event that succeeded while an earlier one failed is not repeated, so under broker
 // failure two events of one board may arrive swapped; never lost, never duplicated by us.)
+// A slow broker is not a down broker: while publishes succeed and `highWater` events wait,
+// `underPressure()` tells the links to stop reading their ports (backpressure down to the
+// tty), so a burst is delayed rather than dropped. Only while the broker fails does the bound
+// drop events, because a paused port would lose them uncounted in the OS buffer.
 import type { PublishFn, QueueStats } from './types.ts'
 
 export interface QueueItem {
@@ -24,6 +28,8 @@ export interface PublishQueueOptions {
   publish: PublishFn
   max: number
   window: number
+  /** Held events (waiting or in flight) at which readers are asked to pause (while publishes succeed). */
+  highWater: number
   retryInitialMs: number
   retryMaxMs: number
   onDelivered(item: QueueItem): void
@@ -34,6 +40,10 @@ export interface PublishQueueOptions {
 export interface PublishQueue {
   push(item: Omit<QueueItem, 'seq'>): void
   stats(): QueueStats
+  /** True while the broker keeps up too slowly: the caller should stop reading for now. */
+  underPressure(): boolean
+  /** Calls `fn` once, when the pressure is off (or at once if it is). */
+  whenRelieved(fn: () => void): void
   /** Resolves true when everything queued was delivered, false when `timeoutMs` passed first. */
   drain(timeoutMs: number): Promise<boolean>
   close(): void
@@ -51,6 +61,18 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
   let closed = false
   const st = { delivered: 0, dropped: 0, retries: 0 }
   let idleWaiters: Array<() => void> = []
+  let reliefWaiters: Array<() => void> = []
+  const failing = (): boolean => failed.length > 0 || retryTimer !== undefined
+  // `events` counts waiting and in-flight events alike: the bound is on what is held in memory.
+  const underPressure = (): boolean => events >= o.highWater && !failing()
+
+  function relieve(): void {
+    if (reliefWaiters.length === 0) return
+    if (events >= o.highWater / 2 && !failing()) return
+    const w = reliefWaiters
+    reliefWaiters = []
+    for (const f of w) f()
+  }
 
   const pending = (): number => queue.length - head
 
@@ -112,10 +134,12 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
         pump()
       }, retryDelay)
       retryDelay = Math.min(retryDelay * 2, o.retryMaxMs)
+      relieve()
       return
     }
     pump()
     settleIdle()
+    relieve()
   }
 
   /** Drops the oldest waiting event; false when every event is in flight. */
@@ -165,6 +189,11 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
       queue.push(full)
       pump()
     },
+    underPressure,
+    whenRelieved(fn) {
+      reliefWaiters.push(fn)
+      relieve()
+    },
     stats: () => ({ pending: pending() + failed.length, inflight, delivered: st.delivered, dropped: st.dropped, retries: st.retries }),
     drain(timeoutMs) {
       if (pending() === 0 && inflight === 0 && failed.length === 0) return Promise.resolve(true)
@@ -182,6 +211,9 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
     },
     close() {
       closed = true
+      const w = reliefWaiters
+      reliefWaiters = []
+      for (const f of w) f()
       if (retryTimer) clearTimeout(retryTimer)
       retryTimer = undefined
     },

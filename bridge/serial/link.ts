@@ -23,6 +23,9 @@ export interface LinkDeps {
   /** An accepted `message` event. */
   event(board: string, signal: string, text: string): void
   availability(board: string, state: 'online' | 'offline'): void
+  /** The publish queue is backed up while the broker keeps up: stop reading for now. */
+  underPressure(): boolean
+  whenRelieved(fn: () => void): void
 }
 
 export class SerialLink implements LineSink {
@@ -164,7 +167,15 @@ export class SerialLink implements LineSink {
     this.state = 'online'
     this.lastRx = this.deps.now()
     const lines = port.pipe(createCapGuard(this.framer)).pipe(new DelimiterParser({ delimiter: '\n' }))
-    lines.on('data', (line: Buffer) => dispatchLine(line, this))
+    lines.on('data', (line: Buffer) => {
+      dispatchLine(line, this)
+      // Backpressure: pausing the line stream fills the pipe back to the port, which stops
+      // reading; the tty's own buffer (and the board's flow control, if any) takes the rest.
+      if (!lines.isPaused() && this.deps.underPressure()) {
+        lines.pause()
+        this.deps.whenRelieved(() => lines.resume())
+      }
+    })
     port.on('data', () => {
       this.lastRx = this.deps.now()
     })

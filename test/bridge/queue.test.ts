@@ -52,6 +52,7 @@ t.test('past the bound the oldest events are dropped and counted; availability i
       delivered.push(`${topic}=${payload}`)
     },
     max: 100,
+    highWater: 50,
     window: 8,
     // One slow retry: after the first failure everything waits, so what is dropped is exact.
     retryInitialMs: 300,
@@ -86,6 +87,7 @@ t.test('a publish function that throws synchronously is treated as a failure, no
       return Promise.resolve()
     }) as never,
     max: 10,
+    highWater: 5,
     window: 1,
     retryInitialMs: 1,
     retryMaxMs: 1,
@@ -98,4 +100,26 @@ t.test('a publish function that throws synchronously is treated as a failure, no
   t.equal(q.stats().delivered, 1)
   t.equal(q.stats().retries, 1)
   q.close()
+})
+
+t.test('a slow but working broker slows the port down instead of dropping (backpressure)', async (t) => {
+  const got: string[] = []
+  let maxPending = 0
+  const bridge = createBridge({
+    boards: [{ name: 'burst', port: '/sim/queue-burst', simulate: { rate: 0, text: (n) => String(n) }, heartbeatMs: 0 }],
+    publish: async (topic, payload) => {
+      await new Promise((r) => setTimeout(r, 0))
+      if (topic === 'boards/burst/coin') got.push(payload)
+    },
+    maxQueued: 100,
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  const watch = setInterval(() => (maxPending = Math.max(maxPending, bridge.stats().queue.pending)), 1)
+  t.teardown(() => clearInterval(watch))
+  bridge.simulated('burst')!.emitEvents(5000) // one burst, 50× the bound
+  await eventually(() => got.length === 5000, 'all 5000 delivered')
+  t.same(got, Array.from({ length: 5000 }, (_, i) => String(i)), 'in order')
+  t.equal(bridge.stats().queue.dropped, 0, 'none dropped')
+  t.ok(maxPending <= 100, `the queue stayed within its bound (max seen ${maxPending})`)
 })
