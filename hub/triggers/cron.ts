@@ -38,6 +38,8 @@ export interface CronSource {
   stop(): Promise<void>
   /** Fire one schedule now, as node-schedule would (tests). */
   fireNow(sop: string, expression: string): Promise<void>
+  /** The next time each schedule fires (ISO), for logs and status. */
+  next(): { sop: string; expression: string; next: string | null }[]
 }
 
 async function readState(path: string | undefined, log: Log): Promise<CronState> {
@@ -104,6 +106,7 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
         continue
       }
       jobs.set(key, job)
+      log.info({ sop: c.sop, expression, timezone: opts.timezone, next: job.nextInvocation()?.toISOString() }, 'cron scheduled')
       const last = state[key]
       if (last === undefined) {
         // First sight of this schedule: remember now, so only later misses are caught up.
@@ -125,6 +128,13 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
       for (const job of jobs.values()) job.cancel()
       jobs.clear()
       await writing
+    },
+    next() {
+      return [...jobs.entries()].map(([key, job]) => {
+        const [sop = '', expression = ''] = key.split('\u0000')
+        const at = job.nextInvocation()
+        return { sop, expression, next: at ? new Date(at.getTime()).toISOString() : null }
+      })
     },
     async fireNow(sop, expression) {
       await run(sop, expression.trim(), now(), false)

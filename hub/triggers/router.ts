@@ -12,6 +12,7 @@ import { type ChannelPostResult, postToChannel, registerChannelRoute } from './c
 import { type CronOptions, type CronSource, createCronSource } from './cron.ts'
 import { type ConditionMatcher, type FireResult, createFirer } from './fire.ts'
 import { type FilesystemOptions, type FilesystemSource, createFilesystemSource } from './filesystem.ts'
+import { fireManual } from './manual.ts'
 import { type MessageSource, createMessageSource } from './mqtt.ts'
 import { type TriggerPlan, buildPlan } from './plan.ts'
 import { type WebhookGateway, type WebhookOptions, startWebhookGateway } from './webhook.ts'
@@ -97,10 +98,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       if (!messages) return []
       return messages.handle(topic, payload, now())
     },
-    async manual(sop, payload, source = 'manual') {
-      if (!plan.sops.has(sop)) return { ok: false, error: `no SOP named "${sop}" is loaded` }
-      return firer.fire(sop, { type: 'manual', source, payload, at: now() })
-    },
+    manual: (sop, payload, source = 'manual') => fireManual(plan, firer, sop, payload, source, now()),
     channel: (name, payload) => postToChannel(plan, firer, name, payload, now()),
     registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
     webhookUrl: webhook?.url ?? null,

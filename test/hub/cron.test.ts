@@ -68,3 +68,14 @@ t.test('catch_up = false never catches up; a broken state file is survived', asy
   t.equal(engine.calls.length, 1)
   t.match(engine.calls[0]?.event, { type: 'cron', payload: { catchUp: false } })
 })
+
+t.test('schedules run in the configured timezone', async (t) => {
+  const engine = recordingEngine()
+  const src = await createCronSource(createFirer(engine, matches, silentLog), silentLog, { timezone: 'Asia/Tokyo', catchUp: false })
+  t.teardown(() => src.stop())
+  await src.setPlan(buildPlan([sop('tokyo', [{ type: 'cron', expression: '30 9 * * *' }])]))
+  const [n] = src.next()
+  t.equal(n?.sop, 'tokyo')
+  // 09:30 in Tokyo (UTC+9, no daylight saving) is always 00:30 UTC.
+  t.match(n?.next, /T00:30:00\.000Z$/)
+})
