@@ -31,7 +31,7 @@ import type { ApproveOptions, EngineLog, EngineOptions, HubEngine, RunFilter, Ru
 
 const silent: EngineLog = { info() {}, warn() {}, error() {} }
 
-function summary(run: RunRecord): RunSummary {
+function summary(run: Pick<RunRecord, 'id' | 'sop' | 'state' | 'current' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'gate' | 'error'>): RunSummary {
   return {
     id: run.id,
     sop: run.sop,
@@ -157,7 +157,7 @@ export class Engine implements HubEngine {
       case 'started': {
         const run = this.createRun(sop, event, 'started')
         const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: verdict.reason }
-        await this.store.write([this.store.runOp(run), this.admissionOp(sop.name, event, d)])
+        await this.store.write([...this.store.runOps(run), this.admissionOp(sop.name, event, d)])
         if (!this.closed) this.spawn(run)
         return d
       }
@@ -175,7 +175,7 @@ export class Engine implements HubEngine {
         into.coalesced.push(event)
         this.note(into, 0, 'info', `coalesced a ${event.type} trigger from ${event.source}`)
         const d: AdmissionDecision = { outcome: 'coalesced', runId: into.id, reason: verdict.reason }
-        await this.store.write([this.store.runOp(into), this.admissionOp(sop.name, event, d)])
+        await this.store.write([...this.store.runOps(into), this.admissionOp(sop.name, event, d)])
         return d
       }
       default: {
@@ -234,7 +234,7 @@ export class Engine implements HubEngine {
       const run = this.createRun(sop, head.event, 'started')
       const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: `released: was ${head.kind} (${head.reason})` }
       this.note(run, 0, 'info', d.reason)
-      const write = this.store.write([this.store.unkeepOp(head.key), this.store.runOp(run), this.admissionOp(sopName, head.event, d)])
+      const write = this.store.write([this.store.unkeepOp(head.key), ...this.store.runOps(run), this.admissionOp(sopName, head.event, d)])
       const p = write.then(() => (this.closed ? undefined : this.drive(run))).catch((err: unknown) => {
         this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
       })
@@ -268,7 +268,7 @@ export class Engine implements HubEngine {
 
   private async persist(run: RunRecord, extra: BatchOp[] = []): Promise<void> {
     run.updatedAt = this.now()
-    await this.store.write([this.store.runOp(run), ...extra])
+    await this.store.write([...this.store.runOps(run), ...extra])
   }
 
   private async finish(run: RunRecord, how: 'end' | 'fail' | 'deny' | 'cancel', why: string): Promise<void> {
@@ -286,6 +286,7 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     await this.persist(run, [this.store.lastFinishedOp(run.sop, run.finishedAt)])
+    this.store.forget(run.id)
     this.release(run.sop)
   }
 
@@ -403,6 +404,7 @@ export class Engine implements HubEngine {
         rec.output = outcome.output
         delete rec.error
         run.lastOutput = outcome.output
+        run.lastFrom = step.number
         run.passedGates = run.passedGates.filter((g) => g !== step.number)
         this.note(run, step.number, 'info', `completed: ${step.title}`)
         await this.applyRoute(run, routeAfterComplete(sop, step, this.guardContext(run), this.evalCond))
@@ -524,7 +526,7 @@ export class Engine implements HubEngine {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const out = new Map<string, RunSummary>()
-    for await (const r of this.store.runs()) {
+    for await (const r of this.store.states()) {
       if (filter.sop !== undefined && r.sop !== filter.sop) continue
       out.set(r.id, summary(r))
     }
@@ -553,8 +555,8 @@ export class Engine implements HubEngine {
   }
 
   /** Group-commit counters, for the bench. */
-  get writeStats(): { batches: number; ops: number } {
-    return { batches: this.store.committer.batches, ops: this.store.committer.ops }
+  get writeStats(): { batches: number; ops: number; busyMs: number } {
+    return { batches: this.store.committer.batches, ops: this.store.committer.ops, busyMs: this.store.committer.busyMs }
   }
 
   async idle(): Promise<void> {
@@ -583,12 +585,15 @@ export class Engine implements HubEngine {
    */
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
-    for await (const r of this.store.runs()) {
-      if (isFinished(r.state)) continue
-      this.live.set(r.id, r)
-    }
+    for (const r of await this.store.unfinished(isFinished)) this.live.set(r.id, r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) {
+      // The stored record of the current step may be from an earlier visit (entering a step is
+      // not written on its own): re-enter it, counting the visit, keeping its retry count.
+      const cur = r.current !== null ? r.steps[r.current] : undefined
+      if (r.current !== null && (r.state === 'running' || r.state === 'pending' || isParked(r.state)) && cur?.status !== 'running') {
+        r.steps[r.current] = { number: r.current, status: 'running', visits: (cur?.visits ?? 0) + 1, attempts: 0, calls: [] }
+      }
       if (r.state === 'running') {
         this.note(r, r.current ?? 0, 'warn', `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`)
       }

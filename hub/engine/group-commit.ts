@@ -20,6 +20,8 @@ export class GroupCommitter {
   /** Batches written and operations in them (for the bench and the logs). */
   batches = 0
   ops = 0
+  /** Milliseconds spent inside `writeBatch` (serialising and syncing). */
+  busyMs = 0
 
   constructor(private readonly writeBatch: WriteBatch) {}
 
@@ -47,11 +49,13 @@ export class GroupCommitter {
     while (this.pending) {
       const batch = this.pending
       this.pending = null
+      const t0 = performance.now()
       try {
         const ops = [...batch.ops.values()].map((op) =>
           op.type === 'put' && typeof op.value === 'function' ? { type: 'put' as const, key: op.key, value: op.value() } : (op as { type: 'put'; key: string; value: string } | { type: 'del'; key: string }),
         )
         await this.writeBatch(ops)
+        this.busyMs += performance.now() - t0
         this.batches++
         this.ops += ops.length
         for (const w of batch.waiters) w.resolve()

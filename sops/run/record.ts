@@ -72,6 +72,8 @@ export interface RunRecord {
   current: number | null
   /** The output of the step that ran last: the next step's input (SOP-NOTES: step input). */
   lastOutput: Json
+  /** The step `lastOutput` came from; null while it is still the trigger payload. */
+  lastFrom: number | null
   steps: Record<string, StepRecord>
   decisions: Record<string, boolean>
   /** How each decision was reached (agent, condition, operator). */
@@ -87,6 +89,8 @@ export interface RunRecord {
   admission: AdmissionOutcome
   error?: string
   log: LogEntry[]
+  /** Log entries ever appended (the stored log is keyed by this sequence). */
+  logSeq: number
 }
 
 /** Step 1's input: the trigger payload, parsed as JSON when it parses, else the text (SOP-NOTES: Runs). */
@@ -110,6 +114,7 @@ export function newRun(init: { id: string; sop: string; mode: ExecutionMode; tri
     updatedAt: init.now,
     current: init.first,
     lastOutput: payloadAsInput(init.trigger.payload),
+    lastFrom: null,
     steps: {},
     decisions: {},
     decidedBy: {},
@@ -119,6 +124,7 @@ export function newRun(init: { id: string; sop: string; mode: ExecutionMode; tri
     coalesced: [],
     admission: init.admission,
     log: [],
+    logSeq: 0,
   }
 }
 
@@ -127,5 +133,6 @@ export const MAX_LOG_ENTRIES = 2000
 
 export function appendLog(run: RunRecord, entry: LogEntry): void {
   run.log.push(entry)
+  run.logSeq++
   if (run.log.length > MAX_LOG_ENTRIES) run.log.splice(0, run.log.length - MAX_LOG_ENTRIES)
 }
