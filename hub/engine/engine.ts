@@ -571,7 +571,9 @@ export class Engine implements HubEngine {
     this.timers.clear()
     for (const ac of this.aborts.values()) ac.abort(new Error('engine closing'))
     // Tools get the abort; one that ignores it is not waited on for ever.
-    await Promise.race([Promise.all([...this.executing]), new Promise((r) => setTimeout(r, 2000).unref())])
+    let timer: NodeJS.Timeout | undefined
+    await Promise.race([Promise.all([...this.executing]), new Promise((r) => (timer = setTimeout(r, 2000)))])
+    clearTimeout(timer)
     await this.store.close()
   }
 
