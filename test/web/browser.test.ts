@@ -19,6 +19,9 @@ import { findChromium, launchChromium, screenshot, wantScreenshots } from './bro
 import { type TestWallet, type WalletBehaviour, injectWallet } from './wallet.ts'
 import { startWebMarket } from './web-helpers.ts'
 
+// The smallest valid PNG: one pixel.
+const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
+
 const found = await findChromium()
 if (!found.ok) {
   console.log(`# browser tests skipped: ${found.reason}`)
@@ -40,7 +43,7 @@ async function browserTests(executablePath: string): Promise<void> {
   const deviceKey = (await issueKey(url, ownerCookie, owner, dev.agentId)).json.key as string
   const good: Dataset = dataset(12, dev.agentId)
   await writeRows(dev, good.manifest.rows.map((r) => ({ requestHash: r.requestHash, paramsHash: r.paramsHash })))
-  const goodListing = await postListing(url, deviceKey, good, { fields: { ...goodFields, title: 'Attested vends, all rows' } })
+  const goodListing = await postListing(url, deviceKey, good, { fields: { ...goodFields, title: 'Attested vends, all rows' }, image: PNG_1X1 })
   if (goodListing.status !== 201) throw new Error(`listing failed: ${JSON.stringify(goodListing.json)}`)
   const goodSlug = goodListing.json.slug as string
   const mixed = dataset(10, dev.agentId)
@@ -103,6 +106,9 @@ async function browserTests(executablePath: string): Promise<void> {
     await page.waitForURL(`${url}/marketplace/${goodSlug}`)
     t.equal(await page.locator('h1').textContent(), 'Attested vends, all rows')
     t.equal(await page.locator('#row-count').textContent(), '12')
+    const cover = page.locator('img.cover')
+    t.equal(await cover.getAttribute('alt'), 'Cover image of Attested vends, all rows')
+    t.equal(await cover.evaluate((img: HTMLImageElement) => img.naturalWidth), 1, 'the cover image loads')
     await page.click('#sign-in')
     t.match(await text(page, '#session-status', 'No wallet'), 'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.')
   })
@@ -206,7 +212,7 @@ async function browserTests(executablePath: string): Promise<void> {
   })
 
   t.test('a wallet on another chain is told which chain to switch to, and can switch', async (t) => {
-    const { page, wallet } = await open(t, 'wrong-network', owner, { chainId: 1 })
+    const { page, wallet } = await open(t, 'wrong-network', anvilAccount(8).privateKey, { chainId: 1 })
     await page.goto(`${url}/marketplace`)
     await page.click('#sign-in')
     t.match(await text(page, '#session-status', 'chain 1'), 'Your wallet is on chain 1; switch to chain 10143.')
@@ -216,6 +222,15 @@ async function browserTests(executablePath: string): Promise<void> {
     t.match(await text(page, '#session-status', 'now on chain'), 'Your wallet is now on chain 10143. Try again.')
     await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
     t.match(await text(page, '.who', 'Signed in as'), 'Signed in as')
+    // Signed in, then the wallet moves to another chain: Buy stops before paying.
+    wallet!.behaviour.chainId = 1
+    await page.goto(`${url}/marketplace/${mixedSlug}`)
+    await page.click('#buy-button')
+    t.match(await text(page, '#buy-status', 'chain 1'), 'Your wallet is on chain 1; switch to chain 10143.')
+    t.notOk(wallet!.calls.includes('eth_sendTransaction'), 'no payment was sent from the wrong chain')
+    await Promise.all([page.waitForEvent('load'), page.click('#sign-out')])
+    t.ok(await page.locator('#sign-in').isVisible(), 'signed out: the sign-in button is back')
+    t.equal(await page.evaluate(async () => (await fetch('/api/auth/session')).status), 401)
   })
 
   t.test('a rejected signature is a clear message; a rejected unlock keeps the payment for the retry', async (t) => {
@@ -240,6 +255,14 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'the retry reused the payment: paid once')
     const file = await page.evaluate(async (slug) => (await fetch(`/api/marketplace/listings/${slug}/file?part=data`)).text(), mixedSlug)
     t.equal(file, mixed.data, 'the buyer can download the data')
+    // A rejected key challenge: no key is issued or shown.
+    wallet!.behaviour.rejectSign = (m) => m.includes('\nIssue agent key\n')
+    await page.goto(`${url}/keys`)
+    await page.fill('#agent-id', dev.agentId)
+    await page.click('#issue-button')
+    t.equal((await text(page, '#issue-status', 'rejected')).trim(), 'You rejected the request in your wallet; nothing was signed or sent.')
+    t.ok(await page.locator('#new-key').isHidden(), 'no key is shown')
+    t.equal(await page.locator('#key-rows tr').first().textContent(), 'No keys yet.')
     // The same API check from outside the browser: a stranger may not.
     const stranger = await signIn(url, anvilAccount(7).privateKey)
     t.equal((await api(url, `/api/marketplace/listings/${mixedSlug}/file?part=data`, { cookie: stranger })).status, 403)
