@@ -47,16 +47,24 @@ export function subscriptionFilters(plan: TriggerPlan): string[] {
   return minimalFilters(all)
 }
 
+/** Messages being handed to the engine at once, beyond which new ones are dropped and counted. */
+export const DEFAULT_MAX_IN_FLIGHT = 10_000
+
 export interface MessageSource {
   /** Offer one message to the triggers (also used directly by tests and the bench). */
   handle(topic: string, payload: Buffer | string, now: number): Promise<FireResult[]>
+  /** Messages dropped because the engine was not keeping up. */
+  dropped(): number
   setPlan(plan: TriggerPlan): Promise<void>
   stop(): Promise<void>
 }
 
-export function createMessageSource(client: MqttClient, firer: Firer, log: Log, initial: TriggerPlan): MessageSource {
+export function createMessageSource(client: MqttClient, firer: Firer, log: Log, initial: TriggerPlan, maxInFlight = DEFAULT_MAX_IN_FLIGHT): MessageSource {
   let plan = initial
   let subscribed: string[] = []
+  let inFlight = 0
+  let dropped = 0
+  let lastDropWarn = -Infinity
 
   const handle = async (topic: string, payload: Buffer | string, now: number): Promise<FireResult[]> => {
     if (payload.length > MAX_TRIGGER_PAYLOAD) {
@@ -72,7 +80,20 @@ export function createMessageSource(client: MqttClient, firer: Firer, log: Log, 
     // A retained message replayed on subscribe is old state (availability, last value), not a
     // new event: starting runs from it would repeat them at every hub start.
     if (packet.retain) return
-    handle(topic, payload, Date.now()).catch((err: unknown) => log.error({ topic, err: String(err) }, 'trigger dispatch failed'))
+    // A flooding board or client must not grow memory without bound while the engine's durable
+    // admission catches up: past the cap, messages are dropped, counted and warned about.
+    if (inFlight >= maxInFlight) {
+      dropped++
+      if (Date.now() - lastDropWarn > 10_000) {
+        lastDropWarn = Date.now()
+        log.warn({ topic, dropped, inFlight }, 'engine is not keeping up: trigger messages dropped')
+      }
+      return
+    }
+    inFlight++
+    handle(topic, payload, Date.now())
+      .catch((err: unknown) => log.error({ topic, err: String(err) }, 'trigger dispatch failed'))
+      .finally(() => inFlight--)
   }
   client.on('message', onMessage)
 
@@ -91,6 +112,7 @@ export function createMessageSource(client: MqttClient, firer: Firer, log: Log, 
 
   return {
     handle,
+    dropped: () => dropped,
     async setPlan(next) {
       plan = next
       await resubscribe()

@@ -27,6 +27,8 @@ export interface RouterOptions {
   /** Without it, no webhook gateway is started (webhook triggers warned as inert). */
   webhook?: WebhookOptions
   filesystem: FilesystemOptions
+  /** Cap on MQTT trigger messages being admitted at once (default 10 000). */
+  maxInFlight?: number
   now?: () => number
 }
 
@@ -38,6 +40,8 @@ export interface TriggerRouter {
   /** Manual trigger (`sop_execute`, `svc sop run`): any loaded SOP may be started by hand. */
   manual(sop: string, payload: string | Json, source?: string): Promise<FireResult>
   channel(name: string, payload: string | Json): Promise<ChannelPostResult>
+  /** MQTT trigger messages dropped because the engine was not keeping up. */
+  droppedMessages(): number
   /** Adds `POST /channels/:name` to the local API. */
   registerRoutes(app: FastifyInstance): void
   webhookUrl: string | null
@@ -61,7 +65,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
   }
   report(plan)
 
-  const messages: MessageSource | undefined = opts.mqtt ? createMessageSource(opts.mqtt, firer, log, plan) : undefined
+  const messages: MessageSource | undefined = opts.mqtt ? createMessageSource(opts.mqtt, firer, log, plan, opts.maxInFlight) : undefined
   const cron: CronSource = await createCronSource(firer, log, { ...opts.cron, now })
   const fs: FilesystemSource = createFilesystemSource(firer, log, { ...opts.filesystem, now })
   const stops: (() => Promise<void>)[] = []
@@ -100,6 +104,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
     },
     manual: (sop, payload, source = 'manual') => fireManual(plan, firer, sop, payload, source, now()),
     channel: (name, payload) => postToChannel(plan, firer, name, payload, now()),
+    droppedMessages: () => messages?.dropped() ?? 0,
     registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
     webhookUrl: webhook?.url ?? null,
     async stop() {

@@ -120,3 +120,26 @@ t.test('channels: a named local inbox on the local API', async (t) => {
   t.equal(res.statusCode, 400)
   t.equal(engine.calls.length, 3)
 })
+
+t.test('a flood while the engine is stuck is bounded: messages past the cap are dropped and counted', async (t) => {
+  const release: (() => void)[] = []
+  let calls = 0
+  const engine = {
+    trigger: () =>
+      new Promise<{ outcome: 'started'; reason: string }>((resolve) => {
+        calls++
+        release.push(() => resolve({ outcome: 'started', reason: 'late' }))
+      }),
+  }
+  const { router, pub } = await setup(t, [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])], { engine, maxInFlight: 5 })
+  for (let i = 0; i < 20; i++) await pub.publishAsync('boards/b/s', String(i), { qos: 1 })
+  for (let i = 0; i < 1000 && router.droppedMessages() < 15; i++) await new Promise((r) => setTimeout(r, 10))
+  t.equal(calls, 5, 'only the cap reached the engine')
+  t.equal(router.droppedMessages(), 15)
+  for (const r of release.splice(0)) r()
+  await new Promise((r) => setTimeout(r, 20))
+  await pub.publishAsync('boards/b/s', 'after', { qos: 1 })
+  for (let i = 0; i < 1000 && calls < 6; i++) await new Promise((r) => setTimeout(r, 10))
+  t.equal(calls, 6, 'once the engine catches up, messages flow again')
+  for (const r of release.splice(0)) r()
+})
