@@ -5,6 +5,7 @@ import { type Html, html } from './html.ts'
 import type { ListingSummary } from './view-types.ts'
 
 export const PAGE_SIZE = 24
+export const MAX_OFFSET = 1_000_000
 
 export interface BrowseQuery {
   q: string
@@ -23,7 +24,9 @@ const FILTER_KEYS = ['q', 'machineType', 'license', 'minPrice', 'maxPrice'] as c
 export function browseQuery(raw: Record<string, unknown>): BrowseQuery {
   const s = (k: string): string => (typeof raw[k] === 'string' ? (raw[k] as string).trim().slice(0, 200) : '')
   const off = Number(s('offset'))
-  return { q: s('q'), machineType: s('machineType'), license: s('license'), minPrice: s('minPrice'), maxPrice: s('maxPrice'), offset: Number.isInteger(off) && off > 0 ? off : 0 }
+  // Paging past a million listings is not a use case; a huge offset is clamped, not an error.
+  const offset = Number.isInteger(off) && off > 0 ? Math.min(off, MAX_OFFSET) : 0
+  return { q: s('q'), machineType: s('machineType'), license: s('license'), minPrice: s('minPrice'), maxPrice: s('maxPrice'), offset }
 }
 
 /** The API query string for a browse query: empty filters are left out. */
@@ -81,7 +84,13 @@ export function browseMain(b: BrowseQuery, r: BrowseResult, currency: string): H
 </nav>`
   return html`<h1>Datasets</h1>
 ${filters}
-<p class="count" id="result-count">${r.total === 0 ? 'No listings match.' : `Showing ${from}–${to} of ${r.total} listings.`}</p>
+<p class="count" id="result-count">${
+    r.total === 0
+      ? 'No listings match.'
+      : r.listings.length === 0
+        ? html`No listings on this page: ${r.total} match. <a href="${pageHref(b, 0)}">First page</a>`
+        : `Showing ${from}–${to} of ${r.total} listings.`
+  }</p>
 <ul class="cards" aria-labelledby="result-count">
 ${r.listings.map((l) => listingCard(l, currency))}
 </ul>

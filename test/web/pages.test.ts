@@ -2,6 +2,7 @@
 // errors render, unknown listings are 404 pages, security headers and assets are served.
 import t from 'tap'
 import { startDevChain } from '../../chain/dev.ts'
+import { browseMain, browseQuery } from '../../market/pages/browse.ts'
 import { dailyRows, opsChart } from '../../market/pages/chart.ts'
 import { escapeHtml, html, trusted } from '../../market/pages/html.ts'
 import { api, dataset, issueKey, postListing, signIn } from '../market/market-helpers.ts'
@@ -38,6 +39,24 @@ t.test('dailyRows counts rows per UTC day inside the window; opsChart labels the
   t.equal(svg.match(/<rect /g)?.length, 3, 'one bar a day')
   t.match(svg, '<tr><td>2026-11-21</td><td>7</td></tr>')
   t.notMatch(svg, '<tr><td>2026-11-20</td>', 'empty days are left out of the table')
+})
+
+t.test('browse query: strings only, trimmed and capped; paging links keep the filters', async (t) => {
+  t.same(browseQuery({ q: ['a', 'b'], machineType: ' arm ', offset: '24', extra: 'x' }), { q: '', machineType: 'arm', license: '', minPrice: '', maxPrice: '', offset: 24 })
+  t.equal(browseQuery({ q: 'x'.repeat(500) }).q.length, 200)
+  t.equal(browseQuery({ offset: '-5' }).offset, 0)
+  t.equal(browseQuery({ offset: '2.5' }).offset, 0)
+  t.equal(browseQuery({ offset: '1e30' }).offset, 1_000_000, 'a huge offset is clamped')
+  const listing = { slug: 's', url: '/marketplace/s', title: 'T', summary: 'S', description: 'D', machineType: 'arm', license: 'research', priceNative: '1', priceWei: '1', payout: '0x', agentId: '0', rows: 1, dataBytes: 1, imageUrl: null, status: 'listed', sample: false, createdAt: '2026-01-01T00:00:00.000Z' }
+  const mid = browseMain(browseQuery({ q: 'a b', offset: '24' }), { ok: true, total: 60, listings: Array(24).fill(listing) }, 'MON').value
+  t.match(mid, 'Showing 25–48 of 60 listings.')
+  t.match(mid, '<a href="/marketplace?q=a+b" rel="prev">Previous</a>')
+  t.match(mid, '<a href="/marketplace?q=a+b&amp;offset=48" rel="next">Next</a>')
+  const last = browseMain(browseQuery({ offset: '48' }), { ok: true, total: 60, listings: Array(12).fill(listing) }, 'MON').value
+  t.match(last, 'Showing 49–60 of 60 listings.')
+  t.notMatch(last, 'rel="next"')
+  const past = browseMain(browseQuery({ offset: '600' }), { ok: true, total: 60, listings: [] }, 'MON').value
+  t.match(past, 'No listings on this page: 60 match. <a href="/marketplace">First page</a>')
 })
 
 const dev = await startDevChain()
