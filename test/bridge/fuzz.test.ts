@@ -135,3 +135,27 @@ t.test('100,000 random chunks of events, garbage, oversized and malformed lines:
     'every event text published, in order, unchanged',
   )
 })
+
+t.test('a board that never sends a newline: megabytes dropped as one oversized line, then back to normal', async (t) => {
+  const binding = createDeviceBinding()
+  const path = '/sim/no-newline'
+  let emit: ((b: Buffer) => void) | undefined
+  binding.attach(path, { opened: (e) => (emit = e), received: () => undefined, closed: () => (emit = undefined) })
+  const published: string[] = []
+  const bridge = createBridge({
+    boards: [{ name: 'spew', port: path, heartbeatMs: 0 }],
+    publish: async (topic, payload) => void published.push(`${topic} ${payload}`),
+    binding,
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  await eventually(() => emit !== undefined, 'port open')
+  const block = Buffer.alloc(64 * 1024, 0x78)
+  for (let i = 0; i < 32; i++) {
+    emit!(block) // 2 MiB in all, no newline (2048 times the cap)
+    await new Promise((r) => setImmediate(r))
+  }
+  emit!(Buffer.from('\n' + encodeMessage('coin', 'after')))
+  await eventually(() => published.includes('boards/spew/coin after'), 'the next line gets through')
+  t.match(bridge.stats().boards.spew!, { oversized: 1, lines: 1, events: 1, garbage: 0, state: 'online' })
+})
