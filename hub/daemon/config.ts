@@ -64,6 +64,7 @@ export const HubTomlSchema = Type.Object(
           host: Type.Optional(Type.String({ minLength: 1 })),
           port: Type.Optional(Port),
           body_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 })),
+          rate_limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
         },
         { additionalProperties: false },
       ),
@@ -129,7 +130,8 @@ export interface HubConfig {
   /** `clientId`: the hub's MQTT session (persistent, so an external broker queues QoS 1 events while the hub is off). */
   broker: { url: string | null; host: string; port: number; wsPort: number | null; clientId: string; username?: string; password?: string }
   api: { port: number }
-  webhook: { enabled: boolean; host: string; port: number; bodyLimit: number }
+  /** `rateLimit`: requests per minute per client address, 0 = off. */
+  webhook: { enabled: boolean; host: string; port: number; bodyLimit: number; rateLimit: number }
   cron: { timezone: string; catchUp: boolean }
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
@@ -145,6 +147,7 @@ export const DEFAULTS = {
   webhookHost: '127.0.0.1',
   webhookPort: 8787,
   webhookBodyLimit: 64 * 1024,
+  webhookRateLimit: 600,
   debounceMs: 200,
   httpTimeoutMs: 10_000,
   boardTimeoutMs: 5_000,
@@ -231,6 +234,7 @@ export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.Pro
         host: t.webhook?.host ?? DEFAULTS.webhookHost,
         port: t.webhook?.port ?? DEFAULTS.webhookPort,
         bodyLimit: t.webhook?.body_limit ?? DEFAULTS.webhookBodyLimit,
+        rateLimit: t.webhook?.rate_limit ?? DEFAULTS.webhookRateLimit,
       },
       cron: { timezone, catchUp: t.cron?.catch_up ?? true },
       filesystem: { debounceMs: t.filesystem?.debounce_ms ?? DEFAULTS.debounceMs },

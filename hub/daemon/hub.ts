@@ -175,7 +175,7 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       log,
       mqtt: client,
       cron: { timezone: config.cron.timezone, catchUp: config.cron.catchUp, statePath: join(config.dataDir, 'cron-state.json') },
-      ...(config.webhook.enabled ? { webhook: { host: config.webhook.host, port: config.webhook.port, bodyLimit: config.webhook.bodyLimit } } : {}),
+      ...(config.webhook.enabled ? { webhook: { host: config.webhook.host, port: config.webhook.port, bodyLimit: config.webhook.bodyLimit, rateLimit: config.webhook.rateLimit } } : {}),
       filesystem: { debounceMs: config.filesystem.debounceMs },
     })
     closers.push({ name: 'triggers', fn: () => router.stop() })

@@ -3,6 +3,7 @@
 // `{ runId, outcome }`. Anything else is 404 (unknown path) or 405 (known path, wrong method),
 // as `{ error }`. Bodies are bounded (413 beyond the limit).
 import Fastify, { type FastifyInstance } from 'fastify'
+import rateLimit from '@fastify/rate-limit'
 import type { Json } from '../../sops/types.ts'
 import type { Log } from '../daemon/log.ts'
 import type { Firer } from './fire.ts'
@@ -12,6 +13,8 @@ export interface WebhookOptions {
   host: string
   port: number
   bodyLimit: number
+  /** Requests per minute per client address; 0 = no limit. */
+  rateLimit?: number
   now?: () => number
 }
 
@@ -25,9 +28,17 @@ export interface WebhookGateway {
 
 const STATUS_BY_OUTCOME: Record<string, number> = { started: 202, deferred: 202, held: 202, coalesced: 200, dropped: 200, cooldown: 200 }
 
-export function buildWebhookApp(firer: Firer, log: Log, opts: Pick<WebhookOptions, 'bodyLimit' | 'now'>, getPlan: () => TriggerPlan): FastifyInstance {
+export async function buildWebhookApp(firer: Firer, log: Log, opts: Pick<WebhookOptions, 'bodyLimit' | 'rateLimit' | 'now'>, getPlan: () => TriggerPlan): Promise<FastifyInstance> {
   const now = opts.now ?? Date.now
   const app = Fastify({ logger: false, bodyLimit: opts.bodyLimit })
+  if (opts.rateLimit && opts.rateLimit > 0) {
+    // A gateway reachable from the network must not let one caller queue unbounded runs.
+    await app.register(rateLimit, {
+      max: opts.rateLimit,
+      timeWindow: 60_000,
+      errorResponseBuilder: (_req, ctx) => ({ statusCode: 429, error: `rate limited: more than ${ctx.max} requests a minute; retry in ${ctx.after}` }),
+    })
+  }
   // Every content type arrives as text; JSON is parsed here so a bad JSON body can be
   // answered with a message that says so, instead of Fastify's generic one.
   app.removeAllContentTypeParsers()
@@ -35,7 +46,7 @@ export function buildWebhookApp(firer: Firer, log: Log, opts: Pick<WebhookOption
 
   app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
-    const error = status === 413 ? `body is larger than ${opts.bodyLimit} bytes` : status === 500 ? 'internal error' : err.message
+    const error = status === 413 ? `body is larger than ${opts.bodyLimit} bytes` : status === 500 ? 'internal error' : ((err as { error?: string }).error ?? err.message)
     if (status === 500) log.error({ err: err.message }, 'webhook gateway error')
     void reply.code(status).send({ error })
   })
@@ -65,7 +76,7 @@ export function buildWebhookApp(firer: Firer, log: Log, opts: Pick<WebhookOption
 
 export async function startWebhookGateway(firer: Firer, log: Log, opts: WebhookOptions, initial: TriggerPlan): Promise<WebhookGateway> {
   let plan = initial
-  const app = buildWebhookApp(firer, log, opts, () => plan)
+  const app = await buildWebhookApp(firer, log, opts, () => plan)
   const address = await app.listen({ host: opts.host, port: opts.port })
   log.info({ url: address, paths: [...plan.webhook.keys()] }, 'webhook gateway listening')
   return {

@@ -56,3 +56,16 @@ t.test('admission outcomes other than started still answer, with the outcome', a
   t.equal(res.status, 200)
   t.same(await res.json(), { runId: null, outcome: 'cooldown', reason: 'inside cooldown_secs' })
 })
+
+t.test('a caller over the rate limit gets 429 with a reason; nothing more is started', async (t) => {
+  const engine = recordingEngine()
+  const plan = buildPlan([sop('hook', [{ type: 'webhook', path: '/h' }])])
+  const gw = await startWebhookGateway(createFirer(engine, matches, silentLog), silentLog, { host: '127.0.0.1', port: 0, bodyLimit: 1024, rateLimit: 3 }, plan)
+  t.teardown(() => gw.stop())
+  const codes: number[] = []
+  for (let i = 0; i < 5; i++) codes.push((await fetch(`${gw.url}/h`, { method: 'POST', body: 'x' })).status)
+  t.same(codes, [202, 202, 202, 429, 429])
+  const res = await fetch(`${gw.url}/h`, { method: 'POST', body: 'x' })
+  t.match(await res.json(), { error: /rate limited: more than 3 requests a minute/ })
+  t.equal(engine.calls.length, 3)
+})
