@@ -41,6 +41,9 @@ export class SerialLink implements LineSink {
   private retryTimer: NodeJS.Timeout | undefined
   private heartbeatTimer: NodeJS.Timeout | undefined
   private lastRx = 0
+  /** Whether the board has sent anything since this open: only then does silence mean it left. */
+  private heardSinceOpen = false
+  private warnedMuteBoard = false
   private helloName: string | undefined
   private readonly counts = { events: 0, garbage: 0, unmatched: 0, reconnects: 0 }
   /** Per-board publish outcomes, kept by the bridge's queue callbacks. */
@@ -176,8 +179,10 @@ export class SerialLink implements LineSink {
         this.deps.whenRelieved(() => lines.resume())
       }
     })
+    this.heardSinceOpen = false
     port.on('data', () => {
       this.lastRx = this.deps.now()
+      this.heardSinceOpen = true
     })
     port.once('close', (err: (Error & { disconnected?: boolean }) | null) => {
       port.unpipe()
@@ -221,6 +226,15 @@ export class SerialLink implements LineSink {
       void this.commands.send('ping', {}, hb).then((r) => {
         if (r.ok || this.port !== port || !port) return
         if (this.deps.now() - this.lastRx < hb) return
+        if (!this.heardSinceOpen) {
+          // Never a byte since the port opened: a board that does not speak `ping` looks the
+          // same as a gone one. Reopening would only make it flap online/offline; keep it.
+          if (!this.warnedMuteBoard) {
+            this.warnedMuteBoard = true
+            this.deps.log.warn({ board: this.name, port: this.cfg.port }, 'board has sent nothing and does not answer ping; heartbeat cannot tell if it is there (set heartbeatMs = 0 to stop pinging)')
+          }
+          return
+        }
         this.deps.log.warn({ board: this.name, error: r.error }, 'heartbeat failed; reopening the port')
         this.port = undefined
         port.close(() => undefined)

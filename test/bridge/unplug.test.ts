@@ -107,3 +107,24 @@ t.test('a board missing at start: start() resolves, the bridge keeps trying unti
   t.same(published, ['boards/late/availability online'])
   t.equal(bridge.stats().boards.late!.reconnects, 0, 'a first open is not a reconnect')
 })
+
+t.test('a board that never says anything and ignores ping is not made to flap', async (t) => {
+  const binding = createDeviceBinding()
+  const path = '/sim/mute-from-start'
+  let opens = 0
+  binding.attach(path, { opened: () => void opens++, received: () => undefined, closed: () => undefined })
+  const published: string[] = []
+  const bridge = createBridge({
+    boards: [{ name: 'mute', port: path, heartbeatMs: 50 }],
+    publish: async (topic, payload) => void published.push(`${topic} ${payload}`),
+    binding,
+    backoff: { initialMs: 1, maxMs: 2 },
+  })
+  t.teardown(() => bridge.close())
+  await bridge.start()
+  await eventually(() => bridge.stats().boards.mute!.timeouts >= 3, 'three unanswered heartbeat pings')
+  t.equal(bridge.stats().boards.mute!.state, 'online')
+  t.equal(bridge.stats().boards.mute!.reconnects, 0)
+  t.equal(opens, 1, 'the port was not reopened')
+  t.same(published, ['boards/mute/availability online'], 'no offline/online flapping')
+})
