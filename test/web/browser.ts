@@ -1,4 +1,4 @@
-// Finding and launching Chromium for the browser tests: /usr/bin/chromium (or SVC_CHROMIUM)
+// Finding and launching Chromium for the browser tests: SVC_CHROMIUM or /usr/bin/chromium
 // when present, else the npm package @sparticuz/chromium when installed, else a skip reason.
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
@@ -9,7 +9,9 @@ import { tempDir } from '../helpers/tmp.ts'
 export type ChromiumFind = { ok: true; executablePath: string } | { ok: false; reason: string }
 
 export async function findChromium(): Promise<ChromiumFind> {
-  const candidates = [process.env.SVC_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'].filter((p): p is string => !!p)
+  // SVC_CHROMIUM, when set, is the only path tried (so a missing browser can be simulated too).
+  const env = process.env.SVC_CHROMIUM
+  const candidates = env ? [env] : ['/usr/bin/chromium', '/usr/bin/chromium-browser']
   for (const p of candidates) if (existsSync(p)) return { ok: true, executablePath: p }
   try {
     // Optional and not a dependency: a variable specifier keeps tsc from requiring it.
