@@ -47,6 +47,8 @@ export interface SyncOptions {
   backoffMinMs?: number
   backoffMaxMs?: number
   fetch?: typeof fetch
+  /** How long to wait for a request's receipt before checking what became of its nonce. */
+  receiptTimeoutMs?: number
 }
 
 export interface SyncReport {
@@ -67,6 +69,7 @@ class SyncError extends Error {}
 
 export function createAttestSync(opts: SyncOptions): AttestSync {
   const batchSize = opts.batchSize ?? 50
+  const receiptTimeoutMs = opts.receiptTimeoutMs ?? 30_000
   const log = opts.log ?? {}
   const doFetch = opts.fetch ?? fetch
   const pub: SvcPublicClient = publicClientFor(opts.chain.rpcUrl)
@@ -134,6 +137,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       }
       // Saved before broadcast: this is what makes a restart re-send the same transaction.
       await opts.store.update(signed)
+      log.info?.(`signed requests for lines ${signed[0]!.seq + 1}..${signed[signed.length - 1]!.seq + 1}, nonces ${signed[0]!.requestTx!.nonce}..${nonce - 1}`)
       batch = batch.map((r) => signed.find((s) => s.seq === r.seq) ?? r)
     }
 
@@ -145,9 +149,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         const hash = rec.requestTx!.hash
         const receipt =
           (await pub.getTransactionReceipt({ hash }).catch(() => undefined)) ??
-          (await pub.waitForTransactionReceipt({ hash, timeout: 120_000 }).catch((err: unknown) => {
-            throw new SyncError(`waiting for request of line ${rec.seq + 1}: ${err instanceof BaseError ? err.shortMessage : String(err)}`)
-          }))
+          (await pub.waitForTransactionReceipt({ hash, timeout: receiptTimeoutMs }).catch(() => undefined))
+        if (!receipt) return unmined(rec)
         if (receipt.status === 'success') return { ...rec, state: 'requested' }
         const owner = await rowIsOurs(rec)
         if (owner === 'ours') return { ...rec, state: 'requested' }
@@ -155,8 +158,29 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       }),
     )
     await opts.store.update(done)
-    for (const r of done) r.state === 'failed' ? failed++ : requested++
+    for (const r of done) {
+      if (r.state === 'failed') failed++
+      else if (r.state === 'requested') requested++
+    }
     return { requested, failed }
+  }
+
+  /**
+   * A saved request that is not mined in time. If its nonce is still free, it may yet be mined:
+   * retry later (same bytes). If the nonce was used by another transaction, this one can never
+   * be mined, so the line goes back to `pending` and gets a fresh transaction; the request
+   * check (rowIsOurs) runs first, so a line already requested is never requested again.
+   */
+  async function unmined(rec: AttestRecord): Promise<AttestRecord> {
+    const tx = rec.requestTx!
+    const mined = await pub.getTransactionCount({ address: opts.signer.account.address, blockTag: 'latest' })
+    if (mined <= tx.nonce) throw new SyncError(`request of line ${rec.seq + 1} (${tx.hash}, nonce ${tx.nonce}) is not mined yet; will re-send the same transaction`)
+    const owner = await rowIsOurs(rec)
+    if (owner === 'ours') return { ...rec, state: 'requested' }
+    if (owner !== 'none') return { ...rec, state: 'failed', error: owner }
+    log.warn?.(`line ${rec.seq + 1}: nonce ${tx.nonce} was used by another transaction; signing a new request`)
+    const { requestTx: _dropped, ...rest } = rec
+    return { ...rest, state: 'pending' }
   }
 
   async function broadcast(rec: AttestRecord): Promise<void> {
@@ -168,7 +192,10 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     } catch (err) {
       const msg = err instanceof BaseError ? err.details || err.shortMessage : String(err)
       // Already in the pool, or already mined: either way the one transaction is out.
-      if (/already known|already imported|nonce too low|known transaction/i.test(msg)) return
+      if (/already known|already imported|nonce too low|known transaction/i.test(msg)) {
+        log.info?.(`line ${rec.seq + 1}: request ${tx.hash} (nonce ${tx.nonce}) already out: ${msg}`)
+        return
+      }
       throw new SyncError(`broadcasting request of line ${rec.seq + 1}: ${msg}`)
     }
   }

@@ -2,6 +2,7 @@
 // 20 times. After each kill the store and the exported files agree, no acknowledged line is
 // lost, none is stored twice; in the end sync requests each line exactly once.
 import { spawn } from 'node:child_process'
+import { appendFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createInterface } from 'node:readline'
@@ -32,7 +33,7 @@ const fixture = join(import.meta.dirname, 'fixtures', 'attest-loop.ts')
 
 function runChild(start: number): Promise<{ acked: Set<number>; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
-    env: { ...process.env, STORE: storePath, DEVICE_KEY: chain.accounts.device.privateKey, CHAIN: JSON.stringify(chain.info), ATTESTOR: attestor.url, START: String(start), THROTTLE_MS: '15' },
+    env: { ...process.env, STORE: storePath, DEVICE_KEY: chain.accounts.device.privateKey, CHAIN: JSON.stringify(chain.info), ATTESTOR: attestor.url, START: String(start), THROTTLE_MS: '15', SYNC_LOG: process.env.SYNC_LOG ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const acked = new Set<number>()
@@ -91,7 +92,7 @@ t.test(`${ROUNDS} SIGKILLs`, async (t) => {
 t.test('after the kills, sync finishes and each line was requested exactly once', async (t) => {
   const store = await openAttestStore(storePath)
   t.teardown(() => store.close())
-  const sync = createAttestSync({ store, chain: chain.info, attestorUrl: attestor.url, signer: signerFromKey(chain.accounts.device.privateKey), batchSize: 25 })
+  const sync = createAttestSync({ store, chain: chain.info, attestorUrl: attestor.url, signer: signerFromKey(chain.accounts.device.privateKey), batchSize: 25, log: { info: (m) => process.env.SYNC_LOG && appendFileSync(process.env.SYNC_LOG, `parent ${m}\n`) } })
   const r = await sync.runOnce()
   t.equal(r.remaining, 0)
   const failed: string[] = []
