@@ -218,7 +218,7 @@ async function run(r: RunInput): Promise<void> {
   }
   if (!config.boards.some((b) => b.name === 'vend1')) config.boards.push({ name: 'vend1', port: '/dev/svc-sim-vend1', simulate: true })
   // Keep a handle on the attestation parts: the demo lists from the hub's own store.
-  const base = realParts(env)
+  const base = realParts(env, config)
   let extras: ListingParts | null = null
   const parts: HubParts = {
     ...base,
