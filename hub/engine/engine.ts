@@ -19,7 +19,7 @@ import {
   skipReason,
   stepByNumber,
 } from '../../sops/run/routing.ts'
-import { holdsSlot, isFinished, isParked, type RunEvent, transition } from '../../sops/run/states.ts'
+import { holdsSlot, isParked, type RunEvent, transition } from '../../sops/run/states.ts'
 import type { Json, Sop, Step } from '../../sops/types.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import type { AgentAdapter } from '../agent/types.ts'
@@ -285,7 +285,8 @@ export class Engine implements HubEngine {
     this.live.delete(run.id)
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
-    await this.persist(run, [this.store.lastFinishedOp(run.sop, run.finishedAt)])
+    run.updatedAt = this.now()
+    await this.store.write([...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)])
     this.store.forget(run.id)
     this.release(run.sop)
   }
@@ -526,9 +527,10 @@ export class Engine implements HubEngine {
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
     const out = new Map<string, RunSummary>()
-    for await (const r of this.store.states()) {
+    for await (const v of this.store.finished()) {
+      const r = v as RunSummary
       if (filter.sop !== undefined && r.sop !== filter.sop) continue
-      out.set(r.id, summary(r))
+      out.set(r.id, r)
     }
     for (const r of this.live.values()) if (filter.sop === undefined || r.sop === filter.sop) out.set(r.id, summary(r))
     let list = [...out.values()]
@@ -587,7 +589,7 @@ export class Engine implements HubEngine {
    */
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
-    for (const r of await this.store.unfinished(isFinished)) this.live.set(r.id, r)
+    for (const r of await this.store.unfinished()) this.live.set(r.id, r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) {
       // The stored record of the current step may be from an earlier visit (entering a step is

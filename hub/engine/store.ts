@@ -23,9 +23,8 @@ export interface AdmissionRecord extends AdmissionDecision {
 }
 
 const RUN = 'run!'
-const ST = 'st!'
-const STEP = 'step!'
-const LOG = 'log!'
+const OPEN = 'open!'
+const FIN = 'fin!'
 const KEPT = 'kept!'
 const ADM = 'adm!'
 const LAST = 'last!'
@@ -35,17 +34,27 @@ function seqKey(prefix: string, at: number, seq: number): string {
   return `${prefix}${at.toString(36).padStart(10, '0')}!${seq.toString(36).padStart(8, '0')}`
 }
 
-const stepKey = (id: string, n: number) => `${STEP}${id}!${String(n).padStart(4, '0')}`
-const logKey = (id: string, seq: number) => `${LOG}${id}!${seq.toString(36).padStart(8, '0')}`
+const deltaKey = (id: string, seq: number) => `${RUN}${id}!${seq.toString(36).padStart(6, '0')}`
 
 /** What never changes after a run is created. */
 type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
-/** What changes with the run's state: small, rewritten at each state change. */
-type RunState = Omit<RunRecord, 'id' | 'mode' | 'trigger' | 'admission' | 'steps' | 'log' | 'lastOutput'>
+/** What changes with the run's state: small, carried whole by every delta. */
+export type RunStateRecord = Omit<RunRecord, 'id' | 'mode' | 'trigger' | 'admission' | 'steps' | 'log' | 'lastOutput'>
 
-/** What was last written for a live run, so a state change writes only the parts that changed. */
+/**
+ * One write of a run: the state record whole, the step records that changed, the log entries
+ * added. Delta 0 also carries the head. A run is its deltas applied in order.
+ */
+interface Delta {
+  head?: RunHead
+  st: RunStateRecord
+  steps?: RunRecord['steps']
+  log?: RunRecord['log']
+}
+
+/** What was last written for a live run, so a state change writes only what changed. */
 interface Written {
-  st: string
+  seq: number
   steps: Map<number, string>
   logSeq: number
 }
@@ -66,46 +75,41 @@ export class EngineStore {
   }
 
   /**
-   * The writes that bring the stored run up to `run`: the head once, the state record, and only
-   * the steps and log entries that changed since the last write. A run's record is split so that
-   * a state change costs a few hundred bytes, not the whole growing record (bench: sync batches
-   * are bound by the bytes they carry).
+   * The write that brings the stored run up to `run`: one appended delta (bench: a sync batch
+   * costs by its operations and bytes, so a state change is one small put, and the bytes a run
+   * writes grow linearly with its steps, not with the square). A new run also gets an `open!`
+   * marker, so a restart finds unfinished runs without reading the history.
    */
   runOps(run: RunRecord): BatchOp[] {
     const ops: BatchOp[] = []
     let w = this.written.get(run.id)
+    const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
+    const delta: Delta = { st }
     if (!w) {
-      const head: RunHead = { id: run.id, sop: run.sop, mode: run.mode, trigger: run.trigger, createdAt: run.createdAt, admission: run.admission }
-      ops.push({ type: 'put', key: RUN + run.id, value: JSON.stringify(head) })
-      w = { st: '', steps: new Map(), logSeq: 0 }
+      w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
-    }
-    const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...state } = run
-    const st = JSON.stringify(state satisfies RunState)
-    if (st !== w.st) {
-      ops.push({ type: 'put', key: ST + run.id, value: st })
-      w.st = st
+      delta.head = { id: run.id, sop: run.sop, mode: run.mode, trigger: run.trigger, createdAt: run.createdAt, admission: run.admission }
+      ops.push({ type: 'put', key: OPEN + run.id, value: '' })
     }
     for (const [k, rec] of Object.entries(steps)) {
-      // A step just entered is implied by `current`; its record is written when it has a result
-      // (the restart rule in engine.ts: recover() re-enters it).
+      // A step just entered is implied by `current`; its record is written once it has a result
+      // (engine.ts recover() re-enters it after a restart).
       if (rec.status === 'running' && rec.attempts === 0) continue
       const n = Number(k)
       const v = JSON.stringify(rec)
-      if (w.steps.get(n) !== v) {
-        ops.push({ type: 'put', key: stepKey(run.id, n), value: v })
-        w.steps.set(n, v)
-      }
+      if (w.steps.get(n) === v) continue
+      w.steps.set(n, v)
+      ;(delta.steps ??= {})[n] = rec
     }
-    // New log entries go in one chunk keyed by the sequence of its first entry: one put per
-    // state change however many entries it logged. (The in-memory log is bounded; so is a run's
-    // stored log in practice, since entries come from state changes and visits are capped.)
-    if (run.logSeq > w.logSeq) {
-      const fresh = log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq)))
-      ops.push({ type: 'put', key: logKey(run.id, run.logSeq - fresh.length), value: JSON.stringify(fresh) })
-    }
+    if (run.logSeq > w.logSeq) delta.log = log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq)))
     w.logSeq = run.logSeq
+    ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: JSON.stringify(delta) })
     return ops
+  }
+
+  /** With the final delta: a summary for listings, and the `open!` marker removed. */
+  finishOps(run: RunRecord, summary: object): BatchOp[] {
+    return [...this.runOps(run), { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) }, { type: 'del', key: OPEN + run.id }]
   }
 
   /** A finished run is no longer written; drop what was remembered about it. */
@@ -137,44 +141,46 @@ export class EngineStore {
     return this.committer.write(ops)
   }
 
-  private async assemble(id: string, stText: string): Promise<RunRecord | undefined> {
-    const headText = await this.db.get(RUN + id)
-    if (headText === undefined) return undefined
-    const head = JSON.parse(headText) as RunHead
-    const state = JSON.parse(stText) as RunState
+  /** Replays a run's deltas; also returns how many there were (the next delta's number). */
+  private async replay(id: string): Promise<{ run: RunRecord; deltas: number } | undefined> {
+    let head: RunHead | undefined
+    let st: RunStateRecord | undefined
     const steps: RunRecord['steps'] = {}
-    for await (const v of this.db.values({ gt: `${STEP}${id}!`, lt: `${STEP}${id}!\xff` })) {
-      const rec = JSON.parse(v) as RunRecord['steps'][string]
-      steps[rec.number] = rec
-    }
     const log: RunRecord['log'] = []
-    for await (const v of this.db.values({ gt: `${LOG}${id}!`, lt: `${LOG}${id}!\xff` })) log.push(...(JSON.parse(v) as RunRecord['log']))
+    let deltas = 0
+    for await (const v of this.db.values({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) {
+      const d = JSON.parse(v) as Delta
+      if (d.head) head = d.head
+      st = d.st
+      if (d.steps) Object.assign(steps, d.steps)
+      if (d.log) log.push(...d.log)
+      deltas++
+    }
+    if (!head || !st) return undefined
     // Keep the same bound as the live log (record.ts: MAX_LOG_ENTRIES).
     if (log.length > MAX_LOG_ENTRIES) log.splice(0, log.length - MAX_LOG_ENTRIES)
-    const lastOutput = state.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[state.lastFrom]?.output ?? null)
-    return { ...head, ...state, steps, log, lastOutput }
+    const lastOutput = st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
+    return { run: { ...head, ...st, steps, log, lastOutput }, deltas }
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
-    const st = await this.db.get(ST + id)
-    return st === undefined ? undefined : this.assemble(id, st)
+    return (await this.replay(id))?.run
   }
 
-  /** The state record of every stored run (id, sop, state, gate… but no steps or log). */
-  async *states(): AsyncGenerator<RunState & { id: string }> {
-    for await (const [k, v] of this.db.iterator({ gt: ST, lt: ST + '\xff' })) yield { id: k.slice(ST.length), ...(JSON.parse(v) as RunState) }
+  /** Summaries of the finished runs (live ones are in the engine's memory). */
+  async *finished(): AsyncGenerator<unknown> {
+    for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) yield JSON.parse(v)
   }
 
   /** Full records of the runs that had not finished, remembered as written (after a restart). */
-  async unfinished(isFinished: (s: RunRecord['state']) => boolean): Promise<RunRecord[]> {
+  async unfinished(): Promise<RunRecord[]> {
     const out: RunRecord[] = []
-    for await (const s of this.states()) {
-      if (isFinished(s.state)) continue
-      const run = await this.getRun(s.id)
-      if (!run) continue
-      out.push(run)
-      const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log: _l, lastOutput: _o, ...state } = run
-      this.written.set(run.id, { st: JSON.stringify(state), steps: new Map(Object.entries(steps).map(([k, v]) => [Number(k), JSON.stringify(v)])), logSeq: run.logSeq })
+    for await (const k of this.db.keys({ gt: OPEN, lt: OPEN + '\xff' })) {
+      const r = await this.replay(k.slice(OPEN.length))
+      if (!r) continue
+      out.push(r.run)
+      const steps = new Map(Object.entries(r.run.steps).map(([n, v]) => [Number(n), JSON.stringify(v)]))
+      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
     }
     return out
   }
