@@ -82,6 +82,35 @@ async function browserTests(executablePath: string): Promise<void> {
     return (await loc.first().textContent()) ?? ''
   }
 
+  /** Basic accessibility facts of the current page: problems found, empty when none. */
+  const a11y = (page: Page): Promise<string[]> =>
+    page.evaluate(() => {
+      const out: string[] = []
+      if (document.querySelectorAll('h1').length !== 1) out.push(`${document.querySelectorAll('h1').length} h1 elements`)
+      if (!document.documentElement.lang) out.push('no lang on <html>')
+      for (const el of Array.from(document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select'))) {
+        if (el.type === 'hidden') continue
+        if (!(el.labels && el.labels.length > 0) && !el.getAttribute('aria-label')) out.push(`unlabelled ${el.tagName.toLowerCase()} ${el.name || el.id}`)
+      }
+      for (const b of Array.from(document.querySelectorAll('button, a[href]'))) if (!(b.textContent ?? '').trim() && !b.getAttribute('aria-label')) out.push(`nameless ${b.tagName.toLowerCase()}`)
+      for (const img of Array.from(document.querySelectorAll('img'))) if (!img.hasAttribute('alt')) out.push(`img without alt: ${img.getAttribute('src')}`)
+      if (!document.querySelector('main')) out.push('no <main>')
+      return out
+    })
+
+  t.test('pages have one h1, labelled controls, named buttons and links, images with alt', async (t) => {
+    const { page } = await open(t, 'a11y', owner)
+    await page.goto(`${url}/keys`)
+    await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
+    for (const path of ['/marketplace', `/marketplace/${goodSlug}`, `/marketplace/${mixedSlug}`, '/marketplace/sample-arm-picks', `/agents/${dev.agentId}`, '/keys', '/marketplace/nope']) {
+      await page.goto(url + path)
+      t.same(await a11y(page), [], path)
+    }
+    // The check itself finds each kind of problem.
+    await page.setContent('<html><body><input name="x"><img src="data:,"><button></button></body></html>')
+    t.same(await a11y(page), ['0 h1 elements', 'no lang on <html>', 'unlabelled input x', 'nameless button', 'img without alt: data:,', 'no <main>'])
+  })
+
   t.test('browse without a wallet: filters, search, a bad filter, a listing, and sign-in says no wallet', async (t) => {
     const { page } = await open(t, 'browse')
     await page.goto(`${url}/marketplace`)
