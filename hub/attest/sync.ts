@@ -6,7 +6,7 @@
 //      a crash the same bytes are re-broadcast (same nonce, same hash), so a line is never
 //      requested twice and never skipped. Lines whose request is already on chain (ours) move on.
 //   2. attest: the lines go to the attestor, which answers each on chain; then `attested`.
-import { type Address, BaseError, type Hex, encodeFunctionData, keccak256 } from 'viem'
+import { type Address, BaseError, encodeFunctionData, keccak256 } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.ts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
