@@ -7,7 +7,7 @@ import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
-import { type LogEntry, type RunRecord, type StepRecord, appendLog, newRun, payloadAsInput } from '../../sops/run/record.ts'
+import { type LogEntry, MAX_COALESCED_KEPT, type RunRecord, type StepRecord, appendLog, newRun, payloadAsInput } from '../../sops/run/record.ts'
 import {
   type GuardContext,
   MAX_VISITS,
@@ -173,6 +173,8 @@ export class Engine implements HubEngine {
         const into = [...this.live.values()].filter((r) => r.sop === sop.name && holdsSlot(r.state)).pop()
         if (!into) return { outcome: 'dropped', reason: 'coalesce: no run in flight to fold into' }
         into.coalesced.push(event)
+        into.coalescedCount++
+        if (into.coalesced.length > MAX_COALESCED_KEPT) into.coalesced.shift()
         this.note(into, 0, 'info', `coalesced a ${event.type} trigger from ${event.source}`)
         const d: AdmissionDecision = { outcome: 'coalesced', runId: into.id, reason: verdict.reason }
         await this.store.write([...this.store.runOps(into), this.admissionOp(sop.name, event, d)])

@@ -84,8 +84,9 @@ export interface RunRecord {
   passedGates: number[]
   gate?: Gate
   approvals: ApprovalRecord[]
-  /** Triggers folded into this run by the coalesce policy. */
+  /** Triggers folded into this run by the coalesce policy (the latest MAX_COALESCED_KEPT). */
   coalesced: TriggerEvent[]
+  coalescedCount: number
   admission: AdmissionOutcome
   error?: string
   log: LogEntry[]
@@ -122,11 +123,15 @@ export function newRun(init: { id: string; sop: string; mode: ExecutionMode; tri
     passedGates: [],
     approvals: [],
     coalesced: [],
+    coalescedCount: 0,
     admission: init.admission,
     log: [],
     logSeq: 0,
   }
 }
+
+/** A run folding a trigger storm keeps the latest events only: its state record is rewritten at every change. */
+export const MAX_COALESCED_KEPT = 100
 
 /** Keeps a run's log bounded: a looping run must not grow its record without limit. */
 export const MAX_LOG_ENTRIES = 2000

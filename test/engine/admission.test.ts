@@ -68,6 +68,7 @@ t.test('coalesce: folds the trigger into the run in flight, recorded on that run
   await engine.idle()
   const run = await engine.getRun(a.runId!)
   t.match(run?.coalesced, [{ payload: { i: 2 } }])
+  t.equal(run?.coalescedCount, 1)
   t.equal((await engine.listRuns()).length, 1, 'no second run')
 })
 
