@@ -1,81 +1,13 @@
 // `npm start` end to end (issue 7 part 4, "done when"): a real child `node bin/svc.js start` with
 // SVC_HOME in a temp dir and free ports; waits for the printed listing URL, verifies the listing on
 // the market (every row passes against the local chain), then SIGINT: exit 0 and anvil gone.
-import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { alive, root, startChild } from './child.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
-
-const root = fileURLToPath(new URL('../../', import.meta.url))
-const bin = join(root, 'bin', 'svc.js')
-
-interface Child {
-  proc: ChildProcess
-  out: () => string
-  err: () => string
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>
-  waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>
-}
-
-function startChild(t: { teardown(fn: () => unknown): void }, args: string[], env: NodeJS.ProcessEnv): Child {
-  const proc = spawn(process.execPath, [bin, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
-  let out = ''
-  let err = ''
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()))
-  proc.stderr!.on('data', (d: Buffer) => (err += d.toString()))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
-  // Whatever happens in the test, the child (and, through its handler, anvil) is stopped by pid.
-  t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {
-      process.kill(proc.pid, 'SIGTERM')
-      const timer = setTimeout(() => proc.pid !== undefined && process.kill(proc.pid, 'SIGKILL'), 30_000)
-      await exited
-      clearTimeout(timer)
-    }
-  })
-  return {
-    proc,
-    out: () => out,
-    err: () => err,
-    exited,
-    waitFor: (re, ms) =>
-      new Promise((resolve, reject) => {
-        const check = (): void => {
-          const m = re.exec(out)
-          if (m) {
-            clearInterval(iv)
-            clearTimeout(to)
-            resolve(m)
-          }
-        }
-        const iv = setInterval(check, 200)
-        const to = setTimeout(() => {
-          clearInterval(iv)
-          reject(new Error(`no ${re} within ${ms} ms\nstdout:\n${out}\nstderr:\n${err}`))
-        }, ms)
-        proc.once('exit', () => {
-          check()
-          clearInterval(iv)
-          clearTimeout(to)
-          reject(new Error(`svc start exited before ${re}\nstdout:\n${out}\nstderr:\n${err}`))
-        })
-        check()
-      }),
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch {
-    return false
-  }
-}
 
 t.test('svc start: chain, market, hub, simulated board; a listing that verifies; SIGINT stops all', async (t) => {
   const home = join(await tempDir(t, 'svc-start-'), 'home')
