@@ -32,8 +32,9 @@ export async function callTool(tools: ToolRegistry, scope: CallScope, index: num
   if (!tool) return { ok: false, error: `no tool named "${name}"` }
   const bad = schemaProblem(tool.schema as object, args)
   if (bad) return { ok: false, error: `arguments for ${name} do not match its schema: ${bad}` }
+  let r: ToolResult
   try {
-    return await tool.run(args, {
+    r = await tool.run(args, {
       runId: scope.runId,
       sop: scope.sop,
       step: scope.step.number,
@@ -44,6 +45,11 @@ export async function callTool(tools: ToolRegistry, scope: CallScope, index: num
   } catch (err) {
     return { ok: false, error: `${name} threw: ${err instanceof Error ? err.message : String(err)}` }
   }
+  // A plugin tool may break its contract; the run records that instead of storing garbage.
+  if (typeof r !== 'object' || r === null || typeof r.ok !== 'boolean') return { ok: false, error: `${name} returned no { ok, output } result` }
+  if (!r.ok) return { ok: false, error: typeof r.error === 'string' && r.error !== '' ? r.error : `${name} failed without saying why` }
+  if (r.output === undefined) return { ok: true, output: null }
+  return r
 }
 
 export type CallsOutcome = { ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }

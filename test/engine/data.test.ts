@@ -135,3 +135,32 @@ t.test('depends_on: a step whose prerequisites did not complete is skipped with 
   t.match(run.steps['3']?.reason, /depends_on: step 2 did not complete/)
   t.same(tools.calls.map((c) => c.args), [{ a: 1 }, { d: 1 }])
 })
+
+t.test('a tool that breaks its result contract fails the step with a reason', async (t) => {
+  const { createEngine } = await import('../../hub/engine/index.ts')
+  const { tempDir } = await import('../helpers/tmp.ts')
+  const { Type } = await import('typebox')
+  const bad = (name: string, result: unknown) => ({ name, description: '', schema: Type.Any(), run: async () => result as never })
+  const registry = new Map([
+    ['nothing', bad('nothing', undefined)],
+    ['silent', bad('silent', { ok: false })],
+    ['empty', bad('empty', { ok: true })],
+  ])
+  const engine = await createEngine({
+    sops: [
+      sop({ name: 'a', steps: [step(1, { calls: [call('nothing')] })] }),
+      sop({ name: 'b', steps: [step(1, { calls: [call('silent')] })] }),
+      sop({ name: 'c', steps: [step(1, { calls: [call('empty')] })] }),
+    ],
+    tools: registry,
+    dbPath: await tempDir(t),
+  })
+  t.teardown(() => engine.close())
+  const ids = await Promise.all(['a', 'b', 'c'].map(async (n) => (await engine.trigger(n, event())).runId!))
+  await engine.idle()
+  const [a, b, c] = await Promise.all(ids.map((id) => engine.getRun(id)))
+  t.match(a?.error, /nothing returned no \{ ok, output \} result/)
+  t.match(b?.error, /silent failed without saying why/)
+  t.equal(c?.state, 'completed')
+  t.equal(c?.steps['1']?.output, null)
+})
