@@ -100,7 +100,7 @@ async function latency(dir: string, n: number): Promise<{ p50: number; p99: numb
 const dir = await mkdtemp(join(tmpdir(), 'svc-engine-bench-'))
 try {
   const raw = await baseline(dir, 3)
-  const total = Number(process.env.RUNS ?? 20000)
+  const total = Number(process.env.RUNS ?? 10000)
   const inFlight = Number(process.env.IN_FLIGHT ?? 256)
   const tp = await throughput(dir, total, inFlight)
   const lat = await latency(dir, 2000)
