@@ -33,7 +33,7 @@ const fixture = join(import.meta.dirname, 'fixtures', 'attest-loop.ts')
 
 function runChild(start: number): Promise<{ acked: Set<number>; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
-    env: { ...process.env, STORE: storePath, DEVICE_KEY: chain.accounts.device.privateKey, CHAIN: JSON.stringify(chain.info), ATTESTOR: attestor.url, START: String(start), THROTTLE_MS: '15', SYNC_LOG: process.env.SYNC_LOG ?? '' },
+    env: { ...process.env, STORE: storePath, DEVICE_KEY: chain.accounts.device.privateKey, CHAIN: JSON.stringify(chain.info), ATTESTOR: attestor.url, START: String(start), THROTTLE_MS: '30', SYNC_LOG: process.env.SYNC_LOG ?? '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const acked = new Set<number>()
