@@ -7,6 +7,7 @@ import { startDevChain } from '../../chain/dev.ts'
 import { buildMarketApp } from '../../market/app.ts'
 import { chainFromInfo, defaultConfig } from '../../market/config.ts'
 import { allValues } from '../../market/store/db.ts'
+import { main } from '../../hub/cli/main.ts'
 import { createListing } from '../../hub/listing/create.ts'
 import { issueMarketKey } from '../../hub/listing/issue-key.ts'
 import { postListing } from '../../hub/listing/post.ts'
@@ -101,6 +102,24 @@ t.test('listing sync with a real market', async (t) => {
     t.equal((await realListings()).length, before + 1, 'one new listing only')
     const other = await postListing(dir, { ...e.entry, id: 'concurrent-2' }, issued.key)
     t.ok(other.kind === 'posted' && !slugs.has(other.slug), 'another key makes another listing')
+  })
+
+  await t.test('svc listing create with a stored key posts at once and prints the absolute URL', async (t) => {
+    const cliHome = join(home, 'cli')
+    const fx = await storeWith(t, ['attested', 'attested'])
+    await fx.store.close() // the hub is not running: the CLI opens the store itself
+    const io = (lines: string[], errs: string[]) => ({ out: (s: string) => void lines.push(s), err: (s: string) => void errs.push(s), env: { ...process.env, SVC_HOME: fx.home }, cwd: cliHome })
+    const out: string[] = []
+    const err: string[] = []
+    t.equal(await main(['key', 'set', issued.key, '--market', marketUrl], io(out, err)), 0, err.join('\n'))
+    const before = (await realListings()).length
+    const code = await main(['listing', 'create', '--title', 'From the CLI', '--summary', 'two lines', '--description', FIELDS.description, '--machine-type', 'vending', '--license', 'audit', '--price', '0.2', '--agent', dev.agentId], io(out, err))
+    t.equal(code, 0, err.join('\n'))
+    t.match(out.at(-1), new RegExp(`^listed: ${marketUrl}/marketplace/from-the-cli-[a-z0-9]+$`))
+    t.equal((await realListings()).length, before + 1)
+    out.length = 0
+    t.equal(await main(['listing', 'status'], io(out, err)), 0)
+    t.match(out.join('\n'), /posted .* 2 rows {2}1 tries {2}From the CLI {2}http/)
   })
 
   await t.test('a bad Idempotency-Key header is a 400 naming it, nothing listed', async (t) => {
