@@ -43,7 +43,7 @@ try {
     title: `Bench listing ${i} <with> "markup" & more`,
     summary: 'A summary of the operations in this dataset, long enough to look like a real one.',
     description: 'D'.repeat(2000),
-    machineType: (['vending', 'arm', 'drone', 'sensor'] as const)[i % 4],
+    machineType: (['vending', 'arm', 'drone', 'sensor'] as const)[i % 4]!,
     license: 'research',
     priceNative: '0.05',
     priceWei: '50000000000000000',
