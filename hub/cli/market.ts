@@ -1,6 +1,7 @@
 // `svc market [--config market.toml]`: runs the marketplace server until Ctrl-C / SIGTERM.
 import { isAbsolute, resolve } from 'node:path'
 import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { marketPages } from '../../market/pages/index.ts'
 import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
 import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_OK, UserError, UsageError } from './io.ts'
@@ -35,7 +36,7 @@ export const command: Command = async (argv, io) => {
   const config = { ...loaded.config, ...(values.host ? { host: values.host } : {}), ...(port !== undefined ? { port } : {}) }
   let running
   try {
-    running = await startMarketServer(config)
+    running = await startMarketServer(config, { pages: marketPages })
   } catch (err) {
     throw new UserError(err instanceof Error ? err.message : String(err))
   }
