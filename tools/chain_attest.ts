@@ -3,6 +3,7 @@
 // into one line, hashes it (paramsHash = keccak256 of the line's bytes), has the device key sign
 // it, and stores line + signature + state in one sync batch before reporting success.
 // The chain is not touched here: the sync queue (hub/attest/sync.ts) does that when online.
+import { readFile } from 'node:fs/promises'
 import { Ajv, type ErrorObject } from 'ajv'
 import { Type } from 'typebox'
 import type { AttestStore } from '../hub/attest/store.ts'
@@ -56,6 +57,34 @@ function checkArgs(args: Json): { ok: true; action: string; requestUri: string; 
   if (typeof requestUri !== 'string' || requestUri.length > MAX_URI) return { ok: false, error: `chain_attest: request_uri must be a string of at most ${MAX_URI} characters` }
   if (typeof params !== 'object' || params === null || Array.isArray(params)) return { ok: false, error: 'chain_attest: params must be an object' }
   return { ok: true, action, requestUri, params }
+}
+
+export type SchemaLoad = { ok: true; schema: object } | { ok: false; error: string }
+
+/**
+ * Reads and compiles a record schema file (JSON Schema, as ajv accepts it), so a bad schema is
+ * reported at start with its file name rather than failing every attestation step later.
+ */
+export async function loadRecordSchema(path: string): Promise<SchemaLoad> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    return { ok: false, error: `record schema ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}` }
+  }
+  let schema: unknown
+  try {
+    schema = JSON.parse(text)
+  } catch (err) {
+    return { ok: false, error: `record schema ${path}: not JSON (${(err as Error).message})` }
+  }
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return { ok: false, error: `record schema ${path}: must be a JSON object` }
+  try {
+    new Ajv({ strict: false }).compile(schema)
+  } catch (err) {
+    return { ok: false, error: `record schema ${path}: ${(err as Error).message}` }
+  }
+  return { ok: true, schema }
 }
 
 export function createChainAttestTool(deps: ChainAttestDeps): Tool {

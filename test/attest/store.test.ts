@@ -81,3 +81,33 @@ t.test('store: group commit, idempotency, counts, queue, reopen', async (t) => {
   t.equal((await store.byIdempotencyKey('same'))?.seq, dup[0].record.seq)
   t.equal(await store.get(10_000), undefined)
 })
+
+t.test('record schema files: bad ones are named at load', async (t) => {
+  const { loadRecordSchema } = await import('../../tools/chain_attest.ts')
+  const dir = await tempDir(t)
+  const w = async (name: string, text: string) => {
+    await writeFile(join(dir, name), text)
+    return join(dir, name)
+  }
+  t.match(await loadRecordSchema(await w('ok.json', '{"type":"object","required":["params"]}')), { ok: true, schema: { type: 'object' } })
+  t.match(await loadRecordSchema(join(dir, 'none.json')), { ok: false, error: /none.json: not found/ })
+  t.match(await loadRecordSchema(await w('bad.json', '{"type":')), { ok: false, error: /bad.json: not JSON/ })
+  t.match(await loadRecordSchema(await w('arr.json', '[]')), { ok: false, error: /arr.json: must be a JSON object/ })
+  t.match(await loadRecordSchema(await w('inv.json', '{"type":"nosuchtype"}')), { ok: false, error: /inv.json: .*type/ })
+})
+
+t.test('svc attest status says when the store is held by another process', async (t) => {
+  const { main } = await import('../../hub/cli/main.ts')
+  const { svcPaths } = await import('../../hub/paths.ts')
+  const { attestStorePath } = await import('../../hub/attest/store.ts')
+  const home = await tempDir(t)
+  const env = { ...process.env, SVC_HOME: home }
+  const held = await openAttestStore(attestStorePath(svcPaths(env).data))
+  const err: string[] = []
+  const code = await main(['attest', 'status'], { out: () => {}, err: (s) => void err.push(s), env, cwd: home })
+  await held.close()
+  t.equal(code, 1)
+  t.match(err.join(''), /is in use \(is the hub running/)
+  const ok = await main(['attest', 'status', '--json'], { out: (s) => t.match(JSON.parse(s), { total: 0 }), err: () => {}, env, cwd: home })
+  t.equal(ok, 0)
+})
