@@ -248,3 +248,27 @@ t.test('unknown routes answer JSON 404', async (t) => {
   t.match(r.json.error, /no route GET \/api\/nope/)
 })
 
+
+t.test('Idempotency-Key: a retried post answers the first 201 body and lists nothing new', async (t) => {
+  const ds = dataset(2, dev.agentId)
+  const send = async (idem: string) => {
+    const form = new FormData()
+    for (const [k, v] of Object.entries(goodFields)) form.append(k, v)
+    form.append('manifest', new Blob([JSON.stringify(ds.manifest)]), 'manifest.json')
+    form.append('data', new Blob([ds.data]), 'operations.jsonl')
+    const r = await fetch(url + '/api/agent/listings', { method: 'POST', body: form, headers: { authorization: `Bearer ${key}`, 'idempotency-key': idem } })
+    return { status: r.status, json: (await r.json()) as Record<string, unknown> }
+  }
+  const first = await send('local-listing-1')
+  t.equal(first.status, 201)
+  const before = await listingCount()
+  const again = await send('local-listing-1')
+  t.equal(again.status, 201)
+  t.same(again.json, first.json, 'same answer')
+  t.equal(await listingCount(), before, 'nothing new listed')
+  const other = await send('local-listing-2')
+  t.not(other.json.slug, first.json.slug, 'another key lists anew')
+  const bad = await send('bad key with spaces')
+  t.equal(bad.status, 400)
+  t.match(bad.json.error, /Idempotency-Key/)
+})
