@@ -220,10 +220,13 @@ async function run(r: RunInput): Promise<void> {
   // Keep a handle on the attestation parts: the demo lists from the hub's own store.
   const base = realParts(env, config)
   let extras: ListingParts | null = null
+  let sessionStart = 0
   const parts: HubParts = {
     ...base,
     extras: async (o) => {
       extras = (await base.extras!(o)) as ListingParts
+      // Before the engine runs: lines from here on belong to this session's chain.
+      sessionStart = extras.store?.size() ?? 0
       return extras
     },
   }
@@ -241,11 +244,11 @@ async function run(r: RunInput): Promise<void> {
       'Ctrl-C stops everything.',
     ].join('\n'),
   )
-  if (r.demo) await demo(r, hub, () => extras, marketUrl, info.agentId)
+  if (r.demo) await demo(r, hub, () => extras, marketUrl, info.agentId, sessionStart)
   await new Promise<void>((done) => (signal.aborted ? done() : signal.addEventListener('abort', () => done(), { once: true })))
 }
 
-async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | null, marketUrl: string, agentId: string): Promise<void> {
+async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | null, marketUrl: string, agentId: string, from: number): Promise<void> {
   const { io, signal } = r
   let told = false
   // The checkpoint in vending-dispense waits for a person; the demo stands in, visibly.
@@ -268,7 +271,7 @@ async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | n
     return
   }
   io.out(`demo       waiting for ${r.minLines} attested lines, then listing them`)
-  const q = await queueDemoListing({ home: svcPaths(io.env).home, store: x.store, agentId, market: marketUrl, min: r.minLines, signal })
+  const q = await queueDemoListing({ home: svcPaths(io.env).home, store: x.store, agentId, market: marketUrl, min: r.minLines, from, signal })
   if (!q.ok) {
     if (!signal.aborted) io.err(`demo: listing refused: ${q.error}`)
     return

@@ -4,10 +4,10 @@ import type { AttestStore } from '../attest/store.ts'
 import { createListing } from './create.ts'
 import type { ListingEntry } from './record.ts'
 
-/** How many lines from seq 0 on are attested without a gap. */
-export async function attestedPrefix(store: AttestStore): Promise<number> {
+/** How many lines from seq `from` on are attested without a gap. */
+export async function attestedPrefix(store: AttestStore, from = 0): Promise<number> {
   let n = 0
-  for await (const r of store.range(0)) {
+  for await (const r of store.range(from)) {
     if (r.state !== 'attested') break
     n++
   }
@@ -20,6 +20,11 @@ export interface DemoListingInput {
   agentId: string
   market: string
   min: number
+  /**
+   * First seq of this session. Each `svc start` is a fresh dev chain, so lines attested in an
+   * earlier session (kept in the same SVC_HOME) have no proof on this one and are not listed.
+   */
+  from: number
   /** Stop waiting (Ctrl-C during the demo). */
   signal: AbortSignal
   pollMs?: number
@@ -42,14 +47,14 @@ export const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
 
 export async function queueDemoListing(i: DemoListingInput): Promise<{ ok: true; entry: ListingEntry } | { ok: false; error: string }> {
   let prefix = 0
-  while (!i.signal.aborted && (prefix = await attestedPrefix(i.store)) < i.min) await sleep(i.pollMs ?? 500, i.signal)
+  while (!i.signal.aborted && (prefix = await attestedPrefix(i.store, i.from)) < i.min) await sleep(i.pollMs ?? 500, i.signal)
   if (i.signal.aborted) return { ok: false, error: 'stopped' }
   const r = await createListing({
     home: i.home,
     store: i.store,
     agentId: i.agentId,
     market: i.market,
-    range: { from: 0, to: prefix },
+    range: { from: i.from, to: i.from + prefix },
     fields: {
       title: 'Vending machine vend1: attested dispenses',
       summary: 'Coin, operator check and dispense runs of the vending-dispense SOP, each line attested on chain.',

@@ -55,6 +55,18 @@ t.test('svc start: chain, market, hub, simulated board; a listing that verifies;
   t.match(child.out(), /stopped\.\s*$/, 'says it stopped')
   t.notOk(alive(anvilPid), 'anvil is gone')
   t.notMatch(child.err(), /internal error|Error:\s+at /, 'no stack trace on stderr')
+
+  // `npm start` again in the same state dir: a fresh chain, so only this session's lines are
+  // listed, and they verify (the earlier session's proofs went with its chain).
+  const again = startChild(t, ['start'], { ...process.env, SVC_HOME: home })
+  const url2 = (await again.waitFor(/^listing +(http\S+)/m, 300_000))[1]!
+  t.not(url2, url, 'a new listing')
+  const base2 = url2.slice(0, url2.indexOf('/marketplace/'))
+  const v2 = (await (await fetch(`${base2}/api/marketplace/listings/${url2.slice(url2.lastIndexOf('/') + 1)}/verify`, { method: 'POST' })).json()) as typeof v
+  t.ok(v2.total >= 3 && v2.rows.every((r) => r.pass === true), 'second session: every row passes')
+  if (v2.passed !== undefined) t.equal(v2.passed, v2.total, 'second session: every row of the listing passed')
+  process.kill(again.proc.pid!, 'SIGINT')
+  t.same(await again.exited, { code: 0, signal: null }, 'second session exits 0')
 })
 
 t.test('svc start: a bad flag is one line and exit 2, nothing started', async (t) => {
