@@ -6,8 +6,13 @@
 //   GET /agents/:agentId    one machine agent: operations over time and its listings
 //   GET /keys               machine owners' agent keys
 //   GET /assets/:name       the scripts and the stylesheet
+//   GET /auth/siwe-message  the EIP-4361 sign-in message for an address and a nonce, built here
+//   GET /auth/unlock-message  the four Unlock lines for a listing and a payment, built here
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
-import { getAddress } from 'viem'
+import { getAddress, isAddress } from 'viem'
+import { createSiweMessage } from 'viem/siwe'
+import { unlockMessage } from '../auth/messages.ts'
+import { ownOrigin } from '../auth/origin.ts'
 import { currentSession } from '../auth/session.ts'
 import { allValues } from '../store/db.ts'
 import type { MarketContext } from '../context.ts'
@@ -50,6 +55,37 @@ export const marketPages = (ctx: MarketContext): FastifyPluginAsync => async (ap
 
   const notFoundPage = (reply: FastifyReply, who: string | null, what: string): FastifyReply =>
     send(reply, 404, { title: 'Not found', account: who, nav: 'none', main: html`<h1>Not found</h1><p>${what}</p><p><a href="/marketplace">Browse all datasets</a></p>` })
+
+  // DESIGN: signatures are built by the server byte for byte, so the sign-in message is made
+  // here (EIP-55 address, this origin's host, the market's chain) and the page only signs it.
+  app.get<{ Querystring: Record<string, unknown> }>('/auth/siwe-message', { schema: { hide: true } }, async (req, reply) => {
+    const { address, nonce } = req.query
+    if (typeof address !== 'string' || !isAddress(address, { strict: false }))
+      return reply.status(400).send({ error: 'address: required, a 0x address of 40 hex digits' })
+    if (typeof nonce !== 'string' || !/^[a-zA-Z0-9]{8,96}$/.test(nonce))
+      return reply.status(400).send({ error: 'nonce: required, the nonce from /api/auth/nonce (8 or more letters and digits)' })
+    const origin = new URL(ownOrigin(req, ctx.config.publicUrl))
+    const message = createSiweMessage({
+      domain: origin.host,
+      address: getAddress(address),
+      statement: `Sign in to the ${ctx.config.displayName} marketplace`,
+      uri: origin.origin,
+      version: '1',
+      chainId: ctx.chainConfig.chainId,
+      nonce,
+      issuedAt: new Date(ctx.now()),
+    })
+    return reply.header('cache-control', 'no-store').send({ message })
+  })
+
+  // marketplace-api: purchase, the four lines, from the same builder the purchase route checks with.
+  app.get<{ Querystring: Record<string, unknown> }>('/auth/unlock-message', { schema: { hide: true } }, async (req, reply) => {
+    const { slug, tx } = req.query
+    if (typeof slug !== 'string' || !SLUG.test(slug)) return reply.status(400).send({ error: 'slug: required, a listing slug' })
+    if (typeof tx !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(tx)) return reply.status(400).send({ error: 'tx: required, a 0x transaction hash of 64 hex digits' })
+    if (!(await ctx.db.listings.get(slug))) return reply.status(404).send({ error: `listing ${slug} not found` })
+    return reply.header('cache-control', 'no-store').send({ message: unlockMessage(ctx.config.displayName, slug, tx.toLowerCase()) })
+  })
 
   app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/marketplace'))
 

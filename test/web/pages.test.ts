@@ -1,6 +1,7 @@
 // The website's server side without a browser: markup escapes what devices send, filters and
 // errors render, unknown listings are 404 pages, security headers and assets are served.
 import t from 'tap'
+import { privateKeyToAccount } from 'viem/accounts'
 import { startDevChain } from '../../chain/dev.ts'
 import { browseMain, browseQuery } from '../../market/pages/browse.ts'
 import { dailyRows, opsChart } from '../../market/pages/chart.ts'
@@ -163,6 +164,53 @@ t.test('keys page: asks a visitor to sign in; lists a signed-in owner keys witho
   t.match(mine.text, 'id="issue-form"')
   t.match(mine.text, `<code>svc_${key.slice(4, 12)}…</code>`, 'the key prefix is listed')
   t.notMatch(mine.text, key, 'the key itself is never shown again')
+})
+
+t.test('the sign-in message is built by the server: EIP-55 address, this host, the chain; bad input is a 400 that names the field', async (t) => {
+  const lower = dev.accounts.buyer.address.toLowerCase()
+  const r = await api(url, `/auth/siwe-message?address=${lower}&nonce=abcdef1234567890`)
+  t.equal(r.status, 200)
+  const m = r.json.message as string
+  const host = new URL(url).host
+  t.match(m, new RegExp(`^${host} wants you to sign in with your Ethereum account:\n${dev.accounts.buyer.address}\n\nSign in to the svc marketplace\n`))
+  t.match(m, /\nChain ID: 10143\nNonce: abcdef1234567890\nIssued At: /)
+  t.match(m, `URI: ${url}`)
+  // And a real sign-in with it works (the nonce from the API, the message from the page route).
+  const n = await api(url, '/api/auth/nonce')
+  const msg = (await api(url, `/auth/siwe-message?address=${lower}&nonce=${n.json.nonce as string}`)).json.message as string
+  const signature = await privateKeyToAccount(dev.accounts.buyer.privateKey).signMessage({ message: msg })
+  const v = await api(url, '/api/auth/verify', { body: { message: msg, signature } })
+  t.equal(v.status, 200, JSON.stringify(v.json))
+  t.equal(v.json.address, dev.accounts.buyer.address)
+  for (const [q, want] of [
+    ['nonce=abcdef1234567890', 'address: required'],
+    ['address=0x1234&nonce=abcdef1234567890', 'address: required, a 0x address'],
+    [`address=${lower}`, 'nonce: required'],
+    [`address=${lower}&nonce=short`, 'nonce: required'],
+    [`address=${lower}&nonce=${encodeURIComponent('abcdefgh\nURI: https://evil.example')}`, 'nonce: required'],
+  ] as const) {
+    const b = await api(url, `/auth/siwe-message?${q}`)
+    t.equal(b.status, 400, q)
+    t.match(b.json.error, want, q)
+  }
+})
+
+t.test('the unlock message is the purchase route own four lines; bad input is a 400 or 404 that names the field', async (t) => {
+  const tx = '0x' + 'AB'.repeat(32)
+  const r = await api(url, `/auth/unlock-message?slug=sample-arm-picks&tx=${tx}`)
+  t.equal(r.status, 200)
+  t.equal(r.json.message, `svc marketplace\nUnlock\nlisting: sample-arm-picks\ntx: ${tx.toLowerCase()}`)
+  for (const [q, status, want] of [
+    [`tx=${tx}`, 400, 'slug: required'],
+    [`slug=${encodeURIComponent('<x>')}&tx=${tx}`, 400, 'slug: required'],
+    ['slug=sample-arm-picks', 400, 'tx: required'],
+    ['slug=sample-arm-picks&tx=0x12', 400, 'tx: required'],
+    [`slug=no-such-listing&tx=${tx}`, 404, 'listing no-such-listing not found'],
+  ] as const) {
+    const b = await api(url, `/auth/unlock-message?${q}`)
+    t.equal(b.status, status, q)
+    t.match(b.json.error, want, q)
+  }
 })
 
 t.test('root redirects to the market; assets are served, unknown assets are 404', async (t) => {

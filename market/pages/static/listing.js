@@ -1,6 +1,6 @@
 // The listing page: Verify (anyone) and Buy (pay from the wallet, sign the unlock message,
 // download). Everything shown comes from the API and is set as text, never as markup.
-import { ApiError, WalletError, api, connect, displayName, ensureChain, personalSign, say, showError, signIn } from './wallet.js'
+import { ApiError, WalletError, api, connect, ensureChain, personalSign, say, showError, signIn } from './wallet.js'
 
 const el = (tag, text, cls) => {
   const e = document.createElement(tag)
@@ -121,7 +121,7 @@ if (buy && buyBtn) {
       say(status, `Payment sent (${tx}); waiting for it to be confirmed…`)
       await waitReceipt(eth, tx)
       say(status, 'Payment confirmed. Sign the unlock message in your wallet…')
-      const message = [`${displayName} marketplace`, 'Unlock', `listing: ${slug}`, `tx: ${tx.toLowerCase()}`].join('\n')
+      const { message } = await api(`/auth/unlock-message?${new URLSearchParams({ slug, tx })}`)
       const signature = await personalSign(eth, address, message)
       const r = await api(`/api/marketplace/listings/${slug}/purchase`, { method: 'POST', json: { txHash: tx, signature } })
       sessionStorage.removeItem(txKey)

@@ -2,7 +2,6 @@
 // Sign-In with Ethereum (EIP-4361) and plain messages for every way a wallet can say no.
 const body = document.body
 export const expectedChain = Number(body.dataset.chainId)
-export const displayName = body.dataset.displayName || 'svc'
 
 export class WalletError extends Error {}
 export class WrongChain extends Error {
@@ -69,25 +68,14 @@ export async function api(path, { method = 'GET', json } = {}) {
   return data
 }
 
-/** EIP-4361 message text, as viem/siwe parses it on the server. */
-export function siweMessage({ domain, address, statement, uri, chainId, nonce, issuedAt }) {
-  return `${domain} wants you to sign in with your Ethereum account:\n${address}\n\n${statement}\n\nURI: ${uri}\nVersion: 1\nChain ID: ${chainId}\nNonce: ${nonce}\nIssued At: ${issuedAt}`
-}
-
 /** Sign in: connect, check the chain, sign a fresh SIWE message. Returns the signed-in address. */
 export async function signIn(say) {
   const { eth, address } = await connect()
   await ensureChain(eth)
   const { nonce } = await api('/api/auth/nonce')
-  const message = siweMessage({
-    domain: location.host,
-    address,
-    statement: `Sign in to the ${displayName} marketplace`,
-    uri: location.origin,
-    chainId: expectedChain,
-    nonce,
-    issuedAt: new Date().toISOString(),
-  })
+  // The server builds the EIP-4361 text (checksummed address, its own host and chain).
+  const q = new URLSearchParams({ address, nonce })
+  const { message } = await api(`/auth/siwe-message?${q}`)
   say('Sign the sign-in message in your wallet…')
   const signature = await personalSign(eth, address, message)
   const s = await api('/api/auth/verify', { method: 'POST', json: { message, signature } })
