@@ -226,6 +226,7 @@ async function browserTests(executablePath: string): Promise<void> {
     await page.goto(`${url}/marketplace/${goodSlug}`)
     await page.click('#buy-button')
     t.match(await text(page, '#buy-status', 'Unlocked'), 'Unlocked. Download the data and the manifest below.')
+    t.match(await page.locator('.who').textContent(), `Signed in as ${buyer.address.slice(0, 6)}`, 'the header shows the sign-in Buy made')
     const after = await pub.getBalance({ address: dev.accounts.payout.address })
     t.equal(after - before, 50_000_000_000_000_000n, 'the payout address received the price, 0.05')
     t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'one payment')

@@ -3,7 +3,6 @@ import { api, showError, signIn, say } from './wallet.js'
 
 const status = document.getElementById('session-status')
 const inBtn = document.getElementById('sign-in')
-const outBtn = document.getElementById('sign-out')
 
 inBtn?.addEventListener('click', async () => {
   inBtn.disabled = true
@@ -18,13 +17,35 @@ inBtn?.addEventListener('click', async () => {
   }
 })
 
-outBtn?.addEventListener('click', async () => {
-  outBtn.disabled = true
-  try {
-    await api('/api/auth/signout', { method: 'POST' })
-    location.reload()
-  } catch (err) {
-    showError(status, err)
-    outBtn.disabled = false
-  }
+function bindSignOut(outBtn) {
+  outBtn?.addEventListener('click', async () => {
+    outBtn.disabled = true
+    try {
+      await api('/api/auth/signout', { method: 'POST' })
+      location.reload()
+    } catch (err) {
+      showError(status, err)
+      outBtn.disabled = false
+    }
+  })
+}
+bindSignOut(document.getElementById('sign-out'))
+
+// Signed in by another step (e.g. Buy) without a reload: show it in the header too.
+document.addEventListener('svc:signed-in', (e) => {
+  const box = document.getElementById('session')
+  if (!box || document.getElementById('sign-out')) return
+  const address = String(e.detail)
+  const who = document.createElement('span')
+  who.className = 'who'
+  const code = document.createElement('code')
+  code.title = address
+  code.textContent = `${address.slice(0, 6)}…${address.slice(-4)}`
+  who.append('Signed in as ', code)
+  const out = document.createElement('button')
+  out.type = 'button'
+  out.id = 'sign-out'
+  out.textContent = 'Sign out'
+  box.replaceChildren(who, ' ', out)
+  bindSignOut(out)
 })

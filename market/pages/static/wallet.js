@@ -80,6 +80,7 @@ export async function signIn(say) {
   const signature = await personalSign(eth, address, message)
   const s = await api('/api/auth/verify', { method: 'POST', json: { message, signature } })
   body.dataset.account = s.address
+  document.dispatchEvent(new CustomEvent('svc:signed-in', { detail: s.address }))
   return s.address
 }
 
