@@ -111,3 +111,16 @@ t.test('svc attest status says when the store is held by another process', async
   const ok = await main(['attest', 'status', '--json'], { out: (s) => t.match(JSON.parse(s), { total: 0 }), err: () => {}, env, cwd: home })
   t.equal(ok, 0)
 })
+
+t.test('pooled signer: the same signatures as the in-thread signer, in order', async (t) => {
+  const { createPooledSigner } = await import('../../hub/attest/signer-pool.ts')
+  const { signerFromKey } = await import('../../hub/attest/device-key.ts')
+  const key = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'
+  const pool = createPooledSigner(key, 2)
+  t.teardown(() => pool.close())
+  const one = signerFromKey(key)
+  const lines = Array.from({ length: 50 }, (_, i) => `{"i":${i},"s":"é"}`)
+  const pooled = await Promise.all(lines.map((l) => pool.signLine(l)))
+  t.same(pooled, await Promise.all(lines.map((l) => one.signLine(l))))
+  t.equal(pool.address, one.address)
+})
