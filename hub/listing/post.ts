@@ -16,18 +16,13 @@ export type PostOutcome =
 export type Fetch = typeof fetch
 
 export async function postListing(dir: string, entry: ListingEntry, key: string, opts: { fetch?: Fetch; timeoutMs?: number } = {}): Promise<PostOutcome> {
-  const form = new FormData()
-  const f = entry.fields
-  form.set('title', f.title)
-  form.set('summary', f.summary)
-  form.set('description', f.description)
-  form.set('machineType', f.machineType)
-  form.set('license', f.license)
-  form.set('priceNative', f.priceNative)
-  form.set('manifest', new Blob([await readFile(join(dir, MANIFEST_FILE))], { type: 'application/json' }), 'manifest.json')
-  form.set('data', new Blob([await readFile(join(dir, 'operations.jsonl'))], { type: 'application/x-ndjson' }), 'operations.jsonl')
-  if (entry.image) form.set('image', new Blob([await readFile(join(dir, entry.image.file))], { type: entry.image.type }), entry.image.file)
-
+  let form: FormData
+  try {
+    form = await formFor(dir, entry)
+  } catch (err) {
+    // A listing folder someone emptied by hand: no retry brings the files back.
+    return { kind: 'refused', error: `listing files in ${dir}: ${(err as Error).message}` }
+  }
   const endpoint = new URL('/api/agent/listings', entry.market).href
   let res: Response
   try {
@@ -55,4 +50,19 @@ export async function postListing(dir: string, entry: ListingEntry, key: string,
   }
   if (res.status >= 500 || res.status === 408 || res.status === 429) return { kind: 'retry', error: `market answered ${res.status}: ${error}` }
   return { kind: 'refused', error: `market answered ${res.status}: ${error}` }
+}
+
+async function formFor(dir: string, entry: ListingEntry): Promise<FormData> {
+  const form = new FormData()
+  const f = entry.fields
+  form.set('title', f.title)
+  form.set('summary', f.summary)
+  form.set('description', f.description)
+  form.set('machineType', f.machineType)
+  form.set('license', f.license)
+  form.set('priceNative', f.priceNative)
+  form.set('manifest', new Blob([await readFile(join(dir, MANIFEST_FILE))], { type: 'application/json' }), 'manifest.json')
+  form.set('data', new Blob([await readFile(join(dir, 'operations.jsonl'))], { type: 'application/x-ndjson' }), 'operations.jsonl')
+  if (entry.image) form.set('image', new Blob([await readFile(join(dir, entry.image.file))], { type: entry.image.type }), entry.image.file)
+  return form
 }

@@ -57,51 +57,59 @@ async function pass(deps: ListingSyncDeps, opts: { force?: boolean }): Promise<L
       deps.log.warn(`listing skipped: ${loaded.error}`)
       continue
     }
-    const { dir } = loaded
-    let e = loaded.entry
-    if (e.state === 'draft') {
-      if (!deps.builder) {
-        sum.waiting++
-        continue
-      }
-      const b = await buildListingFiles(deps.builder.store, dir, e.range, deps.builder.agentId)
-      e = b.ok ? { ...e, state: 'queued', rows: b.rows } : { ...e, state: 'failed', lastError: b.error }
-      await saveEntry(dir, e)
-      if (!b.ok) {
-        deps.log.warn(`listing ${e.id} not built: ${b.error}`)
-        sum.failed++
-        continue
-      }
-      sum.built++
+    try {
+      await passOne(deps, opts, loaded.dir, loaded.entry, sum, key, now)
+    } catch (err) {
+      // One listing's trouble (a disk error) must not hold up the others.
+      deps.log.warn(`listing ${loaded.entry.id}: ${(err as Error).message}`)
     }
-    if (e.state !== 'queued') continue
-    if (!opts.force && e.nextAttemptAt !== null && Date.parse(e.nextAttemptAt) > now()) {
-      sum.retrying++
-      continue
-    }
-    if (key === null) {
-      sum.waiting++
-      continue
-    }
-    const out = await postListing(dir, e, key, { ...(deps.fetch ? { fetch: deps.fetch } : {}), ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) })
-    const attempts = e.attempts + 1
-    if (out.kind === 'posted') {
-      e = { ...e, state: 'posted', attempts, slug: out.slug, url: out.url, postedAt: new Date(now()).toISOString(), lastError: null, nextAttemptAt: null }
-      sum.posted.push(e)
-      deps.log.info(`listing ${e.id} posted: ${out.url}`)
-    } else if (out.kind === 'refused') {
-      e = { ...e, state: 'failed', attempts, lastError: out.error, nextAttemptAt: null }
-      sum.failed++
-      deps.log.warn(`listing ${e.id} refused: ${out.error}`)
-    } else {
-      const wait = backoffMs(attempts, deps.backoffMinMs ?? 2000, deps.backoffMaxMs ?? 300_000)
-      e = { ...e, attempts, lastError: out.error, nextAttemptAt: new Date(now() + wait).toISOString() }
-      sum.retrying++
-      deps.log.warn(`listing ${e.id} not posted yet (${out.error}); retry in ${Math.round(wait / 1000)} s`)
-    }
-    await saveEntry(dir, e)
   }
   return sum
+}
+
+async function passOne(deps: ListingSyncDeps, opts: { force?: boolean }, dir: string, entry: ListingEntry, sum: ListingSyncSummary, key: string | null, now: () => number): Promise<void> {
+  let e = entry
+  if (e.state === 'draft') {
+    if (!deps.builder) {
+      sum.waiting++
+      return
+    }
+    const b = await buildListingFiles(deps.builder.store, dir, e.range, deps.builder.agentId)
+    e = b.ok ? { ...e, state: 'queued', rows: b.rows } : { ...e, state: 'failed', lastError: b.error }
+    await saveEntry(dir, e)
+    if (!b.ok) {
+      deps.log.warn(`listing ${e.id} not built: ${b.error}`)
+      sum.failed++
+      return
+    }
+    sum.built++
+  }
+  if (e.state !== 'queued') return
+  if (!opts.force && e.nextAttemptAt !== null && Date.parse(e.nextAttemptAt) > now()) {
+    sum.retrying++
+    return
+  }
+  if (key === null) {
+    sum.waiting++
+    return
+  }
+  const out = await postListing(dir, e, key, { ...(deps.fetch ? { fetch: deps.fetch } : {}), ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) })
+  const attempts = e.attempts + 1
+  if (out.kind === 'posted') {
+    e = { ...e, state: 'posted', attempts, slug: out.slug, url: out.url, postedAt: new Date(now()).toISOString(), lastError: null, nextAttemptAt: null }
+    sum.posted.push(e)
+    deps.log.info(`listing ${e.id} posted: ${out.url}`)
+  } else if (out.kind === 'refused') {
+    e = { ...e, state: 'failed', attempts, lastError: out.error, nextAttemptAt: null }
+    sum.failed++
+    deps.log.warn(`listing ${e.id} refused: ${out.error}`)
+  } else {
+    const wait = backoffMs(attempts, deps.backoffMinMs ?? 2000, deps.backoffMaxMs ?? 300_000)
+    e = { ...e, attempts, lastError: out.error, nextAttemptAt: new Date(now() + wait).toISOString() }
+    sum.retrying++
+    deps.log.warn(`listing ${e.id} not posted yet (${out.error}); retry in ${Math.round(wait / 1000)} s`)
+  }
+  await saveEntry(dir, e)
 }
 
 export interface ListingSyncLoop {
