@@ -19,7 +19,7 @@ export interface MarketChainConfig {
   attestor: Address
   /** <PAYOUT_ADDRESS>: stored on each listing at creation; buyers pay here. */
   payout: Address
-  /** JSON-RPC batch size and how many batches may be in flight for verify. */
+  /** Verify: rows per eth_call (or per JSON-RPC batch) and how many may be in flight. */
   batchSize: number
   concurrency: number
 }
@@ -168,8 +168,8 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
       const f = str(t, 'file', 'chain.')
       if (f) c.chainFile = abs(f)
       const rpcUrl = str(t, 'rpcUrl', 'chain.')
-      const batchSize = int(t, 'batchSize', 'chain.', 1, 5000) ?? 250
-      const concurrency = int(t, 'concurrency', 'chain.', 1, 64) ?? 4
+      const batchSize = int(t, 'batchSize', 'chain.', 1, 5000) ?? 500
+      const concurrency = int(t, 'concurrency', 'chain.', 1, 64) ?? 2
       if (rpcUrl !== undefined) {
         const need = (k: string): Address => {
           const v = addr(t, k, 'chain.')
@@ -234,8 +234,8 @@ export function chainFromInfo(config: MarketConfig, info: ChainInfo, file = 'cha
     validationRegistry: getAddress(info.validationRegistry),
     attestor: o?.attestor ?? getAddress(info.attestorAddress),
     payout: getAddress(payout),
-    batchSize: o?.batchSize ?? 250,
-    concurrency: o?.concurrency ?? 4,
+    batchSize: o?.batchSize ?? 500,
+    concurrency: o?.concurrency ?? 2,
   }
   return { ok: true, config: { ...config, chain } }
 }

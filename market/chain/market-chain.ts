@@ -1,6 +1,7 @@
 // The chain reads the market makes, behind one small interface so routes stay short and tests
-// can count calls. The viem implementation below reads through the configured RPC; verify reads
-// go through a JSON-RPC batching transport with a bounded number of batches in flight.
+// can count calls. The viem implementation below reads through the configured RPC. Verify reads
+// many rows per eth_call (batch-reader.ts, a state-override reader); an RPC that refuses state
+// overrides gets JSON-RPC batches of single reads instead, with a bounded number in flight.
 import {
   type Address,
   type Hex,
@@ -13,6 +14,7 @@ import { type SvcPublicClient, publicClientFor, svcChain } from '../../chain/cli
 import { type ReadResult, readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
 import type { ValidationRow } from '../../records/verify-row.ts'
 import type { MarketChainConfig } from '../config.ts'
+import { readValidationOverride } from './batch-reader.ts'
 
 export type ValidationRead = { ok: true; row: ValidationRow } | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
 
@@ -37,10 +39,21 @@ export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
     chain: svcChain(cfg.rpcUrl),
     transport: http(cfg.rpcUrl, { batch: { batchSize: cfg.batchSize, wait: 0 }, retryCount: 0, timeout: 30_000 }),
   }) as SvcPublicClient
+  let useOverride = true
   return {
     ownerOf: (agentId) => readOwnerOf(client, cfg.identityRegistry, agentId),
     agentWallet: (agentId) => readAgentWallet(client, cfg.identityRegistry, agentId),
-    validationStatuses: (hashes) => readValidationBatched(batched, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency),
+    async validationStatuses(hashes) {
+      if (useOverride) {
+        const r = await readValidationOverride(client, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
+        if (!r.every((x) => !x.ok && x.kind === 'unreachable')) return r
+        // Every chunk failed: perhaps this RPC refuses state overrides. Try plain batches once.
+        const b = await readValidationBatched(batched, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
+        if (!b.every((x) => !x.ok && x.kind === 'unreachable')) useOverride = false
+        return b
+      }
+      return readValidationBatched(batched, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
+    },
     payment: (txHash) => readPayment(client, txHash),
     async chainId() {
       try {

@@ -15,14 +15,25 @@ const dev = await startDevChain()
 t.teardown(() => dev.stop())
 
 // A counting pass-through in front of anvil: how many HTTP requests did verify make?
+// With `refuseOverrides`, it answers eth_call with a state override the way RPCs without override
+// support do, to exercise the fallback to plain JSON-RPC batches.
 let rpcRequests = 0
+let refuseOverrides = false
 const proxyPort = await freePort()
 const proxy = createServer((req, res) => {
   rpcRequests++
   const chunks: Buffer[] = []
   req.on('data', (c: Buffer) => chunks.push(c))
   req.on('end', async () => {
-    const r = await fetch(dev.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) })
+    const body = Buffer.concat(chunks)
+    const msg = JSON.parse(body.toString()) as { id: number; method: string; params: unknown[] } | { id: number; method: string; params: unknown[] }[]
+    const one = Array.isArray(msg) ? null : msg
+    if (refuseOverrides && one && one.method === 'eth_call' && one.params.length > 2) {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ jsonrpc: '2.0', id: one.id, error: { code: -32602, message: 'state override not supported' } }))
+      return
+    }
+    const r = await fetch(dev.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
     res.writeHead(r.status, { 'content-type': 'application/json' })
     res.end(Buffer.from(await r.arrayBuffer()))
   })
@@ -108,6 +119,27 @@ t.test('a request without a response fails condition 3', async (t) => {
   const l = await postListing(url, key, ds)
   const v = await api(url, `/api/marketplace/listings/${l.json.slug}/verify`, { method: 'POST' })
   t.match((v.json.rows as { reason: string }[])[0]!.reason, /condition 3/)
+})
+
+t.test('an RPC without state overrides: verify falls back to JSON-RPC batches, same verdicts', async (t) => {
+  const ds = dataset(40, dev.agentId)
+  await writeRows(dev, ds.manifest.rows.slice(0, 39).map((r) => ({ requestHash: r.requestHash, paramsHash: r.paramsHash })))
+  const l = await postListing(url, key, ds)
+  const withOverride = await api(url, `/api/marketplace/listings/${l.json.slug}/verify`, { method: 'POST' })
+  refuseOverrides = true
+  t.teardown(() => {
+    refuseOverrides = false
+  })
+  const other = await startMarket(t, dev, undefined, { info: { rpcUrl: `http://127.0.0.1:${proxyPort}` } })
+  const c2 = await signIn(other.url, dev.accounts.owner.privateKey)
+  const k2 = (await issueKey(other.url, c2, dev.accounts.owner.privateKey, dev.agentId)).json.key as string
+  const l2 = await postListing(other.url, k2, ds)
+  const fallback = await api(other.url, `/api/marketplace/listings/${l2.json.slug}/verify`, { method: 'POST' })
+  t.equal(fallback.status, 200)
+  t.equal(withOverride.json.passed, 39)
+  t.equal(fallback.json.passed, 39)
+  t.equal(fallback.json.failed, 1)
+  t.same(fallback.json.failures, withOverride.json.failures, 'same verdicts either way')
 })
 
 t.test('sample listings answer preview without chain reads', async (t) => {
