@@ -462,7 +462,7 @@ export class Engine implements HubEngine {
 
   async approve(runId: string, opts: ApproveOptions = {}): Promise<RunResult> {
     const run = this.live.get(runId)
-    const bad = await this.notWaiting(runId, run)
+    const bad = (await this.notWaiting(runId, run)) ?? this.stillWaiting(runId, run)
     if (bad) return bad
     const gate = run!.gate!
     if (opts.via === 'agent' && gate.operatorOnly) {
@@ -500,13 +500,18 @@ export class Engine implements HubEngine {
 
   async deny(runId: string, opts: { by?: string; note?: string } = {}): Promise<RunResult> {
     const run = this.live.get(runId)
-    const bad = await this.notWaiting(runId, run)
+    const bad = (await this.notWaiting(runId, run)) ?? this.stillWaiting(runId, run)
     if (bad) return bad
     const r = run!
     const gate = r.gate!
     r.approvals.push({ step: gate.step, kind: gate.kind, decision: 'denied', by: opts.by ?? 'operator', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() })
     await this.finish(r, 'deny', `denied by ${opts.by ?? 'operator'} before step ${gate.step}${opts.note ? `: ${opts.note}` : ''}`)
     return { ok: true, run: r }
+  }
+
+  /** Synchronous re-check after an await: a concurrent approve/deny may have moved the run meanwhile. */
+  private stillWaiting(runId: string, run: RunRecord | undefined): RunResult | null {
+    return run && isParked(run.state) && run.gate ? null : { ok: false, error: `run ${runId} is not waiting for approval (it is ${run?.state ?? 'gone'})` }
   }
 
   private async notWaiting(runId: string, run: RunRecord | undefined): Promise<RunResult | null> {

@@ -142,3 +142,18 @@ t.test('approve and deny refuse runs that are not waiting, and change nothing', 
   t.match(await engine.deny(d.runId!), { ok: false, error: /not waiting/ })
   t.same(await engine.getRun(d.runId!), before)
 })
+
+t.test('two approvals (or an approval and a denial) racing: exactly one wins, the other is refused', async (t) => {
+  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'supervised', steps: three() })])
+  const a = await engine.trigger('test-sop', event())
+  const b = await engine.trigger('test-sop', event())
+  await engine.idle()
+  const [x, y] = await Promise.all([engine.approve(a.runId!), engine.approve(a.runId!)])
+  t.same([x.ok, y.ok].sort(), [false, true])
+  const [p, q] = await Promise.all([engine.deny(b.runId!), engine.approve(b.runId!)])
+  t.same([p.ok, q.ok].sort(), [false, true])
+  await engine.idle()
+  t.equal((await engine.getRun(a.runId!))?.state, 'completed')
+  t.equal((await engine.getRun(a.runId!))?.approvals.length, 1)
+  t.equal(tools.calls.length, 3 + (q.ok ? 3 : 0), 'run a ran once; run b ran only if approved')
+})
