@@ -94,7 +94,8 @@ async function create(io: CliIo, v: Values): Promise<number> {
   const { store, agentId: found } = await tryStore(io)
   const agentId = v.agent ?? found
   try {
-    if (agentId === null) throw new UsageError('no agent id: pass --agent ID, set [chain] agent_id in hub.toml, or run svc chain dev')
+    // A draft is built by the running hub, for the agent in its own [chain] section.
+    if (agentId === null && store !== null) throw new UsageError('no agent id: pass --agent ID, set [chain] agent_id in hub.toml, or run svc chain dev')
     const r = await createListing({
       home,
       fields: { title: v.title, summary: v.summary, description: v.description, machineType: v['machine-type'], license: v.license, priceNative: v.price },

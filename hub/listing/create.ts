@@ -18,7 +18,8 @@ export interface CreateInput {
   imagePath?: string
   /** null: the store is busy (the hub holds it): queue a draft for the hub to build. */
   store: AttestStore | null
-  agentId: string
+  /** Needed to build now; a draft is built by the hub for its own agent. */
+  agentId: string | null
   now?: Date
 }
 
@@ -66,6 +67,7 @@ export async function createListing(i: CreateInput): Promise<CreateResult> {
       await writeFile(join(dir, entry.image!.file), image.bytes)
     }
     if (i.store) {
+      if (i.agentId === null) throw new Error('an agent id is needed to build a listing')
       const b = await buildListingFiles(i.store, dir, i.range, i.agentId)
       if (!b.ok) {
         await rm(dir, { recursive: true, force: true })
