@@ -1,6 +1,5 @@
 // `svc key set|show`: the device's market bearer key (marketplace-api: Agent key), stored in
 // <SVC_HOME>/market.key with mode 0600; the market's origin beside it in market.json.
-import { readFile } from 'node:fs/promises'
 import { checkKey, checkMarketUrl, readKey, readMarketUrl, saveKey } from '../listing/market-key.ts'
 import { parseOptions } from '../attest/cli-options.ts'
 import { svcPaths } from '../paths.ts'
@@ -28,7 +27,7 @@ export const command: Command = async (argv, io) => {
   const [sub, ...rest] = positionals
   if (sub === 'set') {
     if (rest.length > 1 || (rest.length === 1) === Boolean(values.stdin)) throw new UsageError('set needs the key as one argument, or --stdin')
-    const raw = values.stdin ? await readFile('/dev/stdin', 'utf8') : rest[0]!
+    const raw = values.stdin ? await readStdin() : rest[0]!
     const k = checkKey(raw)
     if (!k.ok) throw new UserError(k.error)
     let market: string | undefined
@@ -53,4 +52,14 @@ export const command: Command = async (argv, io) => {
     return key ? EXIT_OK : EXIT_FAIL
   }
   throw new UsageError(`unknown command "${sub}" (see svc key --help)`)
+}
+
+/** Standard input as text, at most 4 KiB (a key is far shorter); works on pipes, files and sockets. */
+async function readStdin(): Promise<string> {
+  let text = ''
+  for await (const chunk of process.stdin) {
+    text += String(chunk)
+    if (text.length > 4096) throw new UserError('--stdin: more than 4 KiB of input; expected one key')
+  }
+  return text
 }

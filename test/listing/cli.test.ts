@@ -121,3 +121,18 @@ t.test('svc listing create while the hub holds the store: a draft the hub builds
   t.equal(r.code, 0)
   t.match(r.out, /^\? .*0-broken\/listing\.json/m)
 })
+
+t.test('svc key set --stdin (a real child process): the key never on the command line', async (t) => {
+  const { spawnSync } = await import('node:child_process')
+  const { fileURLToPath } = await import('node:url')
+  const home = await tempDir(t)
+  const bin = fileURLToPath(new URL('../../bin/svc.js', import.meta.url))
+  const r = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], { input: `${KEY}\n`, env: { ...process.env, SVC_HOME: home }, encoding: 'utf8' })
+  t.equal(r.status, 0, r.stderr)
+  t.equal(await readFile(join(home, 'market.key'), 'utf8'), KEY + '\n')
+  t.equal((await stat(join(home, 'market.key'))).mode & 0o777, 0o600)
+  const bad = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], { input: 'not-a-key\n', env: { ...process.env, SVC_HOME: home }, encoding: 'utf8' })
+  t.equal(bad.status, 1)
+  t.equal(bad.stderr, 'svc key: a market key starts with "svc_"\n', 'one line, no stack')
+  t.equal(await readFile(join(home, 'market.key'), 'utf8'), KEY + '\n', 'unchanged')
+})
