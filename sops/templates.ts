@@ -1,26 +1,30 @@
-// `{{steps.N.path}}` and `{{calls.K.path}}` in the arguments of planned calls (SOP-NOTES: Templates).
+// `{{steps.N.path}}` and `{{calls.K.path}}` in the arguments of planned calls (SOP-NOTES: Templates),
+// and `{{trigger.path}}`: the triggering payload (JSON when it parses), which SOP-NOTES lets step
+// guards read as `$.trigger` but gives templates no way to reach — without it a deterministic step
+// could never put the event's own fields (a slot, an amount) into a call or an attested record.
 // Pure. The validator uses `scanTemplates` to check references; the engine uses `resolveArgs`
 // when the step runs, so template text never reaches a tool.
 import type { Json } from './types.ts'
 
 export interface TemplateRef {
-  /** `steps`: output of step `index` (1-based); `calls`: call `index` of the same step (0-based). */
-  kind: 'steps' | 'calls'
+  /** `steps`: output of step `index` (1-based); `calls`: call `index` of the same step (0-based); `trigger`: the payload (index 0). */
+  kind: 'steps' | 'calls' | 'trigger'
   index: number
   path: string[]
   /** The template as written, braces included. */
   raw: string
 }
 
-const VALID = /^\{\{\s*(steps|calls)\.(\d+)((?:\.[^.\s{}]+)*)\s*\}\}$/
+const VALID = /^\{\{\s*(?:(steps|calls)\.(\d+)|(trigger))((?:\.[^.\s{}]+)*)\s*\}\}$/
 // Anything in double braces that starts with `steps`/`calls`: a candidate template. Other
 // `{{…}}` text is left alone (it may be meant for the tool, e.g. a message template).
-const CANDIDATE = /\{\{\s*(?:steps|calls)\b[^{}]*\}\}/g
+const CANDIDATE = /\{\{\s*(?:steps|calls|trigger)\b[^{}]*\}\}/g
 
 function parseOne(raw: string): TemplateRef | undefined {
   const m = VALID.exec(raw)
   if (!m) return undefined
-  const path = (m[3] ?? '').split('.').slice(1)
+  const path = (m[4] ?? '').split('.').slice(1)
+  if (m[3]) return { kind: 'trigger', index: 0, path, raw }
   return { kind: m[1] as 'steps' | 'calls', index: Number(m[2]), path, raw }
 }
 
@@ -59,6 +63,8 @@ export interface TemplateScope {
   steps: Readonly<Record<number, Json>>
   /** Outputs of the earlier calls of the running step, 0-based. */
   calls: readonly Json[]
+  /** The trigger payload as step 1 receives it; absent where no run exists (validation). */
+  trigger?: Json
 }
 
 type Lookup = { ok: true; value: Json } | { ok: false; error: string }
@@ -70,6 +76,9 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
       return { ok: false, error: `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)` }
     }
     base = scope.steps[ref.index]
+  } else if (ref.kind === 'trigger') {
+    if (scope.trigger === undefined) return { ok: false, error: `${ref.raw}: this run has no trigger payload` }
+    base = scope.trigger
   } else {
     if (ref.index >= scope.calls.length) {
       return { ok: false, error: `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)` }
@@ -84,7 +93,8 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
     else cur = undefined
     if (cur === undefined) {
       const where = ref.path.slice(0, i + 1).join('.')
-      return { ok: false, error: `${ref.raw}: no "${where}" in the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}` }
+      const of = ref.kind === 'trigger' ? 'the trigger payload' : `the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}`
+      return { ok: false, error: `${ref.raw}: no "${where}" in ${of}` }
     }
   }
   return { ok: true, value: cur === undefined ? null : cur }
@@ -99,7 +109,7 @@ function resolveString(s: string, scope: TemplateScope): Lookup {
     if (error) return raw
     const ref = parseOne(raw)
     if (!ref) {
-      error = `${raw}: malformed template (expected {{steps.N.path}} or {{calls.K.path}})`
+      error = `${raw}: malformed template (expected {{steps.N.path}}, {{calls.K.path}} or {{trigger.path}})`
       return raw
     }
     const found = lookup(ref, scope)

@@ -77,8 +77,9 @@ function checkCalls(step: Step, md: string, sop: Sop, err: (f: string, l: number
     if (step.denyTools.includes(call.tool)) err(md, line, `call: tool "${call.tool}" is in this step's deny-tools`)
     if (step.allowTools && !step.allowTools.includes(call.tool)) err(md, line, `call: tool "${call.tool}" is not in this step's allow-tools (${step.allowTools.join(', ')})`)
     const scan = scanTemplates(call.args)
-    for (const bad of scan.malformed) err(md, line, `call: malformed template ${bad} (expected {{steps.N.path}} or {{calls.K.path}})`)
+    for (const bad of scan.malformed) err(md, line, `call: malformed template ${bad} (expected {{steps.N.path}}, {{calls.K.path}} or {{trigger.path}})`)
     for (const r of scan.refs) {
+      if (r.kind === 'trigger') continue
       if (r.kind === 'steps') {
         if (r.index < 1 || r.index > sop.steps.length) err(md, line, `call: ${r.raw} refers to step ${r.index}, which does not exist`)
         else if (r.index >= step.number) err(md, line, `call: ${r.raw} refers to step ${r.index}, which does not come before step ${step.number}`)

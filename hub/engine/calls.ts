@@ -12,6 +12,8 @@ export interface CallScope {
   step: Step
   /** Outputs of completed steps by number. */
   steps: Record<number, Json>
+  /** The trigger payload as step 1 received it, for `{{trigger.path}}`. */
+  trigger: Json
   signal: AbortSignal
 }
 
@@ -63,7 +65,7 @@ export async function runPlannedCalls(tools: ToolRegistry, scope: CallScope): Pr
     const where = `call ${k} (${call.tool})`
     const refused = toolRefusal(step, call.tool)
     if (refused) return { ok: false, error: `${where}: ${refused}`, calls: outputs }
-    const args = resolveArgs(call.args, { steps: scope.steps, calls: outputs })
+    const args = resolveArgs(call.args, { steps: scope.steps, calls: outputs, trigger: scope.trigger })
     if (!args.ok) return { ok: false, error: `${where}: ${args.error}`, calls: outputs }
     const r = await callTool(tools, scope, k, call.tool, args.value)
     if (!r.ok) return { ok: false, error: `${where}: ${r.error}`, calls: outputs }

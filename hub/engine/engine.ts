@@ -429,7 +429,7 @@ export class Engine implements HubEngine {
 
   private async execute(run: RunRecord, sop: Sop, step: Step, input: Json): Promise<{ ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }> {
     const signal = this.abortFor(run).signal
-    const scope = { runId: run.id, sop: sop.name, step, steps: this.stepOutputs(run), signal }
+    const scope = { runId: run.id, sop: sop.name, step, steps: this.stepOutputs(run), trigger: payloadAsInput(run.trigger.payload), signal }
     if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
     const mode = effectiveMode(sop, step)
     if (mode === 'deterministic') {

@@ -22,6 +22,19 @@ t.test('step and call templates resolve from captured outputs, keeping types whe
   t.same(tools.calls.map((c) => c.ctx.idempotencyKey), [`${run.id}:1:0`, `${run.id}:2:0`, `${run.id}:2:1`])
 })
 
+t.test('{{trigger.path}} reads the JSON-parsed trigger payload in any step', async (t) => {
+  const { run, tools } = await runOne(
+    t,
+    [step(1, { calls: [call('echo', { a: 1 })] }), step(2, { calls: [call('echo', { slot: '{{trigger.slot}}', amount: '{{trigger.amount}}', note: 'slot {{trigger.slot}}' })] })],
+    '{"slot":"B2","amount":3}',
+  )
+  t.equal(run.state, 'completed')
+  t.same(tools.calls[1]?.args, { slot: 'B2', amount: 3, note: 'slot B2' })
+  const text = await runOne(t, [step(1, { calls: [call('echo', { v: '{{trigger.slot}}' })] })], 'plain text')
+  t.equal(text.run.state, 'failed')
+  t.match(text.run.error, /\{\{trigger\.slot\}\}: no "slot" in the trigger payload/)
+})
+
 t.test('an unresolvable template fails the step; template text never reaches a tool', async (t) => {
   const { run, tools } = await runOne(t, [step(1, { calls: [call('echo', { a: 1 })] }), step(2, { calls: [call('echo', { b: '{{steps.1.missing}}' })] })])
   t.equal(run.state, 'failed')

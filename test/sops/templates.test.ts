@@ -70,3 +70,24 @@ t.test('a "__proto__" key stays a plain own property', async (t) => {
     t.equal(Object.getPrototypeOf(r.value), Object.prototype)
   }
 })
+
+t.test('{{trigger.path}} reads the trigger payload; missing payload or field is an error', async (t) => {
+  t.same(
+    parseTemplates({ a: '{{trigger.slot}}', b: 'x {{trigger}}' }).map((r) => [r.kind, r.path]),
+    [
+      ['trigger', ['slot']],
+      ['trigger', []],
+    ],
+  )
+  t.same(scanTemplates({ a: '{{trigger.}} {{triggers.x}}' }).malformed, ['{{trigger.}}'])
+  const scope = { steps: {}, calls: [], trigger: { slot: 'A1', amount: 2 } }
+  const r = resolveArgs({ slot: '{{trigger.slot}}', amount: '{{trigger.amount}}', all: '{{trigger}}', msg: 'slot {{trigger.slot}}' }, scope)
+  t.ok(r.ok)
+  if (r.ok) t.same(r.value, { slot: 'A1', amount: 2, all: { slot: 'A1', amount: 2 }, msg: 'slot A1' })
+  const missing = resolveArgs({ v: '{{trigger.nope}}' }, scope)
+  t.equal(missing.ok, false)
+  if (!missing.ok) t.match(missing.error, /\{\{trigger\.nope\}\}: no "nope" in the trigger payload/)
+  const none = resolveArgs({ v: '{{trigger.slot}}' }, { steps: {}, calls: [] })
+  t.equal(none.ok, false)
+  if (!none.ok) t.match(none.error, /has no trigger payload/)
+})
