@@ -131,3 +131,24 @@ t.test('svc market refuses a bad config with one line', async (t) => {
   t.equal(await new Promise<number | null>((resolve) => missing.on('close', resolve)), 1)
   t.match(err2, /chain file .* not found/, 'no chain: says how to get one')
 })
+
+t.test('with [ipfs] api set, an unreachable Kubo node fails the upload with 502 and stores nothing', async (t) => {
+  const { freePort } = await import('../helpers/ports.ts')
+  const { dataset, postListing } = await import('./market-helpers.ts')
+  const kubo = `http://127.0.0.1:${await freePort()}`
+  const { url, market } = await startMarket(t, dev, (c) => {
+    c.ipfsApi = kubo
+  })
+  const cookie = await signIn(url, owner.privateKey)
+  const key = (await issueKey(url, cookie, owner.privateKey, dev.agentId)).json.key as string
+  const count = async () => {
+    let n = 0
+    for await (const _ of market.ctx.db.listings.values()) n++
+    return n
+  }
+  const before = await count()
+  const r = await postListing(url, key, dataset(3, dev.agentId))
+  t.equal(r.status, 502)
+  t.match(r.json.error, new RegExp(`pinning .*ipfs.api ${kubo} unreachable`))
+  t.equal(await count(), before, 'no listing stored')
+})
