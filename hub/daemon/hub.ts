@@ -16,6 +16,9 @@ import type { AgentAdapter } from '../agent/types.ts'
 import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import { buildToolRegistry } from '../../tools/registry.ts'
+import { createSopApproveTool } from '../../tools/sop_approve.ts'
+import { createSopExecuteTool } from '../../tools/sop_execute.ts'
+import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { Tool, ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { startBroker, type EmbeddedBroker } from './broker.ts'
@@ -150,13 +153,17 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
 
     const extras: HubExtras = parts.extras ? await parts.extras({ publish, config, sops, log }) : { tools: [] }
     if (extras.close) closers.push({ name: 'extras', fn: () => extras.close!() })
+    // The sop_* tools reach the engine they are registered in, so they get it late, through a getter.
+    let engineRef: HubEngine | undefined
+    const getEngine = (): HubEngine | undefined => engineRef
+    const sopTools = [createSopExecuteTool(getEngine), createSopStatusTool(getEngine), createSopApproveTool(getEngine)]
     const registry = buildToolRegistry({
       publish,
       ...(bridge ? { boards: bridge } : {}),
       http: config.tools.httpRequest,
       httpTimeoutMs: config.tools.httpTimeoutMs,
       boardTimeoutMs: config.tools.boardTimeoutMs,
-      extra: extras.tools,
+      extra: [...extras.tools, ...sopTools],
     })
     if (!registry.ok) throw new Error(registry.error)
 
@@ -167,6 +174,7 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       log,
       ...(parts.agent ? { agent: parts.agent } : {}),
     })
+    engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
 
     const router = await startTriggerRouter(sops, {

@@ -100,3 +100,31 @@ t.test('an unreachable external broker is a start error that names it', async (t
   if (!cfg.ok) throw new Error(cfg.error)
   await t.rejects(startHub(cfg.config, silentLog), new RegExp(`cannot connect to the MQTT broker at mqtt://127.0.0.1:${port}: .*ECONNREFUSED`))
 })
+
+t.test('the sop_* tools are registered in the hub: a step starts another SOP with sop_execute and reads it with sop_status', async (t) => {
+  const home = await tempDir(t)
+  const sopsDir = join(home, 'sops')
+  await writeSop(sopsDir, 'child', 'never/+/fires')
+  await mkdir(join(sopsDir, 'parent'), { recursive: true })
+  await writeFile(join(sopsDir, 'parent', 'SOP.toml'), sopToml('parent', 'plant/+/start'))
+  await writeFile(
+    join(sopsDir, 'parent', 'SOP.md'),
+    '# p\n\n## Steps\n\n1. **Start the child**\n   - call: {"tool":"sop_execute","args":{"sop":"child","payload":{"from":"parent"}}}\n' +
+      '2. **Look at it**\n   - call: {"tool":"sop_status","args":{"run_id":"{{steps.1.run_id}}"}}\n',
+  )
+  const cfg = parseConfig(`[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = 0\n[webhook]\nenabled = false\n`, null, { SVC_HOME: home })
+  if (!cfg.ok) throw new Error(cfg.error)
+  const hub = await startHub(cfg.config, silentLog)
+  t.teardown(() => hub.close())
+  t.ok(hub.tools.has('sop_execute') && hub.tools.has('sop_status') && hub.tools.has('sop_approve'))
+  const d = await hub.engine.trigger('parent', { type: 'manual', source: 'test', payload: {}, at: Date.now() })
+  t.equal(d.outcome, 'started')
+  const parent = await until(async () => {
+    const r = await hub.engine.getRun(d.runId!)
+    return r && (r.state === 'completed' || r.state === 'failed') ? r : undefined
+  })
+  t.equal(parent.state, 'completed', parent.error ?? '')
+  const children = await hub.engine.listRuns({ sop: 'child' })
+  t.equal(children.length, 1)
+  t.equal((parent.steps['1']?.output as { run_id?: string } | undefined)?.run_id, children[0]!.id)
+})
