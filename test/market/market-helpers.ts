@@ -5,7 +5,7 @@ import { type Hex, keccak256, toHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import type { DevChain } from '../../chain/dev.ts'
-import { buildMarketApp, type MarketApp } from '../../market/app.ts'
+import { buildMarketApp, type MarketApp, type MarketAppOptions } from '../../market/app.ts'
 import { type MarketChain, viemMarketChain } from '../../market/chain/market-chain.ts'
 import { chainFromInfo, defaultConfig, type MarketConfig } from '../../market/config.ts'
 import { canonicalLine, lineHash } from '../../records/index.ts'
@@ -26,6 +26,8 @@ export interface StartOptions {
   info?: Partial<DevChain['info']>
   /** Wrap the chain reads (e.g. to count them). */
   wrapChain?: (c: MarketChain) => MarketChain
+  /** Mount the website (test/web). */
+  pages?: MarketAppOptions['pages']
 }
 
 export async function startMarket(t: T, dev: DevChain, tweak?: (c: MarketConfig) => void, opts: StartOptions = {}): Promise<Running> {
@@ -38,7 +40,7 @@ export async function startMarket(t: T, dev: DevChain, tweak?: (c: MarketConfig)
   const r = chainFromInfo(base, { ...dev.info, ...opts.info })
   if (!r.ok) throw new Error(r.error)
   const chain = opts.wrapChain ? opts.wrapChain(viemMarketChain(r.config.chain!)) : undefined
-  const market = await buildMarketApp({ config: r.config, ...(chain ? { chain } : {}) })
+  const market = await buildMarketApp({ config: r.config, ...(chain ? { chain } : {}), ...(opts.pages ? { pages: opts.pages } : {}) })
   const port = await freePort()
   await market.app.listen({ host: '127.0.0.1', port })
   t.teardown(() => market.close())
