@@ -5,7 +5,7 @@ import { join } from 'node:path'
 
 export interface SvcPaths {
   home: string
-  /** Default `<sops_dir>` (SOP directories and plugin packages). */
+  /** Default `<sops_dir>` (SOP directories and plugin packages): SVC_SOPS_DIR, else `<home>/sops`. */
   sops: string
   /** The hub's LevelDB folders live under here. */
   data: string
@@ -23,7 +23,7 @@ export function svcPaths(env: NodeJS.ProcessEnv = process.env): SvcPaths {
   const home = env.SVC_HOME && env.SVC_HOME.length > 0 ? env.SVC_HOME : join(homedir(), '.svc')
   return {
     home,
-    sops: join(home, 'sops'),
+    sops: env.SVC_SOPS_DIR && env.SVC_SOPS_DIR.length > 0 ? env.SVC_SOPS_DIR : join(home, 'sops'),
     data: join(home, 'data'),
     apiToken: join(home, 'hub.token'),
     apiInfo: join(home, 'hub-api.json'),

@@ -45,7 +45,7 @@ export async function loadSop(dir: string): Promise<LoadedSop> {
   return r.parsed && !hasErrors(r.diagnostics) ? { sop: r.parsed.sop, diagnostics: r.diagnostics } : { diagnostics: r.diagnostics }
 }
 
-async function isDir(path: string): Promise<boolean> {
+export async function isDir(path: string): Promise<boolean> {
   try {
     return (await stat(path)).isDirectory()
   } catch {
@@ -53,7 +53,7 @@ async function isDir(path: string): Promise<boolean> {
   }
 }
 
-async function exists(path: string): Promise<boolean> {
+export async function exists(path: string): Promise<boolean> {
   try {
     await stat(path)
     return true

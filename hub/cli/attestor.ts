@@ -5,7 +5,7 @@ import { loadAttestorConfig, KEY_ENV } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { intOption, parseOptions } from '../attest/cli-options.ts'
 import { svcPaths } from '../paths.ts'
-import { type Command, EXIT_OK, UsageError, UserError } from './io.ts'
+import { type Command, EXIT_OK, UsageError, UserError, untilStopSignal } from './io.ts'
 
 export const ATTESTOR_HELP = `usage: svc attestor [options]
 
@@ -45,15 +45,7 @@ export const command: Command = async (argv, io) => {
   if (!cfg.ok) throw new UserError(cfg.error)
   const srv = await startAttestorServer(cfg.config, { host: values.host ?? '127.0.0.1', port: intOption(values.port, 'port') ?? 8790 })
   io.out(`attestor ${srv.address} listening on ${srv.url} (registry ${cfg.config.validationRegistry})`)
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      done()
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await untilStopSignal()
   await srv.close()
   return EXIT_OK
 }

@@ -10,7 +10,7 @@ import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { intOption, parseOptions } from '../attest/cli-options.ts'
 import { svcPaths } from '../paths.ts'
-import { type Command, EXIT_OK, UsageError } from './io.ts'
+import { type Command, EXIT_OK, UsageError, untilStopSignal } from './io.ts'
 
 export const CHAIN_HELP = `usage: svc chain dev [options]
 
@@ -84,15 +84,7 @@ export const command: Command = async (argv, io) => {
         ].join('\n'),
       )
     }
-    await new Promise<void>((done) => {
-      const stop = () => {
-        process.off('SIGINT', stop)
-        process.off('SIGTERM', stop)
-        done()
-      }
-      process.on('SIGINT', stop)
-      process.on('SIGTERM', stop)
-    })
+    await untilStopSignal()
   } finally {
     await closeAttestor?.()
     await chain.stop()

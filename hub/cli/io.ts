@@ -40,3 +40,16 @@ export const processIo: CliIo = {
 
 /** A command group: `svc <group> …`. Returns the exit code. */
 export type Command = (argv: string[], io: CliIo) => Promise<number>
+
+/** Resolves at the first SIGINT or SIGTERM: how a foreground server command (`svc market`, `svc attestor`, `svc chain dev`) waits to stop. */
+export function untilStopSignal(): Promise<void> {
+  return new Promise<void>((done) => {
+    const stop = (): void => {
+      process.off('SIGINT', stop)
+      process.off('SIGTERM', stop)
+      done()
+    }
+    process.on('SIGINT', stop)
+    process.on('SIGTERM', stop)
+  })
+}

@@ -4,7 +4,7 @@ import { intOption, parseOptions } from '../attest/cli-options.ts'
 import { marketPages } from '../../market/pages/index.ts'
 import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
 import { svcPaths } from '../paths.ts'
-import { type Command, EXIT_OK, UserError, UsageError } from './io.ts'
+import { type Command, EXIT_OK, UserError, UsageError, untilStopSignal } from './io.ts'
 
 export const MARKET_HELP = `usage: svc market [options]
 
@@ -41,15 +41,7 @@ export const command: Command = async (argv, io) => {
     throw new UserError(err instanceof Error ? err.message : String(err))
   }
   io.out(`market listening on ${running.url} (chain ${config.chain!.rpcUrl}, data ${config.dataDir})`)
-  await new Promise<void>((done) => {
-    const stop = () => {
-      process.off('SIGINT', stop)
-      process.off('SIGTERM', stop)
-      done()
-    }
-    process.on('SIGINT', stop)
-    process.on('SIGTERM', stop)
-  })
+  await untilStopSignal()
   await running.close()
   return EXIT_OK
 }

@@ -168,7 +168,7 @@ export function recorderTools(sop: Sop, record: (c: RecordedCall) => void): Tool
 
 async function dryRun(f: Flags, io: CliIo): Promise<number> {
   const name = one('run', f, 'SOP name')
-  const chosen = f.sopsDir ?? (io.env.SVC_SOPS_DIR && io.env.SVC_SOPS_DIR !== '' ? io.env.SVC_SOPS_DIR : svcPaths(io.env).sops)
+  const chosen = f.sopsDir ?? svcPaths(io.env).sops
   const sopsDir = isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen)
   let payload: Json = {}
   if (f.payload !== undefined) {

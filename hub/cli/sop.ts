@@ -1,9 +1,8 @@
 // `svc sop list|validate|show|graph`: the SOP format on the command line (spec: Endpoints).
 // Read-only, no daemon. Run commands (pending, approve, deny, logs, run) go to sop-runs.ts.
-import { stat } from 'node:fs/promises'
 import { isAbsolute, resolve } from 'node:path'
 import { graphText, stepRoutes } from '../../sops/graph.ts'
-import { loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
+import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
 import { formatDiagnostic, hasErrors, type ParsedSop, sortDiagnostics } from '../../sops/parse.ts'
 import type { Diagnostic, Sop, Step, Trigger } from '../../sops/types.ts'
 import { svcPaths } from '../paths.ts'
@@ -54,25 +53,10 @@ function parseOptions(argv: string[], io: CliIo): Options {
     else positional.push(a)
   }
   // --sops-dir wins over SVC_SOPS_DIR, which wins over the per-user default.
-  const chosen = sopsDir ?? (io.env.SVC_SOPS_DIR && io.env.SVC_SOPS_DIR !== '' ? io.env.SVC_SOPS_DIR : svcPaths(io.env).sops)
+  const chosen = sopsDir ?? svcPaths(io.env).sops
   return { sopsDir: isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen), json, positional }
 }
 
-async function isDir(path: string): Promise<boolean> {
-  try {
-    return (await stat(path)).isDirectory()
-  } catch {
-    return false
-  }
-}
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path)
-    return true
-  } catch {
-    return false
-  }
-}
 
 function looksLikePath(arg: string): boolean {
   return arg.includes('/') || arg.includes('\\') || arg.startsWith('.')

@@ -75,3 +75,15 @@ t.test('[chain] is kept for the attestation part; [agent] is checked', async (t)
   t.equal(bad.ok, false)
   if (!bad.ok) t.match(bad.error, /agent\.url: .*agent\.model|agent: .*model|agent\.url/)
 })
+
+t.test('SVC_SOPS_DIR is the default sops dir for the hub, as for svc sop; hub.sops_dir wins over it', async (t) => {
+  const env = { SVC_HOME: '/var/lib/svc-test', SVC_SOPS_DIR: '/srv/sops' }
+  const byEnv = parseConfig('', null, env)
+  t.ok(byEnv.ok)
+  if (byEnv.ok) t.equal(byEnv.config.sopsDir, '/srv/sops')
+  const byFile = parseConfig('[hub]\nsops_dir = "/etc/svc/sops"\n', null, env)
+  t.ok(byFile.ok)
+  if (byFile.ok) t.equal(byFile.config.sopsDir, '/etc/svc/sops')
+  const home = parseConfig('', null, { SVC_HOME: '/var/lib/svc-test' })
+  if (home.ok) t.equal(home.config.sopsDir, '/var/lib/svc-test/sops')
+})
