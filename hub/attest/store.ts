@@ -12,15 +12,8 @@ import type { Hex } from 'viem'
 import { requestHashFor } from '../../records/request-hash.ts'
 import { type AttestCounts, type AttestRecord, type AttestState, emptyCounts } from './record.ts'
 
-export interface AppendInput {
-  idempotencyKey: string
-  action: string
-  requestUri: string
-  line: string
-  paramsHash: Hex
-  signature: Hex
-  signer: Hex
-}
+/** What the tool hands the store; the store assigns seq, requestHash, createdAt and state. */
+export type AppendInput = Pick<AttestRecord, 'idempotencyKey' | 'action' | 'requestUri' | 'line' | 'paramsHash' | 'signature' | 'signer'>
 
 export interface AppendResult {
   record: AttestRecord

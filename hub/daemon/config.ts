@@ -11,6 +11,7 @@ import Value from 'typebox/value'
 import { svcPaths } from '../paths.ts'
 import { NAME_PATTERN } from '../../bridge/codec/messages.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
+import type { BoardConfig } from '../../bridge/types.ts'
 
 const Port = Type.Integer({ minimum: 0, maximum: 65535 })
 const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
@@ -110,16 +111,8 @@ export const HubTomlSchema = Type.Object(
 )
 export type HubToml = Static<typeof HubTomlSchema>
 
-export interface BoardEntry {
-  name: string
-  port: string
-  baud?: number
-  lineCap?: number
-  heartbeatMs?: number
-  kind?: 'serial' | 'firmata'
-  profile?: FirmataProfile
-  simulate?: boolean
-}
+/** A `[[boards]]` entry: the bridge's own BoardConfig, with `simulate` as the on/off the file allows. */
+export type BoardEntry = Omit<BoardConfig, 'simulate'> & { simulate?: boolean }
 
 export interface HubConfig {
   /** The file read, or null when running on defaults. */
