@@ -3,7 +3,7 @@
 // `sync: true` batch shared with concurrent writers (group-commit.ts).
 import { Level } from 'level'
 import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
-import { MAX_LOG_ENTRIES, type RunRecord, payloadAsInput } from '../../sops/run/record.ts'
+import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
@@ -55,9 +55,17 @@ interface Delta {
 /** What was last written for a live run, so a state change writes only what changed. */
 interface Written {
   seq: number
-  steps: Map<number, string>
+  /** Each step record as last written: the object and its JSON. */
+  steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
   logSeq: number
 }
+
+/**
+ * A step record that is settled is never changed in place: engine.ts gives a step a new record
+ * each time it is entered (and after a restart), and only the running record is mutated. So a
+ * settled record already written as the same object need not be serialised again to compare.
+ */
+const settled = (rec: StepRecord): boolean => rec.status !== 'running'
 
 export class EngineStore {
   private seq = 0
@@ -65,7 +73,27 @@ export class EngineStore {
   readonly committer: GroupCommitter
 
   private constructor(private readonly db: Level<string, string>) {
-    this.committer = new GroupCommitter((ops) => this.db.batch(ops, { sync: true }))
+    this.committer = new GroupCommitter((ops) => this.writeSynced(ops))
+  }
+
+  /**
+   * One `sync: true` LevelDB batch. Built as a chained batch: the array form of `batch()` costs
+   * about 5 µs of main-thread time per operation in abstract-level/classic-level, the chained
+   * form under 1 µs (bench: the engine's batches hold hundreds of operations), and both are the
+   * same one atomic, synced WriteBatch.
+   */
+  private async writeSynced(ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[]): Promise<void> {
+    const batch = this.db.batch()
+    try {
+      for (const op of ops) {
+        if (op.type === 'put') batch.put(op.key, op.value)
+        else batch.del(op.key)
+      }
+    } catch (err) {
+      await batch.close()
+      throw err
+    }
+    await batch.write({ sync: true })
   }
 
   static async open(path: string): Promise<EngineStore> {
@@ -78,32 +106,45 @@ export class EngineStore {
    * The write that brings the stored run up to `run`: one appended delta (bench: a sync batch
    * costs by its operations and bytes, so a state change is one small put, and the bytes a run
    * writes grow linearly with its steps, not with the square). A new run also gets an `open!`
-   * marker, so a restart finds unfinished runs without reading the history.
+   * marker, so a restart finds unfinished runs without reading the history. The delta's JSON is
+   * assembled from its parts so a changed step is serialised once (compared and written).
    */
   runOps(run: RunRecord): BatchOp[] {
     const ops: BatchOp[] = []
     let w = this.written.get(run.id)
     const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
-    const delta: Delta = { st }
+    let json = '{'
     if (!w) {
       w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
-      delta.head = { id: run.id, sop: run.sop, mode: run.mode, trigger: run.trigger, createdAt: run.createdAt, admission: run.admission }
+      const head: RunHead = { id: run.id, sop: run.sop, mode: run.mode, trigger: run.trigger, createdAt: run.createdAt, admission: run.admission }
+      json += `"head":${JSON.stringify(head)},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '' })
     }
-    for (const [k, rec] of Object.entries(steps)) {
+    json += `"st":${JSON.stringify(st satisfies RunStateRecord)}`
+    let changed = ''
+    for (const k in steps) {
+      const rec = steps[k]!
       // A step just entered is implied by `current`; its record is written once it has a result
       // (engine.ts recover() re-enters it after a restart).
       if (rec.status === 'running' && rec.attempts === 0) continue
       const n = Number(k)
+      const prev = w.steps.get(n)
+      if (prev !== undefined && prev.rec === rec && prev.settled) continue
       const v = JSON.stringify(rec)
-      if (w.steps.get(n) === v) continue
-      w.steps.set(n, v)
-      ;(delta.steps ??= {})[n] = rec
+      if (prev !== undefined && prev.json === v) {
+        prev.rec = rec
+        prev.settled = settled(rec)
+        continue
+      }
+      w.steps.set(n, { rec, json: v, settled: settled(rec) })
+      changed += `${changed === '' ? '' : ','}${JSON.stringify(String(n))}:${v}`
     }
-    if (run.logSeq > w.logSeq) delta.log = log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq)))
+    if (changed !== '') json += `,"steps":{${changed}}`
+    if (run.logSeq > w.logSeq) json += `,"log":${JSON.stringify(log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq))))}`
     w.logSeq = run.logSeq
-    ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: JSON.stringify(delta) })
+    json += '}'
+    ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: json })
     return ops
   }
 
@@ -179,7 +220,7 @@ export class EngineStore {
       const r = await this.replay(k.slice(OPEN.length))
       if (!r) continue
       out.push(r.run)
-      const steps = new Map(Object.entries(r.run.steps).map(([n, v]) => [Number(n), JSON.stringify(v)]))
+      const steps = new Map(Object.entries(r.run.steps).map(([n, rec]) => [Number(n), { rec, json: JSON.stringify(rec), settled: settled(rec) }]))
       this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
     }
     return out
