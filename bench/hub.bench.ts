@@ -4,7 +4,9 @@
 //   event→run-start latency p50/p99: an MQTT publish on boards/<board>/<signal> until the engine
 //     has admitted and started the run (the router's "trigger admitted" log line, outcome started)
 //   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
-//     (a real child process, started the way users start it: node --import tsx)
+//     (a real child process, started the way users start it: node --import tsx), and beside it the
+//     way hub/svc-hub.service runs it: compiled to JavaScript (tsconfig.build.json, built here into a
+//     temp folder), bare node, --max-semi-space-size=1, MALLOC_ARENA_MAX=2
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
@@ -16,6 +18,7 @@ import mqtt from 'mqtt'
 import { startBroker } from '../hub/daemon/broker.ts'
 import { parseConfig } from '../hub/daemon/config.ts'
 import { startHub } from '../hub/daemon/hub.ts'
+import { buildDist } from '../hub/build/dist.ts'
 import type { Log } from '../hub/daemon/log.ts'
 import { startTriggerRouter } from '../hub/triggers/router.ts'
 import { matches } from '../sops/conditions.ts'
@@ -141,13 +144,22 @@ function rssOf(pid: number): number {
   return m ? Number(m[1]) * 1024 : NaN
 }
 
-async function hubIdleRss(dir: string, sopsDir: string, nodeArgs: string[] = []): Promise<number> {
-  const home = join(dir, `home${nodeArgs.length}`)
+interface HubRun {
+  nodeArgs?: string[]
+  /** The compiled CLI (dist/hub/cli/main.js); without it, hub/cli/main.ts through tsx. */
+  entry?: string
+  env?: NodeJS.ProcessEnv
+}
+
+async function hubIdleRss(dir: string, sopsDir: string, run: HubRun = {}): Promise<number> {
+  const nodeArgs = run.nodeArgs ?? []
+  const home = await mkdtemp(join(dir, 'home-'))
   await mkdir(home, { recursive: true })
   await writeFile(join(home, 'hub.toml'), `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n`)
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--log-level', 'info'], {
+  const entry = run.entry ? [run.entry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
+  const child = spawn(process.execPath, [...nodeArgs, ...entry, 'hub', '--log-level', 'info'], {
     cwd: root,
-    env: { ...process.env, SVC_HOME: home },
+    env: { ...process.env, ...run.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   try {
@@ -187,12 +199,18 @@ try {
   // tsx runs its loader on a hooks thread with its own heap: part of every `svc` process.
   const tsxRss = Number(spawnSync(process.execPath, ['--import', 'tsx', '-e', idle], { encoding: 'utf8', cwd: root }).stdout)
   const hubRss = await hubIdleRss(dir, sopsDir)
-  const hubSmall = await hubIdleRss(dir, sopsDir, ['--max-semi-space-size=1'])
+  const hubSmall = await hubIdleRss(dir, sopsDir, { nodeArgs: ['--max-semi-space-size=1'] })
+  const built = await buildDist(join(dir, 'dist'))
+  if (!built.ok) throw new Error(built.error)
+  const hubJs = await hubIdleRss(dir, sopsDir, { entry: built.entry })
+  const hubProd = await hubIdleRss(dir, sopsDir, { entry: built.entry, nodeArgs: ['--max-semi-space-size=1'], env: { MALLOC_ARENA_MAX: '2' } })
   const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`
   process.stdout.write(`baseline  bare node process RSS                            ${mb(bareRss)}\n`)
   process.stdout.write(`baseline  node --import tsx, nothing loaded                ${mb(tsxRss)}\n`)
   process.stdout.write(`hub       idle RSS, 50 SOPs, embedded broker (tsx)         ${mb(hubRss)}  (${(hubRss / bareRss).toFixed(2)}x bare node; +${mb(hubRss - tsxRss)} over tsx; aim < 80 MB)\n`)
-  process.stdout.write(`hub       same, node --max-semi-space-size=1 (systemd unit) ${mb(hubSmall)}  (+${mb(hubSmall - tsxRss)} over tsx)\n`)
+  process.stdout.write(`hub       same, node --max-semi-space-size=1 (tsx)          ${mb(hubSmall)}  (+${mb(hubSmall - tsxRss)} over tsx)\n`)
+  process.stdout.write(`hub       compiled (dist/), bare node                      ${mb(hubJs)}  (+${mb(hubJs - bareRss)} over bare node)\n`)
+  process.stdout.write(`hub       compiled, semi-space 1 MB, MALLOC_ARENA_MAX=2    ${mb(hubProd)}  (+${mb(hubProd - bareRss)} over bare node; the systemd unit's way; aim < 80 MB)\n`)
 } finally {
   await rm(dir, { recursive: true, force: true })
 }

@@ -8,6 +8,7 @@ import { Level } from 'level'
 import { WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
 import aedesPersistenceLevel from 'aedes-persistence-level'
+import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import type { Log } from './log.ts'
 
 export interface BrokerOptions {
@@ -52,7 +53,7 @@ function hostForUrl(host: string): string {
 export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> {
   const { log } = opts
   await mkdir(opts.dbPath, { recursive: true })
-  const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer' })
+  const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
   await db.open()
   const aedes = await Aedes.createBroker({ persistence: aedesPersistenceLevel(db) as unknown })
   // A misbehaving client is its own problem: log it, never let it reach the process.

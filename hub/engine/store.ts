@@ -5,6 +5,7 @@ import { Level } from 'level'
 import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
 import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
+import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
 export interface KeptTrigger {
@@ -97,7 +98,7 @@ export class EngineStore {
   }
 
   static async open(path: string): Promise<EngineStore> {
-    const db = new Level<string, string>(path, { valueEncoding: 'utf8' })
+    const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
     await db.open()
     return new EngineStore(db)
   }
