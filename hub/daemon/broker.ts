@@ -57,7 +57,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   await db.open()
   const aedes = await Aedes.createBroker({ persistence: aedesPersistenceLevel(db) as unknown })
   // A misbehaving client is its own problem: log it, never let it reach the process.
-  aedes.on('clientError', (client, err) => log.warn({ client: client?.id, err: err.message }, 'mqtt client error'))
+  aedes.on('clientError', (client, err) => log[clientErrorLevel(err.message)]({ client: client?.id, err: err.message }, 'mqtt client error'))
   aedes.on('connectionError', (client, err) => log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'))
 
   const tcp = createTcpServer(aedes.handle)
@@ -113,4 +113,12 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     await db.close()
     throw err
   }
+}
+
+/**
+ * A client that simply hangs up (the hub's own client at shutdown, a board going away) is routine,
+ * not a warning: Aedes reports it as a clientError "connection closed". Anything else is the client's fault.
+ */
+export function clientErrorLevel(message: string): 'debug' | 'warn' {
+  return message === 'connection closed' ? 'debug' : 'warn'
 }

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
-import { startBroker } from '../../hub/daemon/broker.ts'
+import { clientErrorLevel, startBroker } from '../../hub/daemon/broker.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
@@ -88,4 +88,10 @@ t.test('garbage on the MQTT port does not take the broker down', async (t) => {
   const c = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   t.ok(c.connected, 'still accepts clients after a bad one')
   await c.endAsync()
+})
+
+t.test('a client that hangs up is routine (debug); any other client error is a warning', async (t) => {
+  t.equal(clientErrorLevel('connection closed'), 'debug')
+  t.equal(clientErrorLevel('Invalid header flag bits, must be 0x0 for auth packet'), 'warn')
+  t.equal(clientErrorLevel('keep alive timeout'), 'warn')
 })
