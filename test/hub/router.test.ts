@@ -29,7 +29,7 @@ async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<Rou
     ...extra,
   })
   t.teardown(() => router.stop())
-  return { router, engine, pub, dir }
+  return { router, engine, pub, dir, client }
 }
 
 t.test('a board event on boards/<board>/<signal> starts the SOP, with the text payload and condition', async (t) => {
@@ -131,17 +131,20 @@ t.test('a flood while the engine is stuck is bounded: messages past the cap are 
         release.push(() => resolve({ outcome: 'started', reason: 'late' }))
       }),
   }
-  const { router, pub } = await setup(t, [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])], { engine, maxInFlight: 5 })
-  // The first event is awaited before the flood: in one loaded full-suite run out of three, an event
-  // published right after the router subscribed never arrived (5 reached the engine, 14 were
-  // dropped), which is about subscription start-up, not the cap this test is for.
-  await pub.publishAsync('boards/b/s', '0', { qos: 1 })
-  for (let i = 0; i < 1000 && calls < 1; i++) await new Promise((r) => setTimeout(r, 10))
-  for (let i = 1; i < 20; i++) await pub.publishAsync('boards/b/s', String(i), { qos: 1 })
-  // A generous bound: under a loaded full-suite run a QoS 1 delivery can lag by seconds.
-  for (let i = 0; i < 6000 && router.droppedMessages() < 15; i++) await new Promise((r) => setTimeout(r, 10))
+  const { router, pub, client } = await setup(t, [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])], { engine, maxInFlight: 5 })
+  // Count what the router's own MQTT client delivered, independently of the router: the cap's
+  // accounting is checked against that. (Under a loaded full-suite run a few of 20 QoS 1 messages
+  // to this persistent session were seen never to arrive at the client at all; that is the broker
+  // path, recorded in the issue notes, not the cap this test is for.)
+  let delivered = 0
+  client.on('message', (topic, _p, packet) => {
+    if (topic === 'boards/b/s' && !packet.retain) delivered++
+  })
+  for (let i = 0; i < 20; i++) await pub.publishAsync('boards/b/s', String(i), { qos: 1 })
+  for (let i = 0; i < 1000 && delivered < 20; i++) await new Promise((r) => setTimeout(r, 10))
+  t.ok(delivered > 5, `the flood (${delivered} delivered) exceeds the cap`)
   t.equal(calls, 5, 'only the cap reached the engine')
-  t.equal(router.droppedMessages(), 15)
+  t.equal(router.droppedMessages(), delivered - 5, 'every delivered message past the cap is dropped and counted')
   for (const r of release.splice(0)) r()
   await new Promise((r) => setTimeout(r, 20))
   await pub.publishAsync('boards/b/s', 'after', { qos: 1 })
