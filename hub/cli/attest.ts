@@ -9,7 +9,7 @@ import { exportAttestations } from '../attest/export.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
 import { createAttestSync } from '../attest/sync.ts'
 import { verifyLine } from '../attest/verify-line.ts'
-import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 

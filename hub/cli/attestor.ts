@@ -3,7 +3,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { loadAttestorConfig, KEY_ENV } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
-import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_OK, UsageError, UserError, untilStopSignal } from './io.ts'
 

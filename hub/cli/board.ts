@@ -4,11 +4,11 @@ import { spawnSync } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parseArgs } from 'node:util'
 import { NAME_RE } from '../../bridge/codec/messages.ts'
 import { runSimulatorOnPort, type RunningSimulator } from '../../boards/simulator/on-port.ts'
 import { startPtyPair, type PtyPair } from '../../boards/simulator/pty-pair.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
+import { parseOptions } from './options.ts'
 
 const HELP = `usage: svc board simulate [--port PATH] [--rate N] [--name NAME] [--signal SIGNAL]
 
@@ -26,22 +26,16 @@ options:
 Without socat, run the board inside the hub instead: \`svc hub --simulate vend1\`, or
 \`simulate = true\` in a [[boards]] table. Stops on Ctrl-C (SIGINT) or SIGTERM.`
 
+const OPTIONS = {
+  port: { type: 'string' },
+  rate: { type: 'string' },
+  name: { type: 'string' },
+  signal: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
 function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        port: { type: 'string' },
-        rate: { type: 'string' },
-        name: { type: 'string' },
-        signal: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    })
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err))
-  }
+  return parseOptions(argv, OPTIONS, 'svc board --help')
 }
 
 /** Waits for SIGINT/SIGTERM or `done`, whichever is first. */

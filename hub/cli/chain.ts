@@ -8,7 +8,7 @@ import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { readFile } from 'node:fs/promises'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
-import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_OK, UsageError, untilStopSignal } from './io.ts'
 

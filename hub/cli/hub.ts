@@ -1,5 +1,4 @@
 // `svc hub`: run the hub daemon, or print the configuration it would run with.
-import { parseArgs } from 'node:util'
 import { stringify } from 'smol-toml'
 import { type HubConfig, loadConfig } from '../daemon/config.ts'
 import { startHub } from '../daemon/hub.ts'
@@ -7,6 +6,7 @@ import { createLog } from '../daemon/log.ts'
 import { realParts } from '../daemon/parts.ts'
 import { installSignalHandlers } from '../daemon/shutdown.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
+import { parseOptions } from './options.ts'
 
 const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
        svc hub config [--config FILE] [--json]
@@ -24,22 +24,16 @@ options:
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
+const OPTIONS = {
+  config: { type: 'string' },
+  simulate: { type: 'string', multiple: true },
+  'log-level': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
 function parse(argv: string[]) {
-  try {
-    return parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        config: { type: 'string' },
-        simulate: { type: 'string', multiple: true },
-        'log-level': { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    })
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err))
-  }
+  return parseOptions(argv, OPTIONS, 'svc hub --help')
 }
 
 /** The config as shown to a person: secrets hidden, nulls left out. */

@@ -1,7 +1,7 @@
 // `svc key set|show`: the device's market bearer key (marketplace-api: Agent key), stored in
 // <SVC_HOME>/market.key with mode 0600; the market's origin beside it in market.json.
 import { checkKey, checkMarketUrl, readKey, readMarketUrl, saveKey } from '../listing/market-key.ts'
-import { parseOptions } from '../attest/cli-options.ts'
+import { parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 

@@ -3,7 +3,7 @@
 import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
-import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { intOption, parseOptions } from './options.ts'
 import { loadConfig } from '../daemon/config.ts'
 import { readChainSection } from '../daemon/parts.ts'
 import { createListing } from '../listing/create.ts'

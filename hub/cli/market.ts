@@ -1,6 +1,6 @@
 // `svc market [--config market.toml]`: runs the marketplace server until Ctrl-C / SIGTERM.
 import { isAbsolute, resolve } from 'node:path'
-import { intOption, parseOptions } from '../attest/cli-options.ts'
+import { intOption, parseOptions } from './options.ts'
 import { marketPages } from '../../market/pages/index.ts'
 import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
 import { svcPaths } from '../paths.ts'

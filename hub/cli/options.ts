@@ -1,9 +1,9 @@
-// Option parsing shared by `svc chain`, `svc attest` and `svc attestor`: node's parseArgs in
-// strict mode, with its errors turned into one-line usage errors.
+// Option parsing for every `svc` command: node's parseArgs in strict mode, with its errors
+// turned into one-line usage errors.
 import { parseArgs } from 'node:util'
-import { UsageError } from '../cli/io.ts'
+import { UsageError } from './io.ts'
 
-export type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>
+export type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>
 
 export function parseOptions<T extends OptionSpec>(argv: string[], spec: T, help: string) {
   try {
