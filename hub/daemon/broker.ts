@@ -9,6 +9,7 @@ import { WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
+import { forwardOnce } from './forward-once.ts'
 import type { Log } from './log.ts'
 
 export interface BrokerOptions {
@@ -55,7 +56,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   await mkdir(opts.dbPath, { recursive: true })
   const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
   await db.open()
-  const aedes = await Aedes.createBroker({ persistence: aedesPersistenceLevel(db) as unknown })
+  const once = forwardOnce()
+  const aedes = await Aedes.createBroker({ persistence: aedesPersistenceLevel(db) as unknown, preConnect: once.preConnect, authorizeForward: once.authorizeForward })
   // A misbehaving client is its own problem: log it, never let it reach the process.
   aedes.on('clientError', (client, err) => log[clientErrorLevel(err.message)]({ client: client?.id, err: err.message }, 'mqtt client error'))
   aedes.on('connectionError', (client, err) => log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'))
