@@ -18,3 +18,10 @@ export const HASH_RE = /^0x[0-9a-f]{64}$/
 export function isHash(v: unknown): v is Hex {
   return typeof v === 'string' && /^0x[0-9a-fA-F]{64}$/.test(v)
 }
+
+/** EIP-191 personal-message digest of the line's UTF-8 bytes: what the device signs (the same
+ *  as viem's hashMessage, at twice its speed, which matters at thousands of lines a second). */
+export function personalMessageDigest(line: string): Uint8Array {
+  const bytes = utf8ToBytes(line)
+  return keccak_256.create().update(utf8ToBytes(`\x19Ethereum Signed Message:\n${bytes.length}`)).update(bytes).digest()
+}

@@ -3,24 +3,42 @@
 // UTF-8 bytes, so any wallet tool can check it) and sends the device's validation requests.
 import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { type Address, type Hex, type LocalAccount, isHex } from 'viem'
+import { type Address, type Hex, type LocalAccount, hexToBytes, isHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { personalMessageDigest } from '../../records/hash.ts'
+import { loadNativeSecp256k1 } from './native-secp256k1.ts'
+
+/** Which implementation signs lines: libsecp256k1 when its binary loads, else viem's pure JS. */
+export type SignerBackend = 'libsecp256k1' | 'noble'
 
 export interface DeviceSigner {
   address: Address
   /** viem account: signs the device's validationRequest transactions. */
   account: LocalAccount
+  backend: SignerBackend
   /** EIP-191 personal-message signature over the line's exact UTF-8 bytes. */
   signLine(line: string): Promise<Hex>
 }
 
-export function signerFromKey(privateKey: Hex): DeviceSigner {
+/** The fastest backend this machine can load. */
+export function bestSignerBackend(): SignerBackend {
+  return loadNativeSecp256k1().ok ? 'libsecp256k1' : 'noble'
+}
+
+export function signerFromKey(privateKey: Hex, backend: SignerBackend = bestSignerBackend()): DeviceSigner {
   const account = privateKeyToAccount(privateKey)
-  return {
-    address: account.address,
-    account,
-    signLine: (line) => account.signMessage({ message: line }),
+  const native = backend === 'libsecp256k1' ? loadNativeSecp256k1() : undefined
+  if (native && !native.ok) throw new Error(`libsecp256k1 is not available here: ${native.error}`)
+  let signLine: DeviceSigner['signLine'] = (line) => account.signMessage({ message: line })
+  if (native?.ok) {
+    const key = hexToBytes(privateKey)
+    // Both backends are RFC 6979 deterministic and low-s, so the bytes are identical (tested).
+    signLine = async (line) => {
+      const { signature, recid } = native.lib.ecdsaSign(personalMessageDigest(line), key)
+      return `0x${Buffer.from(signature.buffer, signature.byteOffset, 64).toString('hex')}${(27 + recid).toString(16)}`
+    }
   }
+  return { address: account.address, account, backend, signLine }
 }
 
 function parseKey(text: string, path: string): Hex {

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { recoverMessageAddress } from 'viem'
 import { loadOrCreateDeviceKey } from '../../hub/attest/device-key.ts'
+import { loadNativeSecp256k1 } from '../../hub/attest/native-secp256k1.ts'
 import { type AppendInput, openAttestStore } from '../../hub/attest/store.ts'
 import { lineHash } from '../../records/hash.ts'
 import { requestHashFor } from '../../records/request-hash.ts'
@@ -112,15 +113,23 @@ t.test('svc attest status says when the store is held by another process', async
   t.equal(ok, 0)
 })
 
-t.test('pooled signer: the same signatures as the in-thread signer, in order', async (t) => {
-  const { createPooledSigner } = await import('../../hub/attest/signer-pool.ts')
+const native = loadNativeSecp256k1()
+t.test('device signatures: libsecp256k1 and the pure-JS signer give the same bytes, and they recover to the device', { skip: native.ok ? false : `libsecp256k1 binary not loadable on this machine: ${native.error}` }, async (t) => {
   const { signerFromKey } = await import('../../hub/attest/device-key.ts')
+  const { recoverMessageAddress } = await import('viem')
   const key = '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'
-  const pool = createPooledSigner(key, 2)
-  t.teardown(() => pool.close())
-  const one = signerFromKey(key)
-  const lines = Array.from({ length: 50 }, (_, i) => `{"i":${i},"s":"é"}`)
-  const pooled = await Promise.all(lines.map((l) => pool.signLine(l)))
-  t.same(pooled, await Promise.all(lines.map((l) => one.signLine(l))))
-  t.equal(pool.address, one.address)
+  const fast = signerFromKey(key, 'libsecp256k1')
+  const js = signerFromKey(key, 'noble')
+  t.equal(fast.backend, 'libsecp256k1')
+  t.equal(signerFromKey(key).backend, 'libsecp256k1', 'the native signer is the default where it loads')
+  // Both recovery ids, multi-byte UTF-8, an empty line and a long one.
+  const lines = [...Array.from({ length: 64 }, (_, i) => `{"i":${i},"s":"é✓"}`), '', 'x'.repeat(5000)]
+  const sigs = await Promise.all(lines.map((l) => fast.signLine(l)))
+  t.same(sigs, await Promise.all(lines.map((l) => js.signLine(l))))
+  t.same(new Set(sigs.map((s) => s.slice(-2))), new Set(['1b', '1c']), 'v = 27 and v = 28 both occur')
+  for (const [i, line] of lines.entries()) {
+    if ((await recoverMessageAddress({ message: line, signature: sigs[i]! })) !== fast.address) t.fail(`line ${i} does not recover to the device`)
+  }
+  const other = signerFromKey('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d', 'libsecp256k1')
+  t.not(await other.signLine(lines[0]!), sigs[0], 'another key, another signature')
 })
