@@ -9,15 +9,13 @@ import { performance } from 'node:perf_hooks'
 import { Level } from 'level'
 import { Type } from 'typebox'
 import { createEngine } from '../hub/engine/index.ts'
+import { blankStep } from '../sops/blank-step.ts'
 import type { Sop, Step } from '../sops/types.ts'
 import type { Tool, ToolRegistry } from '../tools/types.ts'
 
 const origin = { file: 'bench', line: 1 }
 function step(n: number, args: object): Step {
-  return {
-    number: n, title: `s${n}`, body: '', origin, tools: [], denyTools: [], requiresConfirmation: false, kind: 'execute',
-    calls: [{ tool: 'inc', args: args as never, origin }], switch: [], dependsOn: [], terminal: false, onFailure: { kind: 'fail' }, lines: {},
-  }
+  return blankStep(n, `s${n}`, origin, { calls: [{ tool: 'inc', args: args as never, origin }] })
 }
 function sop(name: string, maxConcurrent: number): Sop {
   return {

@@ -3,6 +3,7 @@
 // item are then read as title, body and property bullets (spec: Steps; SOP-NOTES: Parsing).
 import { parseCondition } from './conditions.ts'
 import { outline } from './md-outline.ts'
+import { blankStep } from './blank-step.ts'
 import {
   type Contract,
   type Diagnostic,
@@ -141,22 +142,7 @@ function readStep(
       open = { indent, bodyIndex: body.length - 1 }
     }
   }
-  const step: Step = {
-    number,
-    title,
-    body: body.join('\n'),
-    origin: { file, line: item.start },
-    tools: [],
-    denyTools: [],
-    requiresConfirmation: false,
-    kind: 'execute',
-    calls: [],
-    switch: [],
-    dependsOn: [],
-    terminal: false,
-    onFailure: { kind: 'fail' },
-    lines: {},
-  }
+  const step = blankStep(number, title, { file, line: item.start }, { body: body.join('\n') })
   if (!title) err(item.start, `step ${number} has no title`)
   for (const b of bullets) applyBullet(step, b, file, err)
   return step

@@ -1,5 +1,6 @@
 // Small builders for SOPs and in-memory tools, so each engine test states only what it tests.
 import { Type } from 'typebox'
+import { blankStep } from '../../sops/blank-step.ts'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json, Sop, Step } from '../../sops/types.ts'
 import type { Tool, ToolContext, ToolRegistry } from '../../tools/types.ts'
@@ -7,23 +8,7 @@ import type { Tool, ToolContext, ToolRegistry } from '../../tools/types.ts'
 const origin = { file: 'SOP.md', line: 1 }
 
 export function step(n: number, over: Partial<Step> = {}): Step {
-  return {
-    number: n,
-    title: `step ${n}`,
-    body: '',
-    origin,
-    tools: [],
-    denyTools: [],
-    requiresConfirmation: false,
-    kind: 'execute',
-    calls: [],
-    switch: [],
-    dependsOn: [],
-    terminal: false,
-    onFailure: { kind: 'fail' },
-    lines: {},
-    ...over,
-  }
+  return blankStep(n, `step ${n}`, origin, over)
 }
 
 /** A call of the `echo` tool: its output is its (resolved) args. */
