@@ -123,6 +123,9 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
 
     // clean: false keeps the session (and QoS 1 events) across reconnects; mqtt.js re-subscribes
     // by itself when a broker comes back without the session.
+    // writeCache: false: otherwise mqtt-packet (shared with the embedded Aedes) builds a table of
+    // 65,536 two-byte Buffers, one per packet id, on its first write: 6.3 MB of the hub's 31 MB
+    // of live heap, to save a 2-byte allocation per packet. The bytes on the wire are the same.
     const url = brokerUrl
     const client = await mqtt
       .connectAsync(url, {
@@ -131,6 +134,7 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
         reconnectPeriod: 1000,
         connectTimeout: 10_000,
         resubscribe: true,
+        writeCache: false,
         ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
         ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
       })
