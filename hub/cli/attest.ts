@@ -5,10 +5,12 @@ import { type Address, isAddress } from 'viem'
 import { type ChainInfo, chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { publicClientFor } from '../../chain/clients.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
-import { exportAttestations } from '../attest/export.ts'
+import { type ExportResult, exportAttestations } from '../attest/export.ts'
+import type { AttestCounts } from '../attest/record.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
 import { createAttestSync } from '../attest/sync.ts'
 import { verifyLine } from '../attest/verify-line.ts'
+import { callHub } from './hub-client.ts'
 import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
@@ -52,7 +54,11 @@ const SPEC = {
 
 type Values = ReturnType<typeof parseOptions<typeof SPEC>>['values']
 
-async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>): Promise<T> {
+/**
+ * Runs `fn` on the store, or, when the running hub holds the store's lock, `viaHub` (its local
+ * API). Without `viaHub` a locked store is an error naming the cause.
+ */
+async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>, viaHub?: () => Promise<T>): Promise<T> {
   const path = attestStorePath(svcPaths(io.env).data)
   let store: AttestStore
   try {
@@ -60,7 +66,8 @@ async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>): Prom
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause
     if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
-      throw new UserError(`the attestation store ${path} is in use (is the hub running? stop it, or use its API)`)
+      if (viaHub) return viaHub()
+      throw new UserError(`the attestation store ${path} is in use by the running hub, which syncs it by itself (see \`svc attest status\`); stop the hub to sync by hand`)
     }
     throw new UserError(`cannot open the attestation store ${path}: ${(err as Error).message}`)
   }
@@ -81,7 +88,7 @@ async function chainInfo(io: CliIo, v: Values): Promise<ChainInfo> {
 const abs = (io: CliIo, p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
 
 async function status(io: CliIo, v: Values): Promise<number> {
-  const c = await withStore(io, async (s) => s.counts())
+  const c = await withStore(io, async (s) => s.counts(), async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts)
   if (v.json) io.out(JSON.stringify(c))
   else {
     io.out(`lines      ${c.total}`)
@@ -98,7 +105,13 @@ async function exportCmd(io: CliIo, v: Values): Promise<number> {
   const from = intOption(v.from, 'from', 1)
   const to = intOption(v.to, 'to', 1)
   if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from')
-  const r = await withStore(io, (s) => exportAttestations(s, abs(io, v.out!), { ...(from ? { from: from - 1 } : {}), ...(to ? { to } : {}) }))
+  const out = abs(io, v.out)
+  const range = { ...(from ? { from: from - 1 } : {}), ...(to ? { to } : {}) }
+  const r = await withStore(
+    io,
+    (s) => exportAttestations(s, out, range),
+    async () => (await callHub(io, 'POST', '/attest/export', { out, ...range })) as ExportResult,
+  )
   if (v.json) io.out(JSON.stringify(r))
   else io.out(`${r.lines} lines (${r.attested} attested) → ${r.dataPath}, ${r.requestsPath}`)
   return EXIT_OK

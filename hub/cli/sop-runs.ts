@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os'
 import { isAbsolute, join, resolve } from 'node:path'
 import { Type } from 'typebox'
 import { createOpenAiAgent } from '../agent/openai.ts'
-import { readApiInfo, readApiToken } from '../api/token.ts'
 import { createEngine } from '../engine/index.ts'
 import type { RunSummary } from '../engine/types.ts'
 import { formatDiagnostic, hasErrors } from '../../sops/parse.ts'
@@ -15,6 +14,7 @@ import { isParked } from '../../sops/run/states.ts'
 import type { Json, Sop } from '../../sops/types.ts'
 import type { Tool, ToolRegistry } from '../../tools/types.ts'
 import { svcPaths } from '../paths.ts'
+import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 
 export const RUNS_HELP = `usage:
@@ -85,33 +85,6 @@ function one(sub: string, f: Flags, what: string): string {
 
 // ---- talking to the hub -----------------------------------------------------------------------
 
-async function callHub(io: CliIo, method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
-  const paths = svcPaths(io.env)
-  const info = await readApiInfo(paths.apiInfo)
-  if (!info.ok) throw new UserError(info.error)
-  const token = await readApiToken(paths.apiToken)
-  if (!token.ok) throw new UserError(token.error)
-  let res: Response
-  try {
-    res = await fetch(info.value.url + path, {
-      method,
-      headers: { authorization: `Bearer ${token.value}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(10_000),
-    })
-  } catch {
-    throw new UserError(`no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``)
-  }
-  const text = await res.text()
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    throw new UserError(`the hub answered ${res.status} with something that is not JSON`)
-  }
-  if (!res.ok) throw new UserError((parsed as { error?: string }).error ?? `the hub answered ${res.status}`)
-  return parsed
-}
 
 function age(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000))

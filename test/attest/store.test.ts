@@ -97,7 +97,7 @@ t.test('record schema files: bad ones are named at load', async (t) => {
   t.match(await loadRecordSchema(await w('inv.json', '{"type":"nosuchtype"}')), { ok: false, error: /inv.json: .*type/ })
 })
 
-t.test('svc attest status says when the store is held by another process', async (t) => {
+t.test('svc attest export, with the store held and no hub answering, says so; once free it opens', async (t) => {
   const { main } = await import('../../hub/cli/main.ts')
   const { svcPaths } = await import('../../hub/paths.ts')
   const { attestStorePath } = await import('../../hub/attest/store.ts')
@@ -105,10 +105,10 @@ t.test('svc attest status says when the store is held by another process', async
   const env = { ...process.env, SVC_HOME: home }
   const held = await openAttestStore(attestStorePath(svcPaths(env).data))
   const err: string[] = []
-  const code = await main(['attest', 'status'], { out: () => {}, err: (s) => void err.push(s), env, cwd: home })
+  const code = await main(['attest', 'export', '--out', 'x'], { out: () => {}, err: (s) => void err.push(s), env, cwd: home })
   await held.close()
   t.equal(code, 1)
-  t.match(err.join(''), /is in use \(is the hub running/)
+  t.match(err.join(''), /no hub is running \(no .*hub-api.json\)/)
   const ok = await main(['attest', 'status', '--json'], { out: (s) => t.match(JSON.parse(s), { total: 0 }), err: () => {}, env, cwd: home })
   t.equal(ok, 0)
 })

@@ -1,0 +1,34 @@
+// The attestation store over the hub's local API: while the hub runs it holds the store's
+// LevelDB lock, so `svc attest status|export` ask the hub instead of opening the store.
+import { isAbsolute } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { Type } from 'typebox'
+import { exportAttestations } from './export.ts'
+import type { AttestStore } from './store.ts'
+
+const ExportBody = Type.Object(
+  {
+    /** Absolute: the hub's working directory is not the caller's. */
+    out: Type.String({ minLength: 1, maxLength: 4096 }),
+    /** First seq, 0-based inclusive; last seq, exclusive (as exportAttestations). */
+    from: Type.Optional(Type.Integer({ minimum: 0 })),
+    to: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+)
+
+export function attestRoutes(store: AttestStore): (app: FastifyInstance) => void {
+  return (app) => {
+    app.get('/attest/status', async () => store.counts())
+    app.post<{ Body: { out: string; from?: number; to?: number } }>('/attest/export', { schema: { body: ExportBody } }, async (req, reply) => {
+      const { out, from, to } = req.body
+      if (!isAbsolute(out)) return reply.code(400).send({ error: `out must be an absolute path (got "${out}")` })
+      if (from !== undefined && to !== undefined && to < from) return reply.code(400).send({ error: 'to must not be before from' })
+      try {
+        return await exportAttestations(store, out, { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) })
+      } catch (err) {
+        return reply.code(500).send({ error: `export to ${out} failed: ${(err as Error).message}` })
+      }
+    })
+  }
+}

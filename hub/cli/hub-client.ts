@@ -1,0 +1,33 @@
+// Commands that talk to the running hub over its local API: the URL from the info file, the
+// bearer token from the token file (both written by the hub at start, 0600), loopback only.
+import { readApiInfo, readApiToken } from '../api/token.ts'
+import { svcPaths } from '../paths.ts'
+import { type CliIo, UserError } from './io.ts'
+
+export async function callHub(io: CliIo, method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
+  const paths = svcPaths(io.env)
+  const info = await readApiInfo(paths.apiInfo)
+  if (!info.ok) throw new UserError(info.error)
+  const token = await readApiToken(paths.apiToken)
+  if (!token.ok) throw new UserError(token.error)
+  let res: Response
+  try {
+    res = await fetch(info.value.url + path, {
+      method,
+      headers: { authorization: `Bearer ${token.value}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      signal: AbortSignal.timeout(10_000),
+    })
+  } catch {
+    throw new UserError(`no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``)
+  }
+  const text = await res.text()
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch {
+    throw new UserError(`the hub answered ${res.status} with something that is not JSON`)
+  }
+  if (!res.ok) throw new UserError((parsed as { error?: string }).error ?? `the hub answered ${res.status}`)
+  return parsed
+}
