@@ -1,19 +1,21 @@
 // board_send: send one command to a board through the bridge and wait for its answer (the
 // reply with the same id, DESIGN: board line protocol). The bridge is injected as a port.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
-export const BoardSendArgs = Type.Object(
-  {
-    board: Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'board name from hub.toml' }),
-    cmd: Type.String({ pattern: '^[a-z][a-z0-9_]{0,31}$', description: 'command name the board understands' }),
-    args: Type.Optional(Type.Unknown({ description: 'command arguments (JSON)' })),
-    timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+export const BoardSendArgs = {
+  type: 'object',
+  required: ['board', 'cmd'],
+  properties: {
+    board: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'board name from hub.toml' },
+    cmd: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}$', description: 'command name the board understands' },
+    args: { description: 'command arguments (JSON)' },
+    timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
   },
-  { additionalProperties: false },
-)
-export type BoardSendArgs = Static<typeof BoardSendArgs>
+  additionalProperties: false,
+} as const
+export type BoardSendArgs = XStatic<typeof BoardSendArgs>
 
 /** What the bridge answers: the board's reply (`ok`, `result`, `error`). */
 export interface BoardAnswer {

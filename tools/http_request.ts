@@ -2,29 +2,33 @@
 // a response size cap, http/https only. The response body is parsed as JSON when the server
 // says JSON, else returned as text. A non-2xx status is a result, not a failure: the SOP's
 // `when:`/`switch:` decide what it means.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
-export const HttpRequestArgs = Type.Object(
-  {
-    url: Type.String({ minLength: 1, maxLength: 8192 }),
-    method: Type.Optional(Type.Union([
-        Type.Literal('GET'),
-        Type.Literal('POST'),
-        Type.Literal('PUT'),
-        Type.Literal('PATCH'),
-        Type.Literal('DELETE'),
-        Type.Literal('HEAD'),
-      ])),
-    headers: Type.Optional(Type.Record(Type.String(), Type.String())),
+export const HttpRequestArgs = {
+  type: 'object',
+  required: ['url'],
+  properties: {
+    url: { type: 'string', minLength: 1, maxLength: 8192 },
+    method: {
+      anyOf: [
+        { type: 'string', const: 'GET' },
+        { type: 'string', const: 'POST' },
+        { type: 'string', const: 'PUT' },
+        { type: 'string', const: 'PATCH' },
+        { type: 'string', const: 'DELETE' },
+        { type: 'string', const: 'HEAD' },
+      ],
+    },
+    headers: { type: 'object', patternProperties: { '^.*$': { type: 'string' } } },
     /** A string is sent as is; any other JSON value is sent as JSON with content-type application/json. */
-    body: Type.Optional(Type.Unknown()),
-    timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
+    body: {},
+    timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
   },
-  { additionalProperties: false },
-)
-export type HttpRequestArgs = Static<typeof HttpRequestArgs>
+  additionalProperties: false,
+} as const
+export type HttpRequestArgs = XStatic<typeof HttpRequestArgs>
 
 export const MAX_RESPONSE_BYTES = 1024 * 1024
 

@@ -1,19 +1,21 @@
 // mqtt_publish: publish one message on the hub's broker (embedded or external). The client is
 // injected as a port: the same tool publishes through whatever the hub connected to.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { Tool, ToolResult } from './types.ts'
 
-export const MqttPublishArgs = Type.Object(
-  {
-    topic: Type.String({ minLength: 1, maxLength: 1024 }),
+export const MqttPublishArgs = {
+  type: 'object',
+  required: ['topic', 'payload'],
+  properties: {
+    topic: { type: 'string', minLength: 1, maxLength: 1024 },
     /** A string is sent as is; any other JSON value is sent as its JSON text. */
-    payload: Type.Unknown(),
-    qos: Type.Optional(Type.Union([Type.Literal(0), Type.Literal(1), Type.Literal(2)])),
-    retain: Type.Optional(Type.Boolean()),
+    payload: {},
+    qos: { anyOf: [{ type: 'number', const: 0 }, { type: 'number', const: 1 }, { type: 'number', const: 2 }] },
+    retain: { type: 'boolean' },
   },
-  { additionalProperties: false },
-)
-export type MqttPublishArgs = Static<typeof MqttPublishArgs>
+  additionalProperties: false,
+} as const
+export type MqttPublishArgs = XStatic<typeof MqttPublishArgs>
 
 export const MAX_PUBLISH_BYTES = 256 * 1024
 

@@ -3,15 +3,17 @@
 // only mode gates (supervised, step_by_step); at a requires_confirmation step, a checkpoint or
 // a gate carrying operator questions it records the request on the run and fails, saying the
 // operator must approve (`svc sop approve`, local API).
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { HubEngine } from '../hub/engine/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
-export const SopApproveArgs = Type.Object(
-  { run_id: Type.String({ minLength: 1 }), note: Type.Optional(Type.String({ maxLength: 1000 })) },
-  { additionalProperties: false },
-)
-export type SopApproveArgs = Static<typeof SopApproveArgs>
+export const SopApproveArgs = {
+  type: 'object',
+  required: ['run_id'],
+  properties: { run_id: { type: 'string', minLength: 1 }, note: { type: 'string', maxLength: 1000 } },
+  additionalProperties: false,
+} as const
+export type SopApproveArgs = XStatic<typeof SopApproveArgs>
 
 export function createSopApproveTool(getEngine: () => HubEngine | undefined): Tool {
   return {

@@ -1,15 +1,17 @@
 // sop_execute: the agent starts a manual run of a SOP (spec: manual trigger). The answer is the
 // admission decision: started (with the run id), deferred, held, coalesced, dropped, cooldown.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { HubEngine } from '../hub/engine/types.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
-export const SopExecuteArgs = Type.Object(
-  { sop: Type.String({ minLength: 1 }), payload: Type.Optional(Type.Unknown()) },
-  { additionalProperties: false },
-)
-export type SopExecuteArgs = Static<typeof SopExecuteArgs>
+export const SopExecuteArgs = {
+  type: 'object',
+  required: ['sop'],
+  properties: { sop: { type: 'string', minLength: 1 }, payload: {} },
+  additionalProperties: false,
+} as const
+export type SopExecuteArgs = XStatic<typeof SopExecuteArgs>
 
 export function createSopExecuteTool(getEngine: () => HubEngine | undefined): Tool {
   return {

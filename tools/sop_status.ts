@@ -1,15 +1,16 @@
 // sop_status: the agent checks runs: one run by id (state, current step, gate, error, step
 // statuses), or the latest runs of a SOP, or the latest runs of all SOPs.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { HubEngine } from '../hub/engine/types.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
-export const SopStatusArgs = Type.Object(
-  { run_id: Type.Optional(Type.String({ minLength: 1 })), sop: Type.Optional(Type.String({ minLength: 1 })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })) },
-  { additionalProperties: false },
-)
-export type SopStatusArgs = Static<typeof SopStatusArgs>
+export const SopStatusArgs = {
+  type: 'object',
+  properties: { run_id: { type: 'string', minLength: 1 }, sop: { type: 'string', minLength: 1 }, limit: { type: 'integer', minimum: 1, maximum: 100 } },
+  additionalProperties: false,
+} as const
+export type SopStatusArgs = XStatic<typeof SopStatusArgs>
 
 export function createSopStatusTool(getEngine: () => HubEngine | undefined): Tool {
   return {

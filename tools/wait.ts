@@ -1,18 +1,19 @@
 // wait: pause a run for a while (debounce a machine, let a motor settle). Cancelling the run
 // ends the wait at once.
-import { Type, type Static } from 'typebox'
+import type { XStatic } from 'typebox/schema'
 import type { Tool, ToolResult } from './types.ts'
 
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000
 
-export const WaitArgs = Type.Object(
-  {
-    ms: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_WAIT_MS })),
-    seconds: Type.Optional(Type.Number({ minimum: 0, maximum: MAX_WAIT_MS / 1000 })),
+export const WaitArgs = {
+  type: 'object',
+  properties: {
+    ms: { type: 'integer', minimum: 0, maximum: MAX_WAIT_MS },
+    seconds: { type: 'number', minimum: 0, maximum: MAX_WAIT_MS / 1000 },
   },
-  { additionalProperties: false },
-)
-export type WaitArgs = Static<typeof WaitArgs>
+  additionalProperties: false,
+} as const
+export type WaitArgs = XStatic<typeof WaitArgs>
 
 export function createWait(): Tool {
   return {

@@ -2,10 +2,9 @@
 // Board → hub: `hello` (the board names itself), `message` (an event for MQTT), and replies to
 // commands. Hub → board: commands `{"id","cmd","args"}`.
 import { Type, type Static } from 'typebox'
+import { NAME_PATTERN } from './names.ts'
 
-/** Board and signal names become one MQTT topic level: no `/`, `+`, `#`, spaces or control bytes. */
-export const NAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$'
-export const NAME_RE = new RegExp(NAME_PATTERN)
+export { NAME_PATTERN, NAME_RE } from './names.ts'
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 

@@ -1,38 +1,47 @@
 // A Firmata board profile: which pins become which signals. Firmata boards run stock
 // StandardFirmata, so the hub, not the firmware, decides what an event is. Each pin produces the
 // same `boards/<board>/<signal>` events as a companion-firmware board.
-import { Type, type Static } from 'typebox'
-import { NAME_PATTERN } from '../codec/index.ts'
+// hub.toml's checks embed this schema, so it is a JSON Schema literal (typed by typebox/schema's
+// XStatic) and imports only the name pattern: loading it must not load the line codec or
+// typebox's Type builders into a hub without boards (issue 4).
+import type { XStatic } from 'typebox/schema'
+import { NAME_PATTERN } from '../codec/names.ts'
 
-const Pin = Type.Union([Type.Integer({ minimum: 0, maximum: 127 }), Type.String({ pattern: '^A[0-9]{1,2}$' })])
+const Pin = { anyOf: [{ type: 'integer', minimum: 0, maximum: 127 }, { type: 'string', pattern: '^A[0-9]{1,2}$' }] } as const
 
-export const DigitalSignal = Type.Object(
-  {
-    signal: Type.String({ pattern: NAME_PATTERN }),
-    type: Type.Literal('digital'),
+export const DigitalSignal = {
+  type: 'object',
+  required: ['signal', 'type', 'pin'],
+  properties: {
+    signal: { type: 'string', pattern: NAME_PATTERN },
+    type: { type: 'string', const: 'digital' },
     pin: Pin,
     /** Report 1 for LOW (buttons to ground with a pull-up). */
-    invert: Type.Optional(Type.Boolean()),
+    invert: { type: 'boolean' },
   },
-  { additionalProperties: false },
-)
+  additionalProperties: false,
+} as const
 
-export const AnalogSignal = Type.Object(
-  {
-    signal: Type.String({ pattern: NAME_PATTERN }),
-    type: Type.Literal('analog'),
+export const AnalogSignal = {
+  type: 'object',
+  required: ['signal', 'type', 'pin'],
+  properties: {
+    signal: { type: 'string', pattern: NAME_PATTERN },
+    type: { type: 'string', const: 'analog' },
     pin: Pin,
     /** Smallest change (raw 0–1023 units) that is reported; default 1. */
-    threshold: Type.Optional(Type.Integer({ minimum: 1, maximum: 1023 })),
+    threshold: { type: 'integer', minimum: 1, maximum: 1023 },
     /** Sampling interval in ms; default 100. */
-    intervalMs: Type.Optional(Type.Integer({ minimum: 10, maximum: 3_600_000 })),
+    intervalMs: { type: 'integer', minimum: 10, maximum: 3_600_000 },
   },
-  { additionalProperties: false },
-)
+  additionalProperties: false,
+} as const
 
-export const FirmataProfile = Type.Object(
-  { signals: Type.Array(Type.Union([DigitalSignal, AnalogSignal]), { minItems: 1, maxItems: 64 }) },
-  { additionalProperties: false },
-)
-export type FirmataProfile = Static<typeof FirmataProfile>
+export const FirmataProfile = {
+  type: 'object',
+  required: ['signals'],
+  properties: { signals: { type: 'array', items: { anyOf: [DigitalSignal, AnalogSignal] }, minItems: 1, maxItems: 64 } },
+  additionalProperties: false,
+} as const
+export type FirmataProfile = XStatic<typeof FirmataProfile>
 export type ProfileSignal = FirmataProfile['signals'][number]

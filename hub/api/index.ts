@@ -3,29 +3,32 @@
 // more routes (channel inboxes…) before it listens on 127.0.0.1.
 import { timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
 import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
 import type { Json } from '../../sops/types.ts'
 import type { HubEngine } from '../engine/types.ts'
 
 export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo } from './token.ts'
 
-const Id = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
-const Name = Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) })
-const Approve = Type.Object(
-  {
-    by: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    note: Type.Optional(Type.String({ maxLength: 2000 })),
-    decisions: Type.Optional(Type.Record(Type.String({ pattern: '^[0-9]+$' }), Type.Boolean())),
+// Route schemas as JSON Schema literals, not typebox's Type builders: Fastify hands them to ajv
+// either way, and the builders' module (~300 files) is not worth loading at hub start for these.
+const Id = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 200 } } } as const
+const Name = { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1, maxLength: 200 } } } as const
+const Approve = {
+  type: 'object',
+  properties: {
+    by: { type: 'string', minLength: 1, maxLength: 200 },
+    note: { type: 'string', maxLength: 2000 },
+    decisions: { type: 'object', patternProperties: { '^[0-9]+$': { type: 'boolean' } } },
   },
-  { additionalProperties: false },
-)
-const Deny = Type.Object({ by: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })), note: Type.Optional(Type.String({ maxLength: 2000 })) }, { additionalProperties: false })
-const List = Type.Object(
-  { sop: Type.Optional(Type.String({ minLength: 1 })), state: Type.Optional(Type.Unsafe<RunState>({ type: 'string', enum: [...RUN_STATES] })), limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })) },
-  { additionalProperties: false },
-)
-const TriggerBody = Type.Object({ payload: Type.Optional(Type.Unknown()) }, { additionalProperties: false })
+  additionalProperties: false,
+} as const
+const Deny = { type: 'object', properties: { by: { type: 'string', minLength: 1, maxLength: 200 }, note: { type: 'string', maxLength: 2000 } }, additionalProperties: false } as const
+const List = {
+  type: 'object',
+  properties: { sop: { type: 'string', minLength: 1 }, state: { type: 'string', enum: [...RUN_STATES] }, limit: { type: 'integer', minimum: 1, maximum: 1000 } },
+  additionalProperties: false,
+} as const
+const TriggerBody = { type: 'object', properties: { payload: {} }, additionalProperties: false } as const
 
 function sameToken(given: string, token: string): boolean {
   const a = Buffer.from(given)

@@ -6,110 +6,102 @@ import { hostname } from 'node:os'
 import { existsSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parse as parseToml, TomlError } from 'smol-toml'
-import { Type, type Static } from 'typebox'
-import Value from 'typebox/value'
+import { Errors, type XStatic } from 'typebox/schema'
 import { svcPaths } from '../paths.ts'
-import { NAME_PATTERN } from '../../bridge/codec/messages.ts'
+import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
 
-const Port = Type.Integer({ minimum: 0, maximum: 65535 })
-const LogLevel = Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)))
+// The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
+// not built with typebox's Type builders and checked by typebox/value: those two modules are
+// ~440 files and ~3.3 MB of heap that every `svc hub` paid at start for this one check (issue 4).
+// typebox/value's Errors is typebox/schema's Errors, so every message is the same.
+const Port = { type: 'integer', minimum: 0, maximum: 65535 } as const
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+const LogLevel = { anyOf: LOG_LEVELS.map((l) => ({ type: 'string', const: l })) as { type: 'string'; const: (typeof LOG_LEVELS)[number] }[] } as const
 
-const BoardSchema = Type.Object(
-  {
-    name: Type.String({ pattern: NAME_PATTERN }),
-    port: Type.String({ minLength: 1 }),
-    baud: Type.Optional(Type.Integer({ minimum: 50, maximum: 4_000_000 })),
-    line_cap: Type.Optional(Type.Integer({ minimum: 16, maximum: 1_048_576 })),
-    heartbeat_ms: Type.Optional(Type.Integer({ minimum: 0 })),
-    kind: Type.Optional(Type.Union([Type.Literal('serial'), Type.Literal('firmata')])),
-    profile: Type.Optional(FirmataProfile),
-    simulate: Type.Optional(Type.Boolean()),
+const BoardSchema = {
+  type: 'object',
+  required: ['name', 'port'],
+  properties: {
+    name: { type: 'string', pattern: NAME_PATTERN },
+    port: { type: 'string', minLength: 1 },
+    baud: { type: 'integer', minimum: 50, maximum: 4_000_000 },
+    line_cap: { type: 'integer', minimum: 16, maximum: 1_048_576 },
+    heartbeat_ms: { type: 'integer', minimum: 0 },
+    kind: { anyOf: [{ type: 'string', const: 'serial' }, { type: 'string', const: 'firmata' }] },
+    profile: FirmataProfile,
+    simulate: { type: 'boolean' },
   },
-  { additionalProperties: false },
-)
+  additionalProperties: false,
+} as const
 
 /** The file's shape (snake_case, everything optional). */
-export const HubTomlSchema = Type.Object(
-  {
-    hub: Type.Optional(
-      Type.Object(
-        {
-          sops_dir: Type.Optional(Type.String({ minLength: 1 })),
-          data_dir: Type.Optional(Type.String({ minLength: 1 })),
-          log_level: Type.Optional(LogLevel),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    broker: Type.Optional(
-      Type.Object(
-        {
-          url: Type.Optional(Type.String({ pattern: '^(mqtts?|wss?|tcp|tls)://' })),
-          host: Type.Optional(Type.String({ minLength: 1 })),
-          port: Type.Optional(Port),
-          ws_port: Type.Optional(Port),
-          client_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
-          username: Type.Optional(Type.String()),
-          password: Type.Optional(Type.String()),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    api: Type.Optional(Type.Object({ port: Type.Optional(Port) }, { additionalProperties: false })),
-    webhook: Type.Optional(
-      Type.Object(
-        {
-          enabled: Type.Optional(Type.Boolean()),
-          host: Type.Optional(Type.String({ minLength: 1 })),
-          port: Type.Optional(Port),
-          body_limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 16 * 1024 * 1024 })),
-          rate_limit: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    cron: Type.Optional(
-      Type.Object(
-        { timezone: Type.Optional(Type.String({ minLength: 1 })), catch_up: Type.Optional(Type.Boolean()) },
-        { additionalProperties: false },
-      ),
-    ),
-    filesystem: Type.Optional(
-      Type.Object({ debounce_ms: Type.Optional(Type.Integer({ minimum: 0, maximum: 60_000 })) }, { additionalProperties: false }),
-    ),
-    tools: Type.Optional(
-      Type.Object(
-        {
-          http_request: Type.Optional(Type.Boolean()),
-          http_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
-          board_timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
-    boards: Type.Optional(Type.Array(BoardSchema)),
+export const HubTomlSchema = {
+  type: 'object',
+  properties: {
+    hub: {
+      type: 'object',
+      properties: { sops_dir: { type: 'string', minLength: 1 }, data_dir: { type: 'string', minLength: 1 }, log_level: LogLevel },
+      additionalProperties: false,
+    },
+    broker: {
+      type: 'object',
+      properties: {
+        url: { type: 'string', pattern: '^(mqtts?|wss?|tcp|tls)://' },
+        host: { type: 'string', minLength: 1 },
+        port: Port,
+        ws_port: Port,
+        client_id: { type: 'string', minLength: 1, maxLength: 128 },
+        username: { type: 'string' },
+        password: { type: 'string' },
+      },
+      additionalProperties: false,
+    },
+    api: { type: 'object', properties: { port: Port }, additionalProperties: false },
+    webhook: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean' },
+        host: { type: 'string', minLength: 1 },
+        port: Port,
+        body_limit: { type: 'integer', minimum: 1, maximum: 16 * 1024 * 1024 },
+        rate_limit: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+      },
+      additionalProperties: false,
+    },
+    cron: { type: 'object', properties: { timezone: { type: 'string', minLength: 1 }, catch_up: { type: 'boolean' } }, additionalProperties: false },
+    filesystem: { type: 'object', properties: { debounce_ms: { type: 'integer', minimum: 0, maximum: 60_000 } }, additionalProperties: false },
+    tools: {
+      type: 'object',
+      properties: {
+        http_request: { type: 'boolean' },
+        http_timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
+        board_timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
+      },
+      additionalProperties: false,
+    },
+    boards: { type: 'array', items: BoardSchema },
     // Attestation settings, checked by the attestation part when it loads (hub/daemon/parts.ts).
-    chain: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+    chain: { type: 'object', patternProperties: { '^.*$': {} } },
     // An OpenAI-compatible chat-completions endpoint for steps that need a model.
-    agent: Type.Optional(
-      Type.Object(
-        {
-          url: Type.String({ pattern: '^https?://' }),
-          model: Type.String({ minLength: 1 }),
-          /** Name of the environment variable holding the API key (the key never goes in hub.toml). */
-          api_key_env: Type.Optional(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$' })),
-          max_rounds: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
-          timeout_ms: Type.Optional(Type.Integer({ minimum: 1, maximum: 600_000 })),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    agent: {
+      type: 'object',
+      required: ['url', 'model'],
+      properties: {
+        url: { type: 'string', pattern: '^https?://' },
+        model: { type: 'string', minLength: 1 },
+        /** Name of the environment variable holding the API key (the key never goes in hub.toml). */
+        api_key_env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+        max_rounds: { type: 'integer', minimum: 1, maximum: 64 },
+        timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
+      },
+      additionalProperties: false,
+    },
   },
-  { additionalProperties: false },
-)
-export type HubToml = Static<typeof HubTomlSchema>
+  additionalProperties: false,
+} as const
+export type HubToml = XStatic<typeof HubTomlSchema>
 
 /** A `[[boards]]` entry: the bridge's own BoardConfig, with `simulate` as the on/off the file allows. */
 export type BoardEntry = Omit<BoardConfig, 'simulate'> & { simulate?: boolean }
@@ -169,7 +161,8 @@ function fieldName(instancePath: string): string {
 /** Type errors as `field: message` lines (unknown fields named as such). */
 export function schemaErrors(value: unknown): string[] {
   const out: string[] = []
-  for (const e of Value.Errors(HubTomlSchema, value)) {
+  const [, errors] = Errors(HubTomlSchema, value)
+  for (const e of errors) {
     if (e.keyword === 'boolean') continue // reported once by its additionalProperties parent
     if (e.keyword === 'additionalProperties') {
       const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? []
