@@ -5,7 +5,6 @@
 // The chain is not touched here: the sync queue (hub/attest/sync.ts) does that when online.
 import { readFile } from 'node:fs/promises'
 import { Ajv, type ErrorObject } from 'ajv'
-import { Type } from 'typebox'
 import type { AttestStore } from '../hub/attest/store.ts'
 import type { DeviceSigner } from '../hub/attest/device-key.ts'
 import type { AttestRecord } from '../hub/attest/record.ts'
@@ -28,14 +27,17 @@ const MAX_URI = 2048
 /** A line is one row of a listing; keep it well under what a request or a page can carry. */
 export const MAX_LINE_BYTES = 64 * 1024
 
-const ArgsSchema = Type.Object(
-  {
-    action: Type.String({ minLength: 1, maxLength: MAX_ACTION, description: 'business action name, e.g. "vend"' }),
-    request_uri: Type.String({ maxLength: MAX_URI, description: 'where the request behind this operation is described' }),
-    params: Type.Record(Type.String(), Type.Unknown(), { description: 'the operation record, built from earlier step outputs' }),
+// A JSON Schema literal, like the hub's other tools (tools/types.ts says why).
+const ArgsSchema = {
+  type: 'object',
+  required: ['action', 'request_uri', 'params'],
+  properties: {
+    action: { type: 'string', minLength: 1, maxLength: MAX_ACTION, description: 'business action name, e.g. "vend"' },
+    request_uri: { type: 'string', maxLength: MAX_URI, description: 'where the request behind this operation is described' },
+    params: { type: 'object', patternProperties: { '^.*$': {} }, description: 'the operation record, built from earlier step outputs' },
   },
-  { additionalProperties: false },
-)
+  additionalProperties: false,
+} as const
 
 function schemaReason(errors: ErrorObject[] | null | undefined): string {
   const e = errors?.[0]

@@ -2,20 +2,22 @@
 // LevelDB lock, so `svc attest status|export` ask the hub instead of opening the store.
 import { isAbsolute } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { Type } from 'typebox'
 import { exportAttestations } from './export.ts'
 import type { AttestStore } from './store.ts'
 
-const ExportBody = Type.Object(
-  {
-    /** Absolute: the hub's working directory is not the caller's. */
-    out: Type.String({ minLength: 1, maxLength: 4096 }),
-    /** First seq, 0-based inclusive; last seq, exclusive (as exportAttestations). */
-    from: Type.Optional(Type.Integer({ minimum: 0 })),
-    to: Type.Optional(Type.Integer({ minimum: 0 })),
+// JSON Schema literal: typebox's builders are not loaded by the hub (tools/types.ts says why).
+const ExportBody = {
+  type: 'object',
+  required: ['out'],
+  properties: {
+    // Absolute: the hub's working directory is not the caller's.
+    out: { type: 'string', minLength: 1, maxLength: 4096 },
+    // First seq 0-based inclusive, last seq exclusive (as exportAttestations).
+    from: { type: 'integer', minimum: 0 },
+    to: { type: 'integer', minimum: 0 },
   },
-  { additionalProperties: false },
-)
+  additionalProperties: false,
+} as const
 
 export function attestRoutes(store: AttestStore): (app: FastifyInstance) => void {
   return (app) => {

@@ -57,6 +57,8 @@ export interface HubExtras {
   tools: Tool[]
   /** Started once the hub is up (an attestation sync loop). */
   start?(): void
+  /** Routes added to the local API before it listens (the attestation store's status and export). */
+  routes?(app: FastifyInstance): void
   close?(): Promise<void>
 }
 
@@ -204,6 +206,7 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       const token = await api.issueToken()
       const app = await api.create({ engine, token })
       router.registerRoutes(app)
+      extras.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
       await api.writeInfo(apiUrl)

@@ -46,9 +46,10 @@ export type AttestExtras = HubExtras & { store: AttestStore }
 export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.ProcessEnv = process.env): Promise<AttestExtras> {
   const chain = readChainSection(config.chain)
   if (!chain.ok) throw new Error(chain.error)
-  const [{ attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore }, { createChainAttestTool }] = await Promise.all([
+  const [{ attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore }, { createChainAttestTool }, { attestRoutes }] = await Promise.all([
     import('../attest/index.ts'),
     import('../../tools/chain_attest.ts'),
+    import('../attest/api.ts'),
   ])
   const store = await openAttestStore(attestStorePath(config.dataDir))
   try {
@@ -62,9 +63,11 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
     } else {
       log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
     }
+    log.info({ device: signer.address, signer: signer.backend }, 'device key loaded')
     return {
       tools: [tool],
       store,
+      routes: attestRoutes(store),
       start: () => sync?.start(),
       async close() {
         await sync?.stop()

@@ -79,4 +79,9 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
   await until(async () => (await loadAll(home)).some((l) => l.ok && l.entry.fields.title === 'Draft' && l.entry.state !== 'draft'), 'the hub to build the draft')
   const draft = (await loadAll(home)).find((l) => l.ok && l.entry.fields.title === 'Draft')
   t.match(draft, { ok: true, entry: { state: 'failed', lastError: 'no attested lines in the range: nothing to list' } }, 'built by the hub with the same checks')
+
+  // The hub holds the attestation store; `svc attest status` asks it over the local API.
+  out.length = 0
+  t.equal(await main(['attest', 'status', '--json'], io), 0, out.join('\n'))
+  t.match(JSON.parse(out[0]!), { total: 0, attested: 0 }, 'status through the running hub')
 })
