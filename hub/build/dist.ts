@@ -1,35 +1,53 @@
-// The hub as plain JavaScript (tsconfig.build.json → dist/): `node dist/hub/cli/main.js hub` runs
-// without tsx, whose loader thread is ~31-35 MB of resident memory before any of our code loads
-// (bench/hub.bench.ts prints both). Used by the build test and the bench, which build into a temp
-// folder so they measure the source as it is now; production builds into dist/ (`npm run build`).
-import { spawn } from 'node:child_process'
-import { mkdir, symlink, writeFile } from 'node:fs/promises'
+// The hub as one bundled JavaScript program (`npm run build` → dist/): `node dist/main.js hub`
+// runs without tsx, whose loader thread is ~31-35 MB of resident memory before any of our code
+// loads, and as a few chunks instead of ~1,000 modules, which is what brings the idle hub under
+// 80 MB (bench/hub.bench.ts prints each way). esbuild bundles straight from the TypeScript
+// sources; `npm run typecheck` is what checks the types. Dynamic imports (the bridge, the chain,
+// attestation, listings) stay separate chunks, loaded only when the config asks for them.
+// Packages with native addons or files of their own stay outside the bundle and load from
+// node_modules, so dist/ must sit in the project folder (or have node_modules beside it).
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { build } from 'esbuild'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
 export type DistBuild = { ok: true; outDir: string; entry: string } | { ok: false; error: string }
 
-/** Compiles the `svc` CLI (and every module `svc hub` loads) into `outDir`. */
+/** Native addons (LevelDB, serial ports, libsecp256k1) and packages that read their own files. */
+export const EXTERNAL = ['classic-level', 'level', 'serialport', '@serialport/*', 'johnny-five', 'secp256k1', 'viem']
+
+/** Bundles the `svc` CLI (and every module `svc hub` loads) into `outDir`. */
 export async function buildDist(outDir: string): Promise<DistBuild> {
-  const tsc = join(root, 'node_modules', 'typescript', 'bin', 'tsc')
-  const res = await new Promise<{ code: number | null; out: string }>((resolve, reject) => {
-    const child = spawn(process.execPath, [tsc, '-p', join(root, 'tsconfig.build.json'), '--outDir', outDir], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
-    let out = ''
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()))
-    child.on('error', reject)
-    child.on('exit', (code) => resolve({ code, out }))
-  })
-  if (res.code !== 0) return { ok: false, error: `tsc -p tsconfig.build.json failed (exit ${res.code}):\n${res.out.trim()}` }
-  // Outside the repository the output needs what the repository gives dist/: ESM, and node_modules.
+  try {
+    await rm(outDir, { recursive: true, force: true })
+    await build({
+      entryPoints: { main: join(root, 'hub', 'cli', 'main.ts') },
+      outdir: outDir,
+      bundle: true,
+      splitting: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      minifySyntax: true,
+      minifyWhitespace: true,
+      sourcemap: 'linked',
+      external: EXTERNAL,
+      // CommonJS packages inside an ES module bundle still call require().
+      banner: { js: "import { createRequire as __svcRequire } from 'node:module'; const require = __svcRequire(import.meta.url);" },
+      logLevel: 'silent',
+    })
+  } catch (err) {
+    return { ok: false, error: `esbuild failed: ${(err as Error).message}` }
+  }
+  await mkdir(outDir, { recursive: true })
+  await writeFile(join(outDir, 'package.json'), '{ "type": "module" }\n')
+  // Outside the project folder the externals need node_modules beside the bundle.
   if (!outDir.startsWith(root)) {
-    await mkdir(outDir, { recursive: true })
-    await writeFile(join(outDir, 'package.json'), '{ "type": "module" }\n')
     await symlink(join(root, 'node_modules'), join(outDir, 'node_modules'), 'dir').catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err
     })
   }
-  return { ok: true, outDir, entry: join(outDir, 'hub', 'cli', 'main.js') }
+  return { ok: true, outDir, entry: join(outDir, 'main.js') }
 }

@@ -1,16 +1,18 @@
-// The hub built to plain JavaScript (tsconfig.build.json) and run by bare `node`, the way the
-// systemd unit runs it: it starts, a board event on the embedded broker starts a SOP whose step
-// publishes back over MQTT, the simulated board (bridge loaded lazily) comes online, and SIGTERM
-// stops it with exit 0. Guards the build: a `.ts` import left unrewritten, or a lazy import the compiled tree cannot resolve fails here.
+// The hub bundled by `npm run build` (hub/build/dist.ts, esbuild) and run by bare `node`, the way
+// the systemd unit runs it: it starts, a board event on the embedded broker starts a SOP whose
+// step publishes back over MQTT, the simulated board (the bridge, a lazily loaded chunk) comes
+// online, and SIGTERM stops it with exit 0. Guards the build: a lazy import the bundle cannot
+// resolve, or a package that breaks when bundled, fails here.
 import t from 'tap'
 import { spawn } from 'node:child_process'
-import { access, mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
+import { loadNativeSecp256k1 } from '../../hub/attest/native-secp256k1.ts'
 import { buildDist } from '../../hub/build/dist.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
-t.test('node dist/hub/cli/main.js hub: runs a SOP from a board event and stops on SIGTERM', { timeout: 120_000 }, async (t) => {
+t.test('node dist/main.js hub: runs a SOP from a board event and stops on SIGTERM', { timeout: 120_000 }, async (t) => {
   const dir = await tempDir(t, 'svc-dist-')
   const built = await buildDist(join(dir, 'dist'))
   if (!built.ok) throw new Error(built.error)
@@ -24,6 +26,17 @@ t.test('node dist/hub/cli/main.js hub: runs a SOP from a board event and stops o
   await writeFile(
     join(home, 'sops', 'echo', 'SOP.md'),
     '# echo\n\n## Steps\n\n1. **Echo** — tell the line.\n   - call: {"tool":"mqtt_publish","args":{"topic":"out/echo","payload":{"done":true},"qos":1}}\n   - terminal: true\n',
+  )
+  // A SOP that attests: the attestation chunk loads (with its native signer, loaded by require
+  // from node_modules outside the bundle) and stores the line, waiting for a [chain] to sync to.
+  await mkdir(join(home, 'sops', 'vend'), { recursive: true })
+  await writeFile(
+    join(home, 'sops', 'vend', 'SOP.toml'),
+    '[sop]\nname = "vend"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "vend/done"\n',
+  )
+  await writeFile(
+    join(home, 'sops', 'vend', 'SOP.md'),
+    '# vend\n\n## Steps\n\n1. **Attest** — record it.\n   - call: {"tool":"chain_attest","args":{"action":"vend","request_uri":"svc://o/1","params":{"slot":3}}}\n   - terminal: true\n',
   )
   await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
   // No --import tsx, no NODE_OPTIONS from the test runner: bare node, as in production.
@@ -59,9 +72,23 @@ t.test('node dist/hub/cli/main.js hub: runs a SOP from a board event and stops o
   await c.publishAsync('boards/b1/s1', '{"amount":0}', { qos: 1 })
   await c.publishAsync('boards/b1/s1', '{"amount":2}', { qos: 1 })
   await both
+  await c.publishAsync('vend/done', '{}', { qos: 1 })
   t.same(JSON.parse(got.get('out/echo') as string), { done: true }, 'the SOP step ran and published')
   t.equal(got.get('boards/sim1/availability'), 'online', 'the simulated board came up through the compiled bridge')
   await c.endAsync()
+  const deviceLine = stdout.split('\n').find((l) => l.includes('"device key loaded"'))
+  t.ok(deviceLine, 'the attestation chunk loaded')
+  const native = loadNativeSecp256k1()
+  t.equal(JSON.parse(deviceLine ?? '{}').signer, native.ok ? 'libsecp256k1' : 'noble', 'the bundle signs the way the sources do')
+  // The line is attested (stored) before the run completes; wait for that run through the API token.
+  const token = (await readFile(join(home, 'hub.token'), 'utf8')).trim()
+  let lines = 0
+  for (let i = 0; i < 200 && lines < 1; i++) {
+    const r = (await (await fetch(`${started.api}/attest/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { total: number }
+    lines = r.total
+    if (lines < 1) await new Promise((r) => setTimeout(r, 50))
+  }
+  t.equal(lines, 1, 'chain_attest stored one line, read through the bundled local API')
 
   const code = await new Promise<number | null>((resolve) => {
     child.on('exit', (code) => resolve(code))
@@ -70,6 +97,6 @@ t.test('node dist/hub/cli/main.js hub: runs a SOP from a board event and stops o
   t.equal(code, 0)
   t.match(stdout, /"hub stopped"/)
   const admitted = stdout.split('\n').filter((l) => l.includes('"trigger admitted"'))
-  t.equal(admitted.length, 1, 'the event below the condition started nothing; the other started one run')
+  t.equal(admitted.filter((l) => l.includes('"echo"')).length, 1, 'the event below the condition started nothing; the other started one run')
   t.equal(stderr.replace(/npm warn.*\n/g, ''), '', 'nothing on stderr')
 })
