@@ -64,6 +64,10 @@ export async function attestExtras(config: HubConfig, log: Log, env: NodeJS.Proc
       log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
     }
     log.info({ device: signer.address, signer: signer.backend }, 'device key loaded')
+    if (signer.backend === 'noble') {
+      const native = (await import('../attest/native-secp256k1.ts')).loadNativeSecp256k1()
+      log.warn({ reason: native.ok ? null : native.error }, 'device signatures in pure JS, about 7x slower: the libsecp256k1 binary did not load (README: Device signatures)')
+    }
     return {
       tools: [tool],
       store,
