@@ -1,21 +1,13 @@
 // Test helper: the batch reader's packed answer built by hand (the layout in
 // market/chain/batch-reader-codec.ts), so the decoder can be fed exact and broken answers.
-import type { Address, Hex } from 'viem'
+import type { Hex } from 'viem'
+import type { ValidationRow } from '../../records/verify-row.ts'
 import { MISSHAPEN, OK, REVERTED } from '../../market/chain/batch-reader-codec.ts'
 
 const hex = (n: number, bytes: number): string => n.toString(16).padStart(bytes * 2, '0')
 const word = (n: bigint | number): string => n.toString(16).padStart(64, '0')
 
-export interface OkRecord {
-  validator: Address
-  agentId: bigint
-  response: number
-  responseHash: Hex
-  tag: string
-  lastUpdate: bigint
-}
-
-export function okRecord(r: OkRecord): string {
+export function okRecord(r: ValidationRow): string {
   const tag = Buffer.from(r.tag, 'utf8').toString('hex')
   return hex(OK, 1) + r.validator.slice(2) + word(r.agentId) + hex(r.response, 1) + r.responseHash.slice(2) + word(r.lastUpdate) + hex(tag.length / 2, 2) + tag
 }
