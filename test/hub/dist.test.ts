@@ -18,26 +18,16 @@ t.test('node dist/main.js hub: runs a SOP from a board event and stops on SIGTER
   if (!built.ok) throw new Error(built.error)
 
   const home = join(dir, 'home')
-  await mkdir(join(home, 'sops', 'echo'), { recursive: true })
-  await writeFile(
-    join(home, 'sops', 'echo', 'SOP.toml'),
-    '[sop]\nname = "echo"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "peripheral"\nboard = "b1"\nsignal = "s1"\ncondition = "$.amount >= 1"\n',
-  )
-  await writeFile(
-    join(home, 'sops', 'echo', 'SOP.md'),
-    '# echo\n\n## Steps\n\n1. **Echo** — tell the line.\n   - call: {"tool":"mqtt_publish","args":{"topic":"out/echo","payload":{"done":true},"qos":1}}\n   - terminal: true\n',
-  )
+  /** A one-step deterministic SOP: its trigger (TOML lines), its step's title and the tool call. */
+  const writeSop = async (name: string, trigger: string, title: string, call: object): Promise<void> => {
+    await mkdir(join(home, 'sops', name), { recursive: true })
+    await writeFile(join(home, 'sops', name, 'SOP.toml'), `[sop]\nname = "${name}"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\n${trigger}\n`)
+    await writeFile(join(home, 'sops', name, 'SOP.md'), `# ${name}\n\n## Steps\n\n1. **${title}**\n   - call: ${JSON.stringify(call)}\n   - terminal: true\n`)
+  }
+  await writeSop('echo', 'type = "peripheral"\nboard = "b1"\nsignal = "s1"\ncondition = "$.amount >= 1"', 'Echo', { tool: 'mqtt_publish', args: { topic: 'out/echo', payload: { done: true }, qos: 1 } })
   // A SOP that attests: the attestation chunk loads (with its native signer, loaded by require
   // from node_modules outside the bundle) and stores the line, waiting for a [chain] to sync to.
-  await mkdir(join(home, 'sops', 'vend'), { recursive: true })
-  await writeFile(
-    join(home, 'sops', 'vend', 'SOP.toml'),
-    '[sop]\nname = "vend"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "vend/done"\n',
-  )
-  await writeFile(
-    join(home, 'sops', 'vend', 'SOP.md'),
-    '# vend\n\n## Steps\n\n1. **Attest** — record it.\n   - call: {"tool":"chain_attest","args":{"action":"vend","request_uri":"svc://o/1","params":{"slot":3}}}\n   - terminal: true\n',
-  )
+  await writeSop('vend', 'type = "mqtt"\ntopic = "vend/done"', 'Attest', { tool: 'chain_attest', args: { action: 'vend', request_uri: 'svc://o/1', params: { slot: 3 } } })
   await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
   // No --import tsx, no NODE_OPTIONS from the test runner: bare node, as in production.
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: home }
