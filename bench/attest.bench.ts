@@ -79,45 +79,32 @@ try {
   })
   await bare.close()
 
-  // The real thing: concurrent steps, each awaiting its durable line.
-  const store = await openAttestStore(join(dir, 'attest'))
+  // The real thing: concurrent steps, each awaiting its durable line; with the default signer,
+  // then with the pure-JS one (what a machine without the libsecp256k1 binary gets).
   const schema = { type: 'object', required: ['action', 'params'], properties: { params: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } } } }
-  const tool = createChainAttestTool({ store, signer, schema })
   const signal = new AbortController().signal
-  let i = 0
-  const end = performance.now() + SECONDS * 1000
-  const attRate = await timed(async () => {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < end) {
-          const n = i++
-          const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
-          if (!r.ok) throw new Error(r.error)
-        }
-      }),
-    )
-    return i
-  })
-  await store.close()
-
-  // The same with the pure-JS signer: what a machine without the libsecp256k1 binary gets.
-  const store2 = await openAttestStore(join(dir, 'attest2'))
-  const tool2 = createChainAttestTool({ store: store2, signer: jsSigner, schema })
-  let k = 0
-  const end2 = performance.now() + SECONDS * 1000
-  const jsRate = await timed(async () => {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < end2) {
-          const n = k++
-          const r = await tool2.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
-          if (!r.ok) throw new Error(r.error)
-        }
-      }),
-    )
-    return k
-  })
-  await store2.close()
+  const fullPath = async (name: string, s: DeviceSigner): Promise<{ rate: number; lines: number }> => {
+    const store = await openAttestStore(join(dir, name))
+    const tool = createChainAttestTool({ store, signer: s, schema })
+    let i = 0
+    const end = performance.now() + SECONDS * 1000
+    const rate = await timed(async () => {
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (performance.now() < end) {
+            const n = i++
+            const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
+            if (!r.ok) throw new Error(r.error)
+          }
+        }),
+      )
+      return i
+    })
+    await store.close()
+    return { rate, lines: i }
+  }
+  const { rate: attRate, lines: attested } = await fullPath('attest', signer)
+  const { rate: jsRate } = await fullPath('attest-js', jsSigner)
 
   process.stdout.write(
     [
@@ -126,7 +113,7 @@ try {
       `measured  same, pure-JS signer (noble; machines without the libsecp256k1 binary)   ${fmt(jsRate)} lines/s   = ${(jsRate / rawRate).toFixed(1)}x baseline`,
       `store     JCS+hash+group-committed sync batch, no signing   ${fmt(bareRate)} lines/s   = ${(bareRate / rawRate).toFixed(1)}x baseline`,
       `parts     JCS+keccak ${fmt(jcsRate)} /s; device signature ${fmt(signRate)} /s (${signer.backend}), ${fmt(jsSignRate)} /s (noble), one core`,
-      `lines attested: ${fmt(i)} in ~${SECONDS} s`,
+      `lines attested: ${fmt(attested)} in ~${SECONDS} s`,
       '',
     ].join('\n'),
   )
