@@ -57,7 +57,10 @@ function tryKill(pid: number, sig: NodeJS.Signals): void {
 
 export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   const host = opts.host ?? '127.0.0.1'
-  const args = ['--chain-id', String(CHAIN_ID), '--host', host, '--port', String(opts.port ?? 0)]
+  // --prune-history: without it anvil writes every old block's whole state under
+  // ~/.foundry/anvil/tmp, gigabytes per run once a registry holds thousands of rows, and
+  // leaves the folder behind when it is killed. Nothing here reads state at a past block.
+  const args = ['--chain-id', String(CHAIN_ID), '--host', host, '--port', String(opts.port ?? 0), '--prune-history']
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime))
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(child)
