@@ -2,7 +2,8 @@
 // recorded with its reason. A `block` tool keeps a run in flight until the test releases it.
 import t from 'tap'
 import { admit } from '../../sops/run/admission.ts'
-import { call, event, sop, step, until } from './helpers.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
 /** One step that blocks until the test releases it. */
@@ -17,9 +18,9 @@ t.test('parallel: defers when no slot is free, runs the deferred trigger when on
   t.same([a.outcome, b.outcome, c.outcome], ['started', 'started', 'deferred'])
   t.match(c.reason, /parallel: no slot free \(2\/2 active\)/)
   t.equal(engine.keptTriggers().length, 1)
-  await until(() => tools.blockedCount() === 2, 'two blocked calls')
+  await waitFor(() => tools.blockedCount() === 2, 'two blocked calls')
   tools.release()
-  await until(() => tools.blockedCount() === 1, 'the deferred run to start')
+  await waitFor(() => tools.blockedCount() === 1, 'the deferred run to start')
   t.equal(engine.keptTriggers().length, 0)
   tools.release()
   await engine.idle()
@@ -63,7 +64,7 @@ t.test('coalesce: folds the trigger into the run in flight, recorded on that run
   t.equal(b.outcome, 'coalesced')
   t.equal(b.runId, a.runId)
   t.match(b.reason, /the run in flight covers it/)
-  await until(() => tools.blockedCount() === 1, 'blocked call')
+  await waitFor(() => tools.blockedCount() === 1, 'blocked call')
   tools.release()
   await engine.idle()
   const run = await engine.getRun(a.runId!)
@@ -79,7 +80,7 @@ t.test('drop: discards when no slot is free', async (t) => {
   t.equal(b.outcome, 'dropped')
   t.match(b.reason, /drop: no slot free/)
   t.equal(engine.keptTriggers().length, 0)
-  await until(() => tools.blockedCount() === 1, 'blocked call')
+  await waitFor(() => tools.blockedCount() === 1, 'blocked call')
   tools.release()
   await engine.idle()
   t.equal((await engine.listRuns()).length, 1)
@@ -108,7 +109,7 @@ t.test('every decision is recorded durably with its reason, unknown SOPs and bad
   t.match(unknown, { outcome: 'dropped', reason: 'no SOP named "nope" is loaded' })
   const bad = await engine.trigger('test-sop', { type: 'manual', source: 'x', at: Number.NaN, payload: 1 })
   t.match(bad, { outcome: 'dropped', reason: /bad trigger event: at is not a number/ })
-  await until(() => tools.blockedCount() === 1, 'blocked call')
+  await waitFor(() => tools.blockedCount() === 1, 'blocked call')
   tools.release()
   await engine.idle()
   const recs = await engine.admissions()

@@ -96,12 +96,3 @@ export function memoryTools(opts: { flakyFailures?: number } = {}) {
     blockedCount: () => blocked.length,
   }
 }
-
-/** Polls until `fn` is true (for states reached asynchronously); fails after `tries`. */
-export async function until(fn: () => boolean | Promise<boolean>, what: string, tries = 500): Promise<void> {
-  for (let i = 0; i < tries; i++) {
-    if (await fn()) return
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  throw new Error(`timed out waiting for ${what}`)
-}

@@ -2,7 +2,8 @@
 // with a tool still busy, the injected log.
 import t from 'tap'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
-import { call, event, sop, step, until } from './helpers.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
 t.test('a deferred trigger waits out the cooldown instead of being dropped', async (t) => {
@@ -11,13 +12,13 @@ t.test('a deferred trigger waits out the cooldown instead of being dropped', asy
   const a = await engine.trigger('test-sop', event({ i: 1 }))
   const b = await engine.trigger('test-sop', event({ i: 2 }))
   t.same([a.outcome, b.outcome], ['started', 'deferred'])
-  await until(() => tools.blockedCount() === 1, 'run a blocked')
+  await waitFor(() => tools.blockedCount() === 1, 'run a blocked')
   tools.release()
-  await until(async () => (await engine.getRun(a.runId!))?.state === 'completed', 'run a done')
+  await waitFor(async () => (await engine.getRun(a.runId!))?.state === 'completed', 'run a done')
   t.equal(engine.keptTriggers().length, 1, 'still kept during the cooldown')
   const c = await engine.trigger('test-sop', event({ i: 3 }))
   t.equal(c.outcome, 'cooldown', 'a fresh trigger inside the cooldown is dropped')
-  await until(() => tools.blockedCount() === 1, 'the deferred run to start after the cooldown', 1000)
+  await waitFor(() => tools.blockedCount() === 1, 'the deferred run to start after the cooldown')
   t.equal(engine.keptTriggers().length, 0)
   tools.release()
   await engine.idle()
@@ -30,7 +31,7 @@ t.test('setSops: runs in flight keep their SOP; new triggers see the new set', a
   const v2 = sop({ steps: [step(1, { calls: [call('echo', { v: 2 })] })] })
   const { engine, tools } = await startEngine(t, [v1])
   const a = await engine.trigger('test-sop', event())
-  await until(() => tools.blockedCount() === 1, 'run a blocked')
+  await waitFor(() => tools.blockedCount() === 1, 'run a blocked')
   engine.setSops([v2, sop({ name: 'other', steps: [step(1, { calls: [call('echo')] })] })])
   tools.release()
   await engine.idle()
@@ -58,7 +59,7 @@ t.test('malformed events are dropped with the reason, never thrown', async (t) =
 t.test('close() aborts tools that listen and does not wait for ever on one that does not', async (t) => {
   const { engine, tools, close } = await startEngine(t, [sop({ steps: [step(1, { calls: [call('block')] })] })])
   await engine.trigger('test-sop', event())
-  await until(() => tools.blockedCount() === 1, 'blocked')
+  await waitFor(() => tools.blockedCount() === 1, 'blocked')
   await close()
   t.match(await engine.trigger('test-sop', event()), { outcome: 'dropped', reason: 'the engine is closed' })
 })

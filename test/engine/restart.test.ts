@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { until } from './helpers.ts'
+import { waitFor } from '../helpers/wait.ts'
 import { SOPS, effects, worldTools } from './fixtures/restart-world.ts'
 
 const child = fileURLToPath(new URL('./fixtures/hub-child.ts', import.meta.url))
@@ -21,14 +21,14 @@ t.test('kill -9 mid-run, restart, and carry on without repeating an effect', asy
   t.teardown(() => {
     if (!exited && proc.pid) process.kill(proc.pid, 'SIGKILL')
   })
-  await until(() => existsSync(join(dir, 'ready')) || exited, 'the child hub to reach its states', 3000)
+  await waitFor(() => existsSync(join(dir, 'ready')) || exited, 'the child hub to reach its states', { timeoutMs: 30_000 })
   t.notOk(exited, 'child is still running when killed')
   const ids = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as { mid: string; gated: string; held1: string; held2: string }
   t.equal(ids.held2, 'held')
   t.same(effects(dir).map((e) => e.key), [`${ids.mid}:1:0`, `${ids.mid}:2:0`], 'step 1 and the first call of step 2 happened')
 
   process.kill(proc.pid!, 'SIGKILL')
-  await until(() => exited, 'the child to die')
+  await waitFor(() => exited, 'the child to die')
 
   const engine = await createEngine({ sops: SOPS, tools: worldTools(dir, 'second'), dbPath: join(dir, 'db') })
   t.teardown(() => engine.close())
