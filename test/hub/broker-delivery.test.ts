@@ -8,6 +8,7 @@ import { startBroker } from '../../hub/daemon/broker.ts'
 import { forwardOnce } from '../../hub/daemon/forward-once.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitForCount } from '../helpers/wait.ts'
 
 const PUBLISHERS = 8
 const EACH = 2000
@@ -17,17 +18,6 @@ function collect(client: mqtt.MqttClient, seen: Map<string, number>): void {
     const k = payload.toString()
     seen.set(k, (seen.get(k) ?? 0) + 1)
   })
-}
-
-/** Waits until `count()` reaches `want`, giving up only after 5 s without progress (not a deadline). */
-async function until(count: () => number, want: number): Promise<void> {
-  let last = -1
-  let still = 0
-  while (count() < want && still < 100) {
-    await new Promise((r) => setTimeout(r, 50))
-    still = count() === last ? still + 1 : 0
-    last = count()
-  }
 }
 
 function publishAll(url: string, round: string): Promise<void> {
@@ -47,7 +37,8 @@ t.test('concurrent QoS 1 publishers: a persistent subscriber receives every mess
   const seen = new Map<string, number>()
   collect(sub, seen)
   await publishAll(broker.url, 'live')
-  await until(() => seen.size, PUBLISHERS * EACH)
+  // Gives up only after 5 s without a new message (not a deadline); the assertion says how many.
+  await waitForCount(() => seen.size, PUBLISHERS * EACH, { idleMs: 5_000 })
   t.equal(seen.size, PUBLISHERS * EACH, 'every message arrived')
   t.equal([...seen.values()].filter((n) => n > 1).length, 0, 'and none twice while connected')
   await sub.endAsync()
@@ -66,7 +57,7 @@ t.test('a persistent session that reconnects while publishers run gets the queue
   const back = mqtt.connect(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
   collect(back, seen)
   await Promise.all([publishAll(broker.url, 'live'), new Promise((r) => back.once('connect', r))])
-  await until(() => seen.size, 2 * PUBLISHERS * EACH)
+  await waitForCount(() => seen.size, 2 * PUBLISHERS * EACH, { idleMs: 5_000 })
   t.equal(seen.size, 2 * PUBLISHERS * EACH, 'every queued and every live message arrived')
   await back.endAsync()
 })

@@ -10,6 +10,7 @@ import { startHub } from '../../hub/daemon/hub.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const sopToml = (name: string, topic: string): string =>
   `[sop]\nname = "${name}"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "${topic}"\n`
@@ -19,15 +20,6 @@ async function writeSop(dir: string, name: string, topic: string): Promise<void>
   await mkdir(join(dir, name), { recursive: true })
   await writeFile(join(dir, name, 'SOP.toml'), sopToml(name, topic))
   await writeFile(join(dir, name, 'SOP.md'), SOP_MD)
-}
-
-async function until<T>(probe: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 1000; i++) {
-    const v = await probe()
-    if (v !== undefined) return v
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  throw new Error('not reached')
 }
 
 t.test('broker.url: the hub uses the external broker and starts none of its own; reload swaps SOPs', async (t) => {
@@ -45,13 +37,13 @@ t.test('broker.url: the hub uses the external broker and starts none of its own;
   const pub = await mqtt.connectAsync(external.url, { reconnectPeriod: 0 })
   t.teardown(() => pub.endAsync(true))
   await pub.publishAsync('plant/p1/alarm', 'on', { qos: 1 })
-  await until(async () => ((await hub.engine.listRuns({ sop: 'a' })).length === 1 ? true : undefined))
+  await waitFor(async () => (await hub.engine.listRuns({ sop: 'a' })).length === 1, 'a run of a')
 
   await writeSop(sopsDir, 'b', 'plant/+/door')
   await hub.reload()
   t.same(hub.sops.map((s) => s.name).sort(), ['a', 'b'])
   await pub.publishAsync('plant/p1/door', 'open', { qos: 1 })
-  await until(async () => ((await hub.engine.listRuns({ sop: 'b' })).length === 1 ? true : undefined))
+  await waitFor(async () => (await hub.engine.listRuns({ sop: 'b' })).length === 1, 'a run of b, added by the reload')
 })
 
 t.test('a start that fails part-way (webhook port taken) closes the broker it opened', async (t) => {
@@ -82,14 +74,18 @@ t.test('an external broker that restarts without the session: the hub reconnects
 
   await external.close()
   external = await startBroker({ host: '127.0.0.1', port, wsPort: null, dbPath: join(home, 'ext2'), log: silentLog })
-  await until(async () => (hub.mqtt.connected ? true : undefined))
+  await waitFor(() => hub.mqtt.connected, 'the hub to reconnect to the restarted broker')
   const pub = await mqtt.connectAsync(external.url, { reconnectPeriod: 0 })
   t.teardown(() => pub.endAsync(true))
   // Resubscription races the first publish: publish until the run appears.
-  await until(async () => {
-    await pub.publishAsync('plant/p1/alarm', 'on', { qos: 1 })
-    return (await hub.engine.listRuns({ sop: 'a' })).length > 0 ? true : undefined
-  })
+  await waitFor(
+    async () => {
+      await pub.publishAsync('plant/p1/alarm', 'on', { qos: 1 })
+      return (await hub.engine.listRuns({ sop: 'a' })).length > 0
+    },
+    'a run through the new broker',
+    { intervalMs: 20 },
+  )
   t.pass('a run started through the new broker')
 })
 
@@ -119,10 +115,10 @@ t.test('the sop_* tools are registered in the hub: a step starts another SOP wit
   t.ok(hub.tools.has('sop_execute') && hub.tools.has('sop_status') && hub.tools.has('sop_approve'))
   const d = await hub.engine.trigger('parent', { type: 'manual', source: 'test', payload: {}, at: Date.now() })
   t.equal(d.outcome, 'started')
-  const parent = await until(async () => {
+  const parent = await waitFor(async () => {
     const r = await hub.engine.getRun(d.runId!)
     return r && (r.state === 'completed' || r.state === 'failed') ? r : undefined
-  })
+  }, 'the parent run to finish')
   t.equal(parent.state, 'completed', parent.error ?? '')
   const children = await hub.engine.listRuns({ sop: 'child' })
   t.equal(children.length, 1)

@@ -11,6 +11,7 @@ import mqtt from 'mqtt'
 import { loadNativeSecp256k1 } from '../../hub/attest/native-secp256k1.ts'
 import { buildDist } from '../../hub/build/dist.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 t.test('node dist/main.js hub: runs a SOP from a board event and stops on SIGTERM', { timeout: 120_000 }, async (t) => {
   const dir = await tempDir(t, 'svc-dist-')
@@ -73,11 +74,15 @@ t.test('node dist/main.js hub: runs a SOP from a board event and stops on SIGTER
   // The line is attested (stored) before the run completes; wait for that run through the API token.
   const token = (await readFile(join(home, 'hub.token'), 'utf8')).trim()
   let lines = 0
-  for (let i = 0; i < 200 && lines < 1; i++) {
-    const r = (await (await fetch(`${started.api}/attest/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { total: number }
-    lines = r.total
-    if (lines < 1) await new Promise((r) => setTimeout(r, 50))
-  }
+  await waitFor(
+    async () => {
+      const r = (await (await fetch(`${started.api}/attest/status`, { headers: { authorization: `Bearer ${token}` } })).json()) as { total: number }
+      lines = r.total
+      return lines >= 1
+    },
+    'the attested line in /attest/status',
+    { intervalMs: 50 },
+  )
   t.equal(lines, 1, 'chain_attest stored one line, read through the bundled local API')
 
   const code = await new Promise<number | null>((resolve) => {

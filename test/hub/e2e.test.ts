@@ -11,6 +11,7 @@ import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub, type HubParts } from '../../hub/daemon/hub.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const VEND_TOML = `[sop]
 name = "vend"
@@ -76,13 +77,13 @@ t.test('a board event starts a SOP run that completes', async (t) => {
   t.ok(sim, 'the simulated board is attached')
   // Wait for the board's hello to reach the bridge (it says online), then send two coins:
   // amount 2 matches the condition, amount 1 does not (vendingCoin alternates 2, 1).
-  await waitUntil(() => bridge!.stats().boards.vend1?.state === 'online')
+  await waitFor(() => bridge!.stats().boards.vend1?.state === 'online', 'the simulated board to be online')
   sim.emitEvents(2)
 
-  const runs = await waitUntil(async () => {
+  const runs = await waitFor(async () => {
     const list = await hub.engine.listRuns({ sop: 'vend' })
     return list.length === 1 && list[0]?.state === 'completed' ? list : undefined
-  })
+  }, 'one completed vend run')
   const run = await hub.engine.getRun(runs[0]!.id)
   t.equal(run?.state, 'completed')
   t.match(JSON.stringify(run), /"peripheral"/)
@@ -92,13 +93,3 @@ t.test('a board event starts a SOP run that completes', async (t) => {
   await hub.engine.idle()
   t.equal((await hub.engine.listRuns({ sop: 'vend' })).length, 1, 'the amount-1 coin did not match the condition')
 })
-
-async function waitUntil<T>(probe: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
-  const end = Date.now() + timeoutMs
-  for (;;) {
-    const v = await probe()
-    if (v) return v
-    if (Date.now() > end) throw new Error('condition not reached in time')
-    await new Promise((r) => setTimeout(r, 20))
-  }
-}
