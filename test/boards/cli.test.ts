@@ -5,8 +5,8 @@ import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { main } from '../../hub/cli/main.ts'
 import { noSocat, startPtyPair } from '../bridge/pty.ts'
-import { eventually } from '../bridge/broker.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -52,7 +52,7 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL')
   })
-  await eventually(() => stdout.includes('simulating board demo'), 'the simulator started', 60_000)
+  await waitFor(() => stdout.includes('simulating board demo'), 'the simulator started', { timeoutMs: 60_000 })
 
   const events: string[] = []
   const bridge = createBridge({
@@ -61,7 +61,7 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await eventually(() => events.filter((e) => e.startsWith('boards/demo/coin ')).length >= 3, 'events from the CLI simulator')
+  await waitFor(() => events.filter((e) => e.startsWith('boards/demo/coin ')).length >= 3, 'events from the CLI simulator')
   t.match(events.find((e) => e.startsWith('boards/demo/coin '))!, /^boards\/demo\/coin \{"slot":"A\d","amount":[12]\}$/)
   t.same(await bridge.send('demo', 'ping', {}), { ok: true, result: 'pong' })
   await bridge.close()
@@ -79,7 +79,7 @@ t.test('svc board simulate without --port makes a pty pair and prints the hub en
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL')
   })
-  await eventually(() => /port = "(.+)"/.test(stdout), 'the hub end printed', 60_000)
+  await waitFor(() => /port = "(.+)"/.test(stdout), 'the hub end printed', { timeoutMs: 60_000 })
   const hubEnd = /port = "(.+)"/.exec(stdout)![1]!
   const bridge = createBridge({ boards: [{ name: 'vend1', port: hubEnd, heartbeatMs: 0 }], publish: async () => undefined })
   t.teardown(() => bridge.close())

@@ -92,12 +92,3 @@ export async function collect(client: MqttClient, filter: string) {
     },
   }
 }
-
-/** Polls `cond` every few ms (no wall-clock assertions: only the condition matters). */
-export async function eventually(cond: () => boolean, what: string, limitMs = 20_000): Promise<void> {
-  const start = Date.now()
-  while (!cond()) {
-    if (Date.now() - start > limitMs) throw new Error(`timed out waiting for ${what}`)
-    await new Promise((r) => setTimeout(r, 5))
-  }
-}

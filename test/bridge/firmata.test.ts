@@ -4,7 +4,7 @@ import t from 'tap'
 import { createRequire } from 'node:module'
 import { createBridge, type BoardConfig, type FirmataIo } from '../../bridge/index.ts'
 import { checkBoardConfigs } from '../../bridge/config.ts'
-import { eventually } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const require = createRequire(import.meta.url)
 const { Firmata: MockFirmata } = require('mock-firmata') as { Firmata: new () => FirmataIo & { emit(ev: string, ...a: unknown[]): boolean } }
@@ -75,18 +75,18 @@ t.test('profile signals become events; commands answered; close → offline → 
   const door = d.digital.get(2)!
   const button = d.digital.get(3)!
   analog(100)
-  await eventually(() => published.includes('boards/uno1/temp 100'), 'first analog value')
+  await waitFor(() => published.includes('boards/uno1/temp 100'), 'first analog value')
   analog(103) // below the threshold of 5: no event
   await new Promise((r) => setTimeout(r, 80)) // several 20 ms intervals pass
   analog(111)
-  await eventually(() => published.includes('boards/uno1/temp 111'), 'a change past the threshold')
+  await waitFor(() => published.includes('boards/uno1/temp 111'), 'a change past the threshold')
   t.notOk(published.includes('boards/uno1/temp 103'), 'the change under the threshold was filtered')
   door(1)
-  await eventually(() => published.includes('boards/uno1/door 1'), 'door open')
+  await waitFor(() => published.includes('boards/uno1/door 1'), 'door open')
   door(0)
-  await eventually(() => published.includes('boards/uno1/door 0'), 'door closed')
+  await waitFor(() => published.includes('boards/uno1/door 0'), 'door closed')
   button(0)
-  await eventually(() => published.includes('boards/uno1/button 1'), 'inverted: LOW reports 1')
+  await waitFor(() => published.includes('boards/uno1/button 1'), 'inverted: LOW reports 1')
 
   t.same(await bridge.send('uno1', 'ping', {}), { ok: true, result: 'pong' })
   t.same(await bridge.send('uno1', 'gpio_write', { pin: 13, value: 1 }), { ok: true, result: { pin: 13, value: 1 } })
@@ -97,12 +97,12 @@ t.test('profile signals become events; commands answered; close → offline → 
   t.match(await bridge.send('uno1', 'reboot', {}), { ok: false, error: /unknown command "reboot"/ })
 
   d.io.emit('close')
-  await eventually(() => ios.length === 2 && bridge.stats().boards.uno1!.state === 'online', 'reconnected with a new IO')
+  await waitFor(() => ios.length === 2 && bridge.stats().boards.uno1!.state === 'online', 'reconnected with a new IO')
   t.equal(bridge.stats().boards.uno1!.reconnects, 1)
   t.same(published.filter((p) => p.includes('availability')), ['boards/uno1/availability online', 'boards/uno1/availability offline', 'boards/uno1/availability online'])
   const analog2 = [...ios[1]!.analog.values()][0]!
   analog2(500)
-  await eventually(() => published.includes('boards/uno1/temp 500'), 'events after the reconnect')
+  await waitFor(() => published.includes('boards/uno1/temp 500'), 'events after the reconnect')
   t.equal(bridge.stats().boards.uno1!.kind, 'firmata')
 })
 

@@ -4,7 +4,7 @@ import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { createDeviceBinding } from '../../boards/simulator/device-binding.ts'
 import { encodeMessage } from '../../bridge/codec/index.ts'
-import { eventually } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 // A small seeded PRNG (mulberry32) so a failure can be replayed from the printed seed.
 function prng(seed: number): () => number {
@@ -103,7 +103,7 @@ t.test('100,000 random chunks of events, garbage, oversized and malformed lines:
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await eventually(() => emit !== undefined, 'port open')
+  await waitFor(() => emit !== undefined, 'port open')
 
   let chunks = 0
   let at = 0
@@ -118,8 +118,8 @@ t.test('100,000 random chunks of events, garbage, oversized and malformed lines:
     if (chunks % 50 === 0) await new Promise((r) => setImmediate(r))
   }
   t.equal(chunks, target, `${target} chunks`)
-  await eventually(() => bridge.stats().boards.fuzz!.lines + bridge.stats().boards.fuzz!.oversized === want.lines + want.oversized, 'every line seen')
-  await eventually(() => bridge.stats().boards.fuzz!.published === want.events, 'every event published')
+  await waitFor(() => bridge.stats().boards.fuzz!.lines + bridge.stats().boards.fuzz!.oversized === want.lines + want.oversized, 'every line seen')
+  await waitFor(() => bridge.stats().boards.fuzz!.published === want.events, 'every event published')
   const s = bridge.stats().boards.fuzz!
   t.same(
     { events: s.events, garbage: s.garbage, oversized: s.oversized, unmatched: s.unmatched, lines: s.lines, published: s.published },
@@ -149,13 +149,13 @@ t.test('a board that never sends a newline: megabytes dropped as one oversized l
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await eventually(() => emit !== undefined, 'port open')
+  await waitFor(() => emit !== undefined, 'port open')
   const block = Buffer.alloc(64 * 1024, 0x78)
   for (let i = 0; i < 32; i++) {
     emit!(block) // 2 MiB in all, no newline (2048 times the cap)
     await new Promise((r) => setImmediate(r))
   }
   emit!(Buffer.from('\n' + encodeMessage('coin', 'after')))
-  await eventually(() => published.includes('boards/spew/coin after'), 'the next line gets through')
+  await waitFor(() => published.includes('boards/spew/coin after'), 'the next line gets through')
   t.match(bridge.stats().boards.spew!, { oversized: 1, lines: 1, events: 1, garbage: 0, state: 'online' })
 })

@@ -3,7 +3,8 @@
 import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { vendingCoin } from '../../boards/simulator/board.ts'
-import { collect, connectClient, eventually, publishVia, startBroker } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { collect, connectClient, publishVia, startBroker } from './broker.ts'
 
 t.test('simulated vend1 coin events reach an MQTT subscriber, availability is retained', async (t) => {
   const broker = await startBroker(t)
@@ -28,7 +29,7 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
     'events in order, the text as payload',
   )
   t.equal(events[0]!.payload, '{"slot":"A1","amount":2}')
-  await eventually(() => bridge.stats().boards.vend1!.published === 5, 'acks counted')
+  await waitFor(() => bridge.stats().boards.vend1!.published === 5, 'acks counted')
   const s = bridge.stats().boards.vend1!
   t.match(s, { state: 'online', hello: 'vend1', lines: 6, events: 5, published: 5, garbage: 0, oversized: 0 })
 

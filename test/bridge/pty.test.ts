@@ -4,7 +4,8 @@ import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { runSimulatorOnPort } from '../../boards/simulator/on-port.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { collect, connectClient, eventually, publishVia, startBroker } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { collect, connectClient, publishVia, startBroker } from './broker.ts'
 import { noSocat, startPtyPair } from './pty.ts'
 
 t.test('pty pair: events to MQTT, commands answered, unplug (socat killed) and replug', { skip: noSocat }, async (t) => {
@@ -42,11 +43,11 @@ t.test('pty pair: events to MQTT, commands answered, unplug (socat killed) and r
   for (let i = 0; i < 3; i++) {
     await pair.stop()
     await sim.sim.closed.catch(() => undefined)
-    await eventually(() => bridge.stats().boards.vend1!.state === 'offline', `offline after socat ${i + 1} exits`)
+    await waitFor(() => bridge.stats().boards.vend1!.state === 'offline', `offline after socat ${i + 1} exits`)
     pair = await startPtyPair(dir)
     sim = await runSimulatorOnPort(pair.board, 'vend1', { rate: 0, text: (n) => `again-${i}-${n}` })
     if (!sim.ok) throw new Error(sim.error)
-    await eventually(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
+    await waitFor(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
     sim.sim.board.emitEvents(1)
     await coins.until(21 + i)
     t.equal(coins.got[20 + i]!.payload, `again-${i}-0`, `events flow after replug ${i + 1}`)

@@ -2,7 +2,8 @@
 import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { createPublishQueue, type QueueItem } from '../../bridge/publish-queue.ts'
-import { collect, connectClient, eventually, startBroker } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { collect, connectClient, startBroker } from './broker.ts'
 
 t.test('broker down then back: every event arrives once, in order', async (t) => {
   const broker = await startBroker(t)
@@ -21,29 +22,30 @@ t.test('broker down then back: every event arrives once, in order', async (t) =>
   await bridge.start()
   const sim = bridge.simulated('vend1')!
   sim.emitEvents(10)
-  await eventually(() => bridge.stats().boards.vend1!.published === 10, 'first 10 delivered')
+  await waitFor(() => bridge.stats().boards.vend1!.published === 10, 'first 10 delivered')
 
   gate = false
   await broker.stop()
   sim.emitEvents(500)
-  await eventually(() => bridge.stats().queue.pending === 500, '500 events held while the broker is down')
-  await eventually(() => bridge.stats().queue.retries > 0, 'retries happen')
+  await waitFor(() => bridge.stats().queue.pending === 500, '500 events held while the broker is down')
+  await waitFor(() => bridge.stats().queue.retries > 0, 'retries happen')
   t.equal(bridge.stats().boards.vend1!.published, 10, 'nothing counted as published while down')
 
   await broker.restart()
   const sub = await connectClient(t, broker.url)
   const inbox = await collect(sub, 'boards/vend1/coin')
-  await eventually(() => hub.connected, 'hub client reconnected')
+  await waitFor(() => hub.connected, 'hub client reconnected')
   gate = true
   await inbox.until(500)
   t.same(inbox.got.map((m) => m.payload), Array.from({ length: 500 }, (_, i) => `e${i + 10}`), 'all 500 held events, once each, in order')
-  await eventually(() => bridge.stats().queue.pending === 0, 'queue empty')
+  await waitFor(() => bridge.stats().queue.pending === 0, 'queue empty')
   t.equal(bridge.stats().boards.vend1!.published, 510)
   t.equal(bridge.stats().queue.dropped, 0)
 })
 
 t.test('past the bound the oldest events are dropped and counted; availability is kept and coalesced', async (t) => {
   let up = false
+  let failures = 0
   const delivered: string[] = []
   const dropped: string[] = []
   const q = createPublishQueue({
@@ -59,12 +61,12 @@ t.test('past the bound the oldest events are dropped and counted; availability i
     retryMaxMs: 300,
     onDelivered: () => undefined,
     onDropped: (i: QueueItem) => void dropped.push(i.payload),
-    onFailed: () => undefined,
+    onFailed: () => void failures++,
   })
   t.teardown(() => q.close())
   const avail = (s: string) => q.push({ topic: 'boards/b/availability', payload: s, qos: 1, retain: true, board: 'b' })
   avail('online')
-  await new Promise((r) => setTimeout(r, 20)) // the first publish fails; the queue now waits for its retry
+  await waitFor(() => failures === 1, 'the first publish to fail') // the queue now waits for its retry
   for (let i = 0; i < 150; i++) q.push({ topic: 'boards/b/x', payload: String(i), qos: 1, retain: false, board: 'b' })
   avail('offline')
   avail('online')
@@ -118,7 +120,7 @@ t.test('a slow but working broker slows the port down instead of dropping (backp
   const watch = setInterval(() => (maxPending = Math.max(maxPending, bridge.stats().queue.pending)), 1)
   t.teardown(() => clearInterval(watch))
   bridge.simulated('burst')!.emitEvents(5000) // one burst, 50× the bound
-  await eventually(() => got.length === 5000, 'all 5000 delivered')
+  await waitFor(() => got.length === 5000, 'all 5000 delivered')
   t.same(got, Array.from({ length: 5000 }, (_, i) => String(i)), 'in order')
   t.equal(bridge.stats().queue.dropped, 0, 'none dropped')
   t.ok(maxPending <= 100, `the queue stayed within its bound (max seen ${maxPending})`)

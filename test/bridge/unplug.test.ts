@@ -5,7 +5,8 @@ import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { createSimulatedBoard } from '../../boards/simulator/board.ts'
 import { createDeviceBinding } from '../../boards/simulator/device-binding.ts'
-import { collect, connectClient, eventually, publishVia, startBroker } from './broker.ts'
+import { waitFor } from '../helpers/wait.ts'
+import { collect, connectClient, publishVia, startBroker } from './broker.ts'
 
 t.test('unplug and replug 50 times: back each time, nothing lost while plugged', async (t) => {
   const broker = await startBroker(t)
@@ -31,11 +32,11 @@ t.test('unplug and replug 50 times: back each time, nothing lost while plugged',
     board.emitEvents(2)
     await coins.until(2 * (i + 1))
     binding.unplug(path)
-    await eventually(() => bridge.stats().boards.vend1!.state === 'offline', `offline after unplug ${i + 1}`)
+    await waitFor(() => bridge.stats().boards.vend1!.state === 'offline', `offline after unplug ${i + 1}`)
     t.equal(binding.isOpen(path), false)
     t.match(await bridge.send('vend1', 'ping', {}), { ok: false, error: 'board vend1 is offline' }, 'commands fail at once while offline')
     binding.replug(path)
-    await eventually(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
+    await waitFor(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
   }
   board.emitEvents(1)
   await coins.until(2 * cycles + 1)
@@ -73,14 +74,14 @@ t.test('a board that stops answering is found by the heartbeat and reopened', as
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await eventually(() => bridge.stats().boards.quiet!.reconnects >= 1, 'a reopen after the heartbeat ping went unanswered')
+  await waitFor(() => bridge.stats().boards.quiet!.reconnects >= 1, 'a reopen after the heartbeat ping went unanswered')
   await avail.until(3)
   t.same(avail.got.slice(0, 3).map((a) => a.payload), ['online', 'offline', 'online'])
   t.ok(bridge.stats().boards.quiet!.timeouts >= 1, 'the unanswered ping is counted as a timeout')
   // Answering again: the heartbeat pings succeed and the port stays open.
   board.setMute(false)
   const before = bridge.stats().boards.quiet!.reconnects
-  await eventually(() => board.stats().answered >= 3, 'three heartbeat pings answered')
+  await waitFor(() => board.stats().answered >= 3, 'three heartbeat pings answered')
   t.equal(bridge.stats().boards.quiet!.reconnects, before, 'no reopen while the board answers')
 })
 
@@ -102,8 +103,8 @@ t.test('a board missing at start: start() resolves, the bridge keeps trying unti
   t.not(bridge.stats().boards.late!.state, 'online')
   t.same(published, [], 'no availability before the port ever opened')
   binding.replug(path)
-  await eventually(() => bridge.stats().boards.late!.state === 'online', 'online once plugged')
-  await eventually(() => published.length === 1, 'online published')
+  await waitFor(() => bridge.stats().boards.late!.state === 'online', 'online once plugged')
+  await waitFor(() => published.length === 1, 'online published')
   t.same(published, ['boards/late/availability online'])
   t.equal(bridge.stats().boards.late!.reconnects, 0, 'a first open is not a reconnect')
 })
@@ -122,7 +123,7 @@ t.test('a board that never says anything and ignores ping is not made to flap', 
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await eventually(() => bridge.stats().boards.mute!.timeouts >= 3, 'three unanswered heartbeat pings')
+  await waitFor(() => bridge.stats().boards.mute!.timeouts >= 3, 'three unanswered heartbeat pings')
   t.equal(bridge.stats().boards.mute!.state, 'online')
   t.equal(bridge.stats().boards.mute!.reconnects, 0)
   t.equal(opens, 1, 'the port was not reopened')
