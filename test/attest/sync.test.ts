@@ -12,6 +12,7 @@ import { startAttestorServer } from '../../market/attestor/server.ts'
 import { createChainAttestTool } from '../../tools/chain_attest.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 const chain = await startDevChain()
 t.teardown(() => chain.stop())
@@ -46,12 +47,12 @@ t.test('the background loop backs off, then catches up when the attestor appears
   const warnings: string[] = []
   const sync = createAttestSync({ store, chain: chain.info, attestorUrl, signer, idleMs: 50, backoffMinMs: 50, backoffMaxMs: 200, log: { warn: (m) => warnings.push(m) } })
   sync.start()
-  while (warnings.length < 2) await new Promise((r) => setTimeout(r, 20))
+  await waitFor(() => warnings.length >= 2, 'two sync warnings')
   t.match(warnings[0], /sync failed, retrying in 50 ms: attestor unreachable/)
   t.match(warnings[1], /retrying in 100 ms/, 'backoff doubles')
   const srv = await startAttestorServer(cfg.config, { port })
   t.teardown(() => srv.close())
-  while (store.counts().attested < 5) await new Promise((r) => setTimeout(r, 20))
+  await waitFor(() => store.counts().attested >= 5, 'the five lines to be attested')
   await sync.stop()
   t.match(store.counts(), { total: 5, attested: 5, requested: 0, pending: 0 })
   t.equal(await pub.getTransactionCount({ address: signer.address }), 5, 'still one request per line')

@@ -18,6 +18,7 @@ import { listingsDir, loadAll } from '../../hub/listing/queue.ts'
 import { buildMarketApp } from '../../market/app.ts'
 import { chainFromInfo, defaultConfig } from '../../market/config.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 import { FIELDS, storeWith } from './fixtures.ts'
 
 t.test('the hub posts queued listings and builds drafts by itself', async (t) => {
@@ -57,15 +58,9 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
   const hub = await startHub(cfg.config, silentLog, realParts(env))
   t.teardown(() => hub.close())
 
-  const until = async (pred: () => Promise<boolean>, what: string): Promise<void> => {
-    // Bounded wait for the hub's loop (every 5 s); nothing here measures speed.
-    for (let i = 0; i < 240; i++) {
-      if (await pred()) return
-      await new Promise((r) => setTimeout(r, 250))
-    }
-    throw new Error(`timed out waiting for ${what}`)
-  }
-  await until(async () => (await loadAll(home)).some((l) => l.ok && l.entry.state === 'posted'), 'the queued listing to be posted')
+  // The hub's listing loop runs every 5 s: a minute's safety net, read four times a second.
+  const hubLoop = { timeoutMs: 60_000, intervalMs: 250 }
+  await waitFor(async () => (await loadAll(home)).some((l) => l.ok && l.entry.state === 'posted'), 'the queued listing to be posted', hubLoop)
   const [posted] = await loadAll(home)
   t.match(posted, { ok: true, entry: { state: 'posted', url: new RegExp(`^${marketUrl}/marketplace/`) } }, 'posted by the hub, absolute URL')
 
@@ -76,7 +71,7 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
   const code = await main(['listing', 'create', '--title', 'Draft', '--summary', 's', '--description', FIELDS.description, '--machine-type', 'vending', '--license', 'research', '--price', '1'], io)
   t.equal(code, 0, out.join('\n'))
   t.match(out.join('\n'), /as a draft/)
-  await until(async () => (await loadAll(home)).some((l) => l.ok && l.entry.fields.title === 'Draft' && l.entry.state !== 'draft'), 'the hub to build the draft')
+  await waitFor(async () => (await loadAll(home)).some((l) => l.ok && l.entry.fields.title === 'Draft' && l.entry.state !== 'draft'), 'the hub to build the draft', hubLoop)
   const draft = (await loadAll(home)).find((l) => l.ok && l.entry.fields.title === 'Draft')
   t.match(draft, { ok: true, entry: { state: 'failed', lastError: 'no attested lines in the range: nothing to list' } }, 'built by the hub with the same checks')
 

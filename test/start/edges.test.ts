@@ -8,6 +8,7 @@ import t from 'tap'
 import { alive, anvilsOnPort, startChild } from './child.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 t.test('--no-demo: checkpoints wait for an operator, nothing listed; SIGTERM exits 0', async (t) => {
   const home = join(await tempDir(t, 'svc-start-'), 'home')
@@ -18,11 +19,15 @@ t.test('--no-demo: checkpoints wait for an operator, nothing listed; SIGTERM exi
   const token = (await readFile(join(home, 'hub.token'), 'utf8')).trim()
   let pending: { id: string; sop: string; gate?: { kind?: string } }[] = []
   // Waits (bounded) until a coin event's run reaches the checkpoint and stays there.
-  for (let i = 0; i < 240 && pending.length === 0; i++) {
-    const r = await fetch(`${api}/sop/pending`, { headers: { authorization: `Bearer ${token}` } })
-    pending = ((await r.json()) as { runs: typeof pending }).runs
-    if (pending.length === 0) await new Promise((r) => setTimeout(r, 500))
-  }
+  await waitFor(
+    async () => {
+      const r = await fetch(`${api}/sop/pending`, { headers: { authorization: `Bearer ${token}` } })
+      pending = ((await r.json()) as { runs: typeof pending }).runs
+      return pending.length > 0
+    },
+    'a run waiting at the checkpoint',
+    { timeoutMs: 120_000, intervalMs: 500 },
+  )
   t.ok(pending.length > 0, 'a run waits at the checkpoint')
   t.equal(pending[0]?.sop, 'vending-dispense')
   t.notMatch(child.out(), /approving/, 'nothing approved automatically')
