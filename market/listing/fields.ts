@@ -22,6 +22,7 @@ export interface ListingFields {
   description: string
   machineType: MachineType
   license: License
+  /** The price as the device sent it, in native units (e.g. "0.05"). */
   priceNative: string
   priceWei: bigint
 }

@@ -1,5 +1,7 @@
 // What the market stores. Addresses are stored lowercase; amounts in wei as decimal strings
 // (JSON has no bigint).
+import type { ListingFields } from '../listing/fields.ts'
+
 export interface SessionRecord {
   id: string
   address: string
@@ -43,17 +45,14 @@ export interface KeyRecord {
 export type MachineType = 'vending' | 'arm' | 'drone' | 'amr' | 'sensor' | 'humanoid' | 'other'
 export type License = 'research' | 'commercial' | 'audit'
 
-export interface ListingRecord {
-  slug: string
-  title: string
-  summary: string
-  description: string
-  machineType: MachineType
-  license: License
-  /** The price as the device sent it, in native units (e.g. "0.05"). */
-  priceNative: string
-  /** The same price in wei, decimal string; the purchase check compares against this. */
+/** The fields a device submits, as stored: the price in wei as a decimal string. */
+export type StoredListingFields = Omit<ListingFields, 'priceWei'> & {
+  /** The purchase check compares against this. */
   priceWei: string
+}
+
+export interface ListingRecord extends StoredListingFields {
+  slug: string
   /** Where buyers pay: the market's configured payout address at creation time. */
   payout: string
   agentId: string
