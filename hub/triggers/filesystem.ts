@@ -3,7 +3,7 @@
 // folded into one event (editors write a file in several steps). fs.watch cannot pair a
 // rename's two halves, so its 'rename' is reported as `created` or `deleted` (by whether the
 // path exists afterwards), and a trigger listing `renamed` matches both.
-import { watch, type FSWatcher } from 'node:fs'
+import { statSync, watch, type FSWatcher } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FsEvent } from '../../sops/types.ts'
@@ -94,6 +94,9 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
       for (const dir of bases) {
         if (watchers.has(dir)) continue
         try {
+          // Node 20 throws for a missing folder; Node 22+ on Linux watches nothing and says
+          // nothing. Check first, so a SOP author hears about it on every Node.
+          if (!statSync(dir).isDirectory()) throw new Error(`ENOTDIR: not a directory: ${dir}`)
           const w = watch(dir, { recursive: true }, (kind, name) => onChange(dir, kind, name === null ? null : String(name)))
           w.on('error', (err) => log.error({ dir, err: String(err) }, 'filesystem watch failed'))
           watchers.set(dir, w)
