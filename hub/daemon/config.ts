@@ -11,6 +11,7 @@ import { svcPaths } from '../paths.ts'
 import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
+import { mqttUrlOptions } from './mqtt-url.ts'
 
 // The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
 // not built with typebox's Type builders and checked by typebox/value: those two modules are
@@ -198,6 +199,10 @@ export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.Pro
     names.add(b.name)
   }
   const url = t.broker?.url ?? null
+  if (url !== null) {
+    const target = mqttUrlOptions(url)
+    if (!target.ok) return { ok: false, error: `${where}: broker.url: ${target.error}` }
+  }
   return {
     ok: true,
     config: {

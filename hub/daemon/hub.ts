@@ -24,6 +24,7 @@ import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { startBroker, type EmbeddedBroker } from './broker.ts'
 import type { BoardEntry, HubConfig } from './config.ts'
 import type { Log } from './log.ts'
+import { mqttUrlOptions } from './mqtt-url.ts'
 
 /** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
 export interface BridgeLike extends BoardPort {
@@ -129,8 +130,11 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
     // 65,536 two-byte Buffers, one per packet id, on its first write: 6.3 MB of the hub's 31 MB
     // of live heap, to save a 2-byte allocation per packet. The bytes on the wire are the same.
     const url = brokerUrl
+    const target = mqttUrlOptions(url)
+    if (!target.ok) throw new Error(`broker.url: ${target.error}`)
     const client = await mqtt
-      .connectAsync(url, {
+      .connectAsync({
+        ...target.value,
         clientId: config.broker.clientId,
         clean: false,
         reconnectPeriod: 1000,

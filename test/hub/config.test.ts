@@ -47,6 +47,8 @@ const bad: [string, RegExp][] = [
   ['[broker]\nprot = 1\n', /broker\.prot: unknown field/],
   ['[brokers]\n', /brokers: unknown field/],
   ['[broker]\nurl = "http://x"\n', /broker\.url: /],
+  ['[broker]\nurl = "mqtt://"\n', /broker\.url: no host in "mqtt:\/\/"/],
+  ['[broker]\nurl = "mqtt://h:99999"\n', /broker\.url: not a URL/],
   ['[hub]\nlog_level = "loud"\n', /hub\.log_level: must be one of/],
   ['[cron]\ntimezone = "Mars/Olympus"\n', /cron\.timezone: unknown timezone "Mars\/Olympus"/],
   ['[webhook]\nbody_limit = 0\n', /webhook\.body_limit: must be >= 1/],
