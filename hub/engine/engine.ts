@@ -157,16 +157,30 @@ export class Engine implements HubEngine {
       case 'started': {
         const run = this.createRun(sop, event, 'started')
         const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: verdict.reason }
-        await this.store.write([...this.store.runOps(run), this.admissionOp(sop.name, event, d)])
+        try {
+          await this.store.write([...this.store.runOps(run), this.admissionOp(sop.name, event, d)])
+        } catch (err) {
+          // Never stored, so it never was: it must not hold a slot until the next restart.
+          this.live.delete(run.id)
+          this.runSop.delete(run.id)
+          throw err
+        }
         if (!this.closed) this.spawn(run)
         return d
       }
       case 'deferred':
       case 'held': {
         const kept: KeptTrigger = { key: this.store.newKeptKey(this.now()), sop: sop.name, kind: verdict.outcome, event, reason: verdict.reason, at: this.now() }
-        this.keptFor(sop.name).push(kept)
+        const q = this.keptFor(sop.name)
+        q.push(kept)
         const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
-        await this.store.write([this.store.keptOp(kept), this.admissionOp(sop.name, event, d)])
+        try {
+          await this.store.write([this.store.keptOp(kept), this.admissionOp(sop.name, event, d)])
+        } catch (err) {
+          const at = q.indexOf(kept)
+          if (at >= 0) q.splice(at, 1)
+          throw err
+        }
         return d
       }
       case 'coalesced': {
@@ -236,7 +250,7 @@ export class Engine implements HubEngine {
       const run = this.createRun(sop, head.event, 'started')
       const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: `released: was ${head.kind} (${head.reason})` }
       this.note(run, 0, 'info', d.reason)
-      const write = this.store.write([this.store.unkeepOp(head.key), ...this.store.runOps(run), this.admissionOp(sopName, head.event, d)])
+      const write = this.durable(run.id, [this.store.unkeepOp(head.key), ...this.store.runOps(run), this.admissionOp(sopName, head.event, d)])
       const p = write.then(() => (this.closed ? undefined : this.drive(run))).catch((err: unknown) => {
         this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
       })
@@ -270,7 +284,29 @@ export class Engine implements HubEngine {
 
   private async persist(run: RunRecord, extra: BatchOp[] = []): Promise<void> {
     run.updatedAt = this.now()
-    await this.store.write([...this.store.runOps(run), ...extra])
+    await this.durable(run.id, [...this.store.runOps(run), ...extra])
+  }
+
+  /**
+   * A running run's checkpoint waits out a disk that cannot take it (full, or failing) rather
+   * than abandoning the run: what its step did has happened, so its record must land, and the
+   * run keeps its slot meanwhile. It resumes by itself once the write goes through. Admission
+   * writes are not retried: a trigger the store cannot take is refused, and its source told so.
+   */
+  private async durable(runId: string, ops: BatchOp[]): Promise<void> {
+    let wait = 100
+    for (let tries = 0; ; tries++) {
+      try {
+        await this.store.write(ops)
+        if (tries > 0) this.log.info({ run: runId, tries: tries + 1 }, 'run checkpoint written; the run goes on')
+        return
+      } catch (err) {
+        if (this.closed || !isStoreIoError(err)) throw err
+        if (tries === 0) this.log.error({ run: runId, err: (err as Error).message }, 'cannot write the run checkpoint (disk full?); retrying until it can')
+        await new Promise((r) => setTimeout(r, wait).unref())
+        wait = Math.min(wait * 2, 5000)
+      }
+    }
   }
 
   private async finish(run: RunRecord, how: 'end' | 'fail' | 'deny' | 'cancel', why: string): Promise<void> {
@@ -288,7 +324,7 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     run.updatedAt = this.now()
-    await this.store.write([...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)])
+    await this.durable(run.id, [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)])
     this.store.forget(run.id)
     this.release(run.sop)
   }
@@ -626,4 +662,9 @@ function badEvent(e: TriggerEvent): string | null {
   if (typeof e.at !== 'number' || !Number.isFinite(e.at)) return 'at is not a number'
   if (e.payload === undefined) return 'payload is missing'
   return null
+}
+
+/** LevelDB could not read or write its files (a full disk, an I/O error): worth waiting out. */
+function isStoreIoError(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'LEVEL_IO_ERROR'
 }
