@@ -1,14 +1,11 @@
 // QoS 1 delivery to a persistent session under concurrent publishers: nothing may be lost.
 // Aedes' own duplicate check dropped about 9% of these (hub/daemon/forward-once.ts says why).
 import t from 'tap'
-import { join } from 'node:path'
 import mqtt from 'mqtt'
 import type { AedesPublishPacket, Client } from 'aedes'
-import { startBroker } from '../../hub/daemon/broker.ts'
 import { forwardOnce } from '../../hub/daemon/forward-once.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
-import { tempDir } from '../helpers/tmp.ts'
 import { waitForCount } from '../helpers/wait.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 const PUBLISHERS = 8
 const EACH = 2000
@@ -29,9 +26,7 @@ function publishAll(url: string, round: string): Promise<void> {
 }
 
 t.test('concurrent QoS 1 publishers: a persistent subscriber receives every message', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'b'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t)
   const sub = await mqtt.connectAsync(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
   await sub.subscribeAsync('boards/#', { qos: 1 })
   const seen = new Map<string, number>()
@@ -45,9 +40,7 @@ t.test('concurrent QoS 1 publishers: a persistent subscriber receives every mess
 })
 
 t.test('a persistent session that reconnects while publishers run gets the queue and the live traffic', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'b'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t)
   const first = await mqtt.connectAsync(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
   await first.subscribeAsync('boards/#', { qos: 1 })
   await first.endAsync()

@@ -6,6 +6,7 @@ import mqtt from 'mqtt'
 import { clientErrorLevel, startBroker } from '../../hub/daemon/broker.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 function nextMessage(client: mqtt.MqttClient, topic: string): Promise<{ payload: string; retain: boolean }> {
   return new Promise((resolve) => {
@@ -74,9 +75,7 @@ t.test('a port in use is an error, and nothing is left open', async (t) => {
 })
 
 t.test('garbage on the MQTT port does not take the broker down', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'g'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t)
   const { connect } = await import('node:net')
   await new Promise<void>((resolve) => {
     const s = connect(broker.port, '127.0.0.1', () => {

@@ -11,6 +11,7 @@ import { silentLog } from '../../hub/daemon/log.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 const sopToml = (name: string, topic: string): string =>
   `[sop]\nname = "${name}"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "${topic}"\n`
@@ -24,8 +25,7 @@ async function writeSop(dir: string, name: string, topic: string): Promise<void>
 
 t.test('broker.url: the hub uses the external broker and starts none of its own; reload swaps SOPs', async (t) => {
   const home = await tempDir(t)
-  const external = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(home, 'external'), log: silentLog })
-  t.teardown(() => external.close())
+  const external = await startEmbeddedBroker(t, { dbPath: join(home, 'external') })
   const sopsDir = join(home, 'sops')
   await writeSop(sopsDir, 'a', 'plant/+/alarm')
   const cfg = parseConfig(`[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nurl = "${external.url}"\n[webhook]\nenabled = false\n`, null, { SVC_HOME: home })
@@ -48,8 +48,7 @@ t.test('broker.url: the hub uses the external broker and starts none of its own;
 
 t.test('a start that fails part-way (webhook port taken) closes the broker it opened', async (t) => {
   const home = await tempDir(t)
-  const blocker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(home, 'blocker'), log: silentLog })
-  t.teardown(() => blocker.close())
+  const blocker = await startEmbeddedBroker(t, { dbPath: join(home, 'blocker') })
   const brokerPort = await freePort()
   const cfg = parseConfig(`[hub]\nsops_dir = "${join(home, 'sops')}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = ${brokerPort}\n[webhook]\nport = ${blocker.port}\n`, null, { SVC_HOME: home })
   if (!cfg.ok) throw new Error(cfg.error)

@@ -1,12 +1,9 @@
 // broker.url through the WHATWG parser must reach mqtt.js exactly as its own (deprecated)
 // url.parse() reading of the same string would: same host, port, protocol, path, credentials.
 import t from 'tap'
-import { join } from 'node:path'
 import mqtt from 'mqtt'
-import { startBroker } from '../../hub/daemon/broker.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
 import { mqttUrlOptions } from '../../hub/daemon/mqtt-url.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 const FIELDS = ['protocol', 'host', 'hostname', 'port', 'path', 'username', 'password'] as const
 
@@ -61,9 +58,7 @@ t.test('what is not a broker URL says why', async (t) => {
 })
 
 t.test('a real broker is reached over TCP and WebSocket with the converted options', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: 0, dbPath: join(dir, 'b'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t, { wsPort: 0 })
   for (const url of [broker.url, broker.wsUrl!]) {
     const r = mqttUrlOptions(url)
     if (!r.ok) throw new Error(r.error)

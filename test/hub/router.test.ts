@@ -3,18 +3,17 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
 import Fastify from 'fastify'
-import { startBroker } from '../../hub/daemon/broker.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { startTriggerRouter, type RouterOptions } from '../../hub/triggers/router.ts'
 import { matches } from '../../sops/conditions.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor, waitForCount } from '../helpers/wait.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
 
 async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<RouterOptions> = {}) {
   const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'broker'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t, { dbPath: join(dir, 'broker') })
   const client = await mqtt.connectAsync(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
   t.teardown(() => client.endAsync(true))
   const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })

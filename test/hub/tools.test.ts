@@ -1,12 +1,9 @@
 // The step tools against real services: a real Aedes for mqtt_publish, a real Fastify server for
 // http_request; board_send against a port that answers like the bridge.
 import t from 'tap'
-import { join } from 'node:path'
 import mqtt from 'mqtt'
 import Fastify from 'fastify'
 import Value from 'typebox/value'
-import { startBroker } from '../../hub/daemon/broker.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
 import { createBoardSend, type BoardPort } from '../../tools/board_send.ts'
 import { createHttpRequest } from '../../tools/http_request.ts'
 import { createMqttPublish } from '../../tools/mqtt_publish.ts'
@@ -14,7 +11,7 @@ import { buildToolRegistry } from '../../tools/registry.ts'
 import { createWait } from '../../tools/wait.ts'
 import type { ToolContext } from '../../tools/types.ts'
 import type { Json } from '../../sops/types.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 function ctx(signal: AbortSignal = new AbortController().signal): ToolContext {
   return { runId: 'r1', sop: 's', step: 1, call: 0, idempotencyKey: 'r1:1:0', signal }
@@ -48,9 +45,7 @@ t.test('the registry never lets a later tool replace an earlier one; http_reques
 })
 
 t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refused', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'b'), log: silentLog })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t)
   const pubClient = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   const sub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   t.teardown(async () => {

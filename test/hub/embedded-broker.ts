@@ -1,0 +1,17 @@
+// The hub's own embedded broker (Aedes with LevelDB persistence) on a free loopback port, its
+// database in a temp folder unless the test names one, closed when the test ends.
+import { join } from 'node:path'
+import { type EmbeddedBroker, startBroker } from '../../hub/daemon/broker.ts'
+import { silentLog } from '../../hub/daemon/log.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+export async function startEmbeddedBroker(t: Teardown, opts: { dbPath?: string; wsPort?: number | null } = {}): Promise<EmbeddedBroker> {
+  const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
+  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: opts.wsPort ?? null, dbPath, log: silentLog })
+  t.teardown(() => broker.close())
+  return broker
+}
