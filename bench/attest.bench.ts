@@ -23,6 +23,16 @@ async function timed(fn: () => Promise<number>): Promise<number> {
   return n / ((performance.now() - t0) / 1000)
 }
 
+/** CONCURRENCY workers, each calling `step` back to back until `seconds` have passed. */
+async function concurrentlyFor(seconds: number, step: () => Promise<void>): Promise<void> {
+  const end = performance.now() + seconds * 1000
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (performance.now() < end) await step()
+    }),
+  )
+}
+
 function record(i: number) {
   return { action: 'vend', at: new Date().toISOString(), params: { slot: i % 12, price: '1.50', machine: 'vm-7', temp: 4.5 + (i % 7) / 10 }, request_uri: `svc://orders/${i}` }
 }
@@ -64,17 +74,12 @@ try {
   const bare = await openAttestStore(join(dir, 'bare'))
   const fixedSig = await signer.signLine('x')
   let j = 0
-  const bareEnd = performance.now() + SECONDS * 1000
   const bareRate = await timed(async () => {
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (performance.now() < bareEnd) {
-          const n = j++
-          const line = canonicalLine(record(n))
-          await bare.append({ idempotencyKey: `b:${n}`, action: 'vend', requestUri: 'u', line, paramsHash: lineHash(line), signature: fixedSig, signer: signer.address })
-        }
-      }),
-    )
+    await concurrentlyFor(SECONDS, async () => {
+      const n = j++
+      const line = canonicalLine(record(n))
+      await bare.append({ idempotencyKey: `b:${n}`, action: 'vend', requestUri: 'u', line, paramsHash: lineHash(line), signature: fixedSig, signer: signer.address })
+    })
     return j
   })
   await bare.close()
@@ -87,17 +92,12 @@ try {
     const store = await openAttestStore(join(dir, name))
     const tool = createChainAttestTool({ store, signer: s, schema })
     let i = 0
-    const end = performance.now() + SECONDS * 1000
     const rate = await timed(async () => {
-      await Promise.all(
-        Array.from({ length: CONCURRENCY }, async () => {
-          while (performance.now() < end) {
-            const n = i++
-            const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
-            if (!r.ok) throw new Error(r.error)
-          }
-        }),
-      )
+      await concurrentlyFor(SECONDS, async () => {
+        const n = i++
+        const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
+        if (!r.ok) throw new Error(r.error)
+      })
       return i
     })
     await store.close()
