@@ -4,7 +4,9 @@
 import t from 'tap'
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { createTestClient, http } from 'viem'
 import { startAnvil } from '../../chain/anvil.ts'
+import { publicClientFor, svcChain } from '../../chain/clients.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 async function filesUnder(dir: string): Promise<number> {
@@ -17,13 +19,6 @@ async function filesUnder(dir: string): Promise<number> {
   }
 }
 
-async function rpc(url: string, method: string, params: unknown[]): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })
-  const body = (await res.json()) as { result?: unknown; error?: { message: string } }
-  if (body.error) throw new Error(`${method}: ${body.error.message}`)
-  return body.result
-}
-
 t.test('1,000 mined blocks leave no state files under ~/.foundry', async (t) => {
   const home = await tempDir(t)
   // The spawned anvil inherits HOME, so its ~/.foundry is inside the temp folder.
@@ -34,8 +29,8 @@ t.test('1,000 mined blocks leave no state files under ~/.foundry', async (t) => 
   })
   const anvil = await startAnvil()
   t.teardown(() => anvil.stop())
-  await rpc(anvil.rpcUrl, 'anvil_mine', ['0x3e8'])
-  t.equal(await rpc(anvil.rpcUrl, 'eth_blockNumber', []), '0x3e8', 'the blocks were mined')
+  await createTestClient({ chain: svcChain(anvil.rpcUrl), mode: 'anvil', transport: http(anvil.rpcUrl) }).mine({ blocks: 1000 })
+  t.equal(await publicClientFor(anvil.rpcUrl).getBlockNumber(), 1000n, 'the blocks were mined')
   t.equal(await filesUnder(join(home, '.foundry')), 0, 'while running')
   await anvil.stop()
   t.equal(await filesUnder(join(home, '.foundry')), 0, 'after stop')
