@@ -8,6 +8,7 @@ import { createDeviceBinding, type DeviceBinding } from '../boards/simulator/dev
 import { checkBoardConfigs } from './config.ts'
 import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
+import { withHangupDetection } from './serial/hangup-binding.ts'
 import { SerialLink } from './serial/link.ts'
 import type { BindingInterface, BoardStats, Bridge, BridgeOptions, Json, Logger, SendResult } from './types.ts'
 
@@ -105,7 +106,7 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
       sims.set(cfg.name, sim)
       binding = simBinding
     } else {
-      binding = opts.binding ?? (SerialPort.binding as BindingInterface)
+      binding = withHangupDetection(opts.binding ?? (SerialPort.binding as BindingInterface))
     }
     links.set(cfg.name, new SerialLink(cfg, { ...deps, binding }))
   }

@@ -3,11 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { Aedes } from 'aedes'
 import mqtt, { type MqttClient } from 'mqtt'
 import { freePort } from '../helpers/ports.ts'
+import type { Teardown } from '../helpers/tmp.ts'
 import type { PublishFn } from '../../bridge/index.ts'
-
-interface Teardown {
-  teardown(fn: () => unknown): void
-}
 
 export interface Broker {
   url: string

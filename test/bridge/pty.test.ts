@@ -20,9 +20,9 @@ t.test('pty pair: events to MQTT, commands answered, unplug (socat killed) and r
   let sim = await runSimulatorOnPort(pair.board, 'vend1', { rate: 0, text: (n) => `coin-${n}` })
   if (!sim.ok) throw new Error(sim.error)
   const bridge = createBridge({
-    // A pty whose other end closes does not fail reads on Linux (no EIO reaches the binding), just
-    // as a USB adapter whose board hangs: the heartbeat is what notices.
-    boards: [{ name: 'vend1', port: pair.hub, heartbeatMs: 150 }],
+    // Heartbeat off: only the hangup itself (reads at end of file once socat exits, as when a
+    // USB adapter is pulled) can take the board offline. bridge/serial/hangup-binding.ts.
+    boards: [{ name: 'vend1', port: pair.hub, heartbeatMs: 0 }],
     publish: publishVia(hub),
     backoff: { initialMs: 20, maxMs: 200 },
   })

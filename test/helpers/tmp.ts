@@ -3,7 +3,8 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-interface Teardown {
+/** What a tap test offers helpers that clean up after it. */
+export interface Teardown {
   teardown(fn: () => unknown): void
 }
 

@@ -3,11 +3,7 @@
 import { join } from 'node:path'
 import { type EmbeddedBroker, startBroker } from '../../hub/daemon/broker.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
-import { tempDir } from '../helpers/tmp.ts'
-
-interface Teardown {
-  teardown(fn: () => unknown): void
-}
+import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
 export async function startEmbeddedBroker(t: Teardown, opts: { dbPath?: string; wsPort?: number | null } = {}): Promise<EmbeddedBroker> {
   const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
