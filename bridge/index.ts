@@ -93,9 +93,10 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
     whenRelieved: (fn: () => void) => queue.whenRelieved(fn),
   }
 
+  const realBinding = withHangupDetection(opts.binding ?? (SerialPort.binding as BindingInterface))
   for (const cfg of opts.boards) {
     if ((cfg.kind ?? 'serial') === 'firmata') {
-      links.set(cfg.name, new FirmataLink(cfg, { ...deps, firmataIo: opts.firmataIo }))
+      links.set(cfg.name, new FirmataLink(cfg, { ...deps, firmataIo: opts.firmataIo, binding: realBinding }))
       continue
     }
     let binding: BindingInterface
@@ -106,7 +107,7 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
       sims.set(cfg.name, sim)
       binding = simBinding
     } else {
-      binding = withHangupDetection(opts.binding ?? (SerialPort.binding as BindingInterface))
+      binding = realBinding
     }
     links.set(cfg.name, new SerialLink(cfg, { ...deps, binding }))
   }

@@ -3,9 +3,10 @@
 // change becomes the same `message` event a companion-firmware board would send. Commands
 // (ping, capabilities, gpio_read, gpio_write) are answered from the Firmata IO layer so SOPs
 // use one `board_send` vocabulary for both kinds.
+import { SerialPortStream } from '@serialport/stream'
 import five from 'johnny-five'
 import type { Json } from '../codec/index.ts'
-import type { BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
+import type { BindingInterface, BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
 import type { FirmataProfile, ProfileSignal } from './profile.ts'
 
 /** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
@@ -26,11 +27,34 @@ export interface FirmataLinkDeps {
   backoffMaxMs: number
   event(board: string, signal: string, text: string): void
   availability(board: string, state: 'online' | 'offline'): void
-  /** Makes the IO object; default: johnny-five opens `cfg.port` with firmata.js. Tests pass mock-firmata. */
+  /** Makes the IO object; default: firmata.js on `cfg.port` opened with `binding`. Tests pass mock-firmata. */
   firmataIo?: (cfg: BoardConfig) => FirmataIo
+  /** Opens the real port when there is no `firmataIo`: the bridge's binding, hangups detected. */
+  binding: BindingInterface
+  /** How long johnny-five waits for the Firmata handshake before giving up on an attempt; default 10 s. */
+  handshakeTimeoutMs?: number
 }
 
+export const FIRMATA_HANDSHAKE_MS = 10_000
+
+/** StandardFirmata's rate. */
+export const FIRMATA_BAUD = 57600
+
 const OUTPUT = 1
+
+/**
+ * johnny-five reports some failures as its log events (`{ class, message }`, the message a page of
+ * advice) rather than as Errors: keep the class and the first line.
+ */
+export function errorText(err: unknown): string {
+  if (err instanceof Error) return err.message
+  if (typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string') {
+    const { class: cls, message } = err as { class?: unknown; message: string }
+    const first = message.split('\n')[0]!.trim()
+    return typeof cls === 'string' && cls ? `${cls}: ${first}` : first
+  }
+  return String(err)
+}
 
 /** What the link uses of johnny-five's Sensor (its published typings lack `disable` and the change value). */
 interface SensorLike {
@@ -136,7 +160,11 @@ export class FirmataLink {
     try {
       const io = this.deps.firmataIo?.(this.cfg)
       this.io = io
-      const board = new five.Board({ ...(io ? { io } : { port: this.cfg.port }), repl: false, debug: false, timeout: 10_000 } as five.BoardOption)
+      // Given a path, johnny-five would open it with firmata's own serialport 8, whose reads spin on
+      // a hung-up port exactly as bindings-cpp 13's do; an open stream on our binding is used as is.
+      const port = io ? undefined : new SerialPortStream({ binding: this.deps.binding, path: this.cfg.port, baudRate: this.cfg.baud ?? FIRMATA_BAUD })
+      const timeout = this.deps.handshakeTimeoutMs ?? FIRMATA_HANDSHAKE_MS
+      const board = new five.Board({ ...(io ? { io } : { port }), repl: false, debug: false, timeout } as five.BoardOption)
       this.board = board
       board.on('ready', () => {
         if (this.board !== board) return
@@ -145,7 +173,7 @@ export class FirmataLink {
         settle()
       })
       board.on('error', (err: unknown) => {
-        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err instanceof Error ? err.message : String(err) }, 'firmata board error')
+        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
         if (this.board === board) this.lost('error')
         settle()
       })
@@ -156,7 +184,7 @@ export class FirmataLink {
         })
       }
     } catch (err) {
-      this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err instanceof Error ? err.message : String(err) }, 'cannot open firmata board; retrying')
+      this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'cannot open firmata board; retrying')
       this.scheduleReconnect()
       settle()
     }
@@ -200,18 +228,22 @@ export class FirmataLink {
     }
   }
 
+  /**
+   * The current attempt or connection failed. Callers ignore events from boards that are no longer
+   * `this.board`, so each attempt ends here once; a failed retry must schedule the next one too.
+   */
   private lost(reason: string): void {
-    if (this.stopped || this.state === 'offline') return
+    if (this.stopped) return
     const wasOnline = this.state === 'online'
     this.teardown()
+    if (this.state !== 'offline') this.deps.log.warn({ board: this.name, reason }, 'firmata board offline; reconnecting')
     this.state = 'offline'
-    this.deps.log.warn({ board: this.name, reason }, 'firmata board offline; reconnecting')
     if (wasOnline) this.deps.availability(this.name, 'offline')
     this.scheduleReconnect()
   }
 
   private scheduleReconnect(): void {
-    if (this.stopped) return
+    if (this.stopped || this.retryTimer) return
     const ms = this.delay
     this.delay = Math.min(this.delay * 2, this.deps.backoffMaxMs)
     this.retryTimer = setTimeout(() => {
