@@ -173,9 +173,12 @@ export class FirmataLink {
         settle()
       })
       board.on('error', (err: unknown) => {
-        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
-        if (this.board === board) this.lost('error')
         settle()
+        // johnny-five reports one failure twice (its log event, then an Error): the first ends
+        // this attempt, and what comes after is about a board already let go.
+        if (this.board !== board) return
+        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
+        this.lost('error')
       })
       const ioEvents = board.io as FirmataIo | undefined
       for (const ev of ['close', 'disconnect']) {
