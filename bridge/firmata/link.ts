@@ -3,11 +3,15 @@
 // change becomes the same `message` event a companion-firmware board would send. Commands
 // (ping, capabilities, gpio_read, gpio_write) are answered from the Firmata IO layer so SOPs
 // use one `board_send` vocabulary for both kinds.
+import { createRequire } from 'node:module'
 import { SerialPortStream } from '@serialport/stream'
 import five from 'johnny-five'
 import type { Json } from '../codec/index.ts'
 import type { BindingInterface, BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
 import type { FirmataProfile, ProfileSignal } from './profile.ts'
+
+// firmata-io is CommonJS without types: its Firmata class, typed as far as the link uses it.
+const { Firmata } = createRequire(import.meta.url)('firmata-io') as { Firmata: new (transport: unknown) => FirmataIo }
 
 /** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
 export interface FirmataIo {
@@ -27,7 +31,7 @@ export interface FirmataLinkDeps {
   backoffMaxMs: number
   event(board: string, signal: string, text: string): void
   availability(board: string, state: 'online' | 'offline'): void
-  /** Makes the IO object; default: firmata.js on `cfg.port` opened with `binding`. Tests pass mock-firmata. */
+  /** Makes the IO object; default: firmata-io on a stream over `cfg.port` opened with `binding`. Tests pass mock-firmata. */
   firmataIo?: (cfg: BoardConfig) => FirmataIo
   /** Opens the real port when there is no `firmataIo`: the bridge's binding, hangups detected. */
   binding: BindingInterface
@@ -158,13 +162,17 @@ export class FirmataLink {
       }
     }
     try {
-      const io = this.deps.firmataIo?.(this.cfg)
+      // firmata.js's own entry point would open the path with its bundled serialport 8, whose reads
+      // spin on a hung-up port exactly as bindings-cpp 13's do, and which throws at require time
+      // when its native build does not match the running Node. Its protocol half (firmata-io) is
+      // given a stream on the bridge's binding instead, opened once everything listens to it.
+      const port = this.deps.firmataIo
+        ? undefined
+        : new SerialPortStream({ binding: this.deps.binding, path: this.cfg.port, baudRate: this.cfg.baud ?? FIRMATA_BAUD, autoOpen: false })
+      const io = this.deps.firmataIo?.(this.cfg) ?? new Firmata(port)
       this.io = io
-      // Given a path, johnny-five would open it with firmata's own serialport 8, whose reads spin on
-      // a hung-up port exactly as bindings-cpp 13's do; an open stream on our binding is used as is.
-      const port = io ? undefined : new SerialPortStream({ binding: this.deps.binding, path: this.cfg.port, baudRate: this.cfg.baud ?? FIRMATA_BAUD })
       const timeout = this.deps.handshakeTimeoutMs ?? FIRMATA_HANDSHAKE_MS
-      const board = new five.Board({ ...(io ? { io } : { port }), repl: false, debug: false, timeout } as five.BoardOption)
+      const board = new five.Board({ io, repl: false, debug: false, timeout } as five.BoardOption)
       this.board = board
       board.on('ready', () => {
         if (this.board !== board) return
@@ -172,20 +180,23 @@ export class FirmataLink {
         this.online()
         settle()
       })
-      board.on('error', (err: unknown) => {
+      // johnny-five forwards the IO's errors only once it is ready, and reports a handshake timeout
+      // twice (its log event, then an Error). The first error of any kind ends this attempt; what
+      // comes after is about a board already let go.
+      const failed = (err: unknown): void => {
         settle()
-        // johnny-five reports one failure twice (its log event, then an Error): the first ends
-        // this attempt, and what comes after is about a board already let go.
         if (this.board !== board) return
         this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
         this.lost('error')
-      })
-      const ioEvents = board.io as FirmataIo | undefined
+      }
+      board.on('error', failed)
+      io.on('error', failed)
       for (const ev of ['close', 'disconnect']) {
-        ioEvents?.on(ev, () => {
+        io.on(ev, () => {
           if (this.board === board) this.lost(ev)
         })
       }
+      port?.open()
     } catch (err) {
       this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'cannot open firmata board; retrying')
       this.scheduleReconnect()
