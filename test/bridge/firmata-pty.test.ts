@@ -1,17 +1,39 @@
 // A Firmata board on a real pty pair (socat): the bridge's own path to real hardware, with
-// johnny-five and firmata.js over the real serialport binding, a StandardFirmata played byte for
+// johnny-five and firmata-io over the real serialport binding, a StandardFirmata played byte for
 // byte on the far end. Unplugging (socat killed) must take the board offline at once, and a new
 // pty at the same path must bring it back.
+import { join } from 'node:path'
 import t from 'tap'
 import { SerialPort } from 'serialport'
 import { runSimulatorOnPort } from '../../boards/simulator/on-port.ts'
 import { createBridge, type BoardConfig } from '../../bridge/index.ts'
 import { FirmataLink } from '../../bridge/firmata/link.ts'
 import { withHangupDetection } from '../../bridge/serial/hangup-binding.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { tempDir, type Teardown } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { runFirmataDevice, type FirmataDevice } from './firmata-device.ts'
 import { noSocat, startPtyPair } from './pty.ts'
+
+/** A Firmata link on the real binding with a short handshake timeout, its warnings and availability kept. */
+function watchedLink(t: Teardown, port: string) {
+  const warnings: Array<{ msg: string; err?: string }> = []
+  const availability: string[] = []
+  const link = new FirmataLink(
+    { name: 'uno1', port, kind: 'firmata', profile: { signals: [{ signal: 'door', type: 'digital', pin: 2 }] } },
+    {
+      log: { info: () => undefined, warn: (o: { err?: string }, msg?: string) => void warnings.push({ msg: msg ?? '', err: o.err }), error: () => undefined },
+      now: Date.now,
+      backoffInitialMs: 20,
+      backoffMaxMs: 50,
+      event: () => undefined,
+      availability: (_b, state) => void availability.push(state),
+      binding: withHangupDetection(SerialPort.binding),
+      handshakeTimeoutMs: 200,
+    },
+  )
+  t.teardown(() => link.close())
+  return { link, warnings, availability }
+}
 
 t.test('firmata over a pty: handshake, events, commands, unplug and replug', { skip: noSocat }, async (t) => {
   const dir = await tempDir(t)
@@ -72,22 +94,7 @@ t.test('a port that does not speak Firmata: handshake timeouts, retries, no cras
   const wrong = await runSimulatorOnPort(pair.board, 'vend1', { rate: 50 })
   if (!wrong.ok) throw new Error(wrong.error)
 
-  const warnings: Array<{ msg: string; err?: string }> = []
-  const availability: string[] = []
-  const link = new FirmataLink(
-    { name: 'uno1', port: pair.hub, kind: 'firmata', profile: { signals: [{ signal: 'door', type: 'digital', pin: 2 }] } },
-    {
-      log: { info: () => undefined, warn: (o: { err?: string }, msg?: string) => void warnings.push({ msg: msg ?? '', err: o.err }), error: () => undefined },
-      now: Date.now,
-      backoffInitialMs: 20,
-      backoffMaxMs: 50,
-      event: () => undefined,
-      availability: (_b, state) => void availability.push(state),
-      binding: withHangupDetection(SerialPort.binding),
-      handshakeTimeoutMs: 200,
-    },
-  )
-  t.teardown(() => link.close())
+  const { link, warnings, availability } = watchedLink(t, pair.hub)
   await link.start()
   // Each attempt that fails must schedule the next: three timeouts in a row, one offline warning.
   const timeouts = () => warnings.filter((w) => w.msg === 'firmata board error')
@@ -105,5 +112,22 @@ t.test('a port that does not speak Firmata: handshake timeouts, retries, no cras
   const device = await runFirmataDevice(pair.board)
   t.teardown(() => device.stop())
   await waitFor(() => link.stats().state === 'online', 'online once a Firmata board answers')
+  t.same(availability, ['online'])
+})
+
+t.test('a Firmata port that does not exist yet: open errors retried, no crash, online when it appears', { skip: noSocat }, async (t) => {
+  const dir = await tempDir(t)
+  const { link, warnings, availability } = watchedLink(t, join(dir, 'hub'))
+  await link.start()
+  const errors = () => warnings.filter((w) => w.msg === 'firmata board error')
+  await waitFor(() => errors().length >= 3, 'three failed opens')
+  t.match(errors()[0], { err: /ENOENT|No such file/ }, 'the open error is logged with its cause')
+  t.equal(link.stats().state, 'offline')
+
+  const pair = await startPtyPair(dir)
+  t.teardown(() => pair.stop())
+  const device = await runFirmataDevice(pair.board)
+  t.teardown(() => device.stop())
+  await waitFor(() => link.stats().state === 'online', 'online once the port exists')
   t.same(availability, ['online'])
 })
