@@ -55,12 +55,18 @@ function tryKill(pid: number, sig: NodeJS.Signals): void {
   }
 }
 
+/** Recent block states anvil keeps in memory (none on disk). */
+export const KEPT_STATES = 16
+
 export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   const host = opts.host ?? '127.0.0.1'
   // --prune-history: without it anvil writes every old block's whole state under
   // ~/.foundry/anvil/tmp, gigabytes per run once a registry holds thousands of rows, and
-  // leaves the folder behind when it is killed. Nothing here reads state at a past block.
-  const args = ['--chain-id', String(CHAIN_ID), '--host', host, '--port', String(opts.port ?? 0), '--prune-history']
+  // leaves the folder behind when it is killed. Nothing here reads state at a past block, but
+  // anvil itself does: it resolves `latest` to a number, and with no count kept only the newest
+  // state, so a read racing the next block failed with BlockOutOfRangeError. A few recent states
+  // in memory close that window.
+  const args = ['--chain-id', String(CHAIN_ID), '--host', host, '--port', String(opts.port ?? 0), '--prune-history', String(KEPT_STATES)]
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime))
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(child)
