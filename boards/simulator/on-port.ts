@@ -1,41 +1,41 @@
-// Plays a simulated board on a real serial path (e.g. one end of a socat pty pair), for demos
-// and for tests of the real serialport binding. The simulator answers on the same port it
-// prints on, exactly like the firmware on a USB serial adapter.
+// Plays a device on a real serial path (e.g. one end of a socat pty pair), for demos and for tests
+// of the real serialport binding: the simulated companion board, or any other `Device` (a test's
+// StandardFirmata). The device answers on the same port it prints on, exactly like firmware on a
+// USB serial adapter.
 import { SerialPortStream } from '@serialport/stream'
 import { SerialPort } from 'serialport'
 import { withHangupDetection } from '../../bridge/serial/hangup-binding.ts'
 import { createSimulatedBoard, type SimulatedBoard, type SimulatorOptions } from './board.ts'
+import type { Device } from './device-binding.ts'
 
-export interface RunningSimulator {
-  board: SimulatedBoard
+export interface PlayedDevice {
   /** Resolves when the port closes (stop() or the other end went away). */
   closed: Promise<void>
   stop(): Promise<void>
 }
 
-export type OpenResult = { ok: true; sim: RunningSimulator } | { ok: false; error: string }
+export type PlayResult = { ok: true; played: PlayedDevice } | { ok: false; error: string }
 
-export function runSimulatorOnPort(path: string, name: string, opts: SimulatorOptions & { baud?: number } = {}): Promise<OpenResult> {
-  const board = createSimulatedBoard(name, opts)
+/** Opens `path` through the hangup-aware binding and connects `device` to it until the port closes. */
+export function playOnPort(path: string, device: Device, baud: number): Promise<PlayResult> {
   return new Promise((resolve) => {
-    const port = new SerialPortStream({ binding: withHangupDetection(SerialPort.binding), path, baudRate: opts.baud ?? 115200, autoOpen: false })
+    const port = new SerialPortStream({ binding: withHangupDetection(SerialPort.binding), path, baudRate: baud, autoOpen: false })
     let resolveClosed!: () => void
     const closed = new Promise<void>((r) => (resolveClosed = r))
     port.on('error', () => undefined) // reported through open() or as a close
     port.open((err) => {
       if (err) return resolve({ ok: false, error: `cannot open ${path}: ${err.message}` })
-      port.on('data', (chunk: Buffer) => board.received(chunk))
+      port.on('data', (chunk: Buffer) => device.received(chunk))
       port.once('close', () => {
-        board.closed()
+        device.closed()
         resolveClosed()
       })
-      board.opened((bytes) => {
+      device.opened((bytes) => {
         if (port.isOpen) port.write(bytes)
       })
       resolve({
         ok: true,
-        sim: {
-          board,
+        played: {
           closed,
           stop: async () => {
             if (port.isOpen) await new Promise<void>((r) => port.close(() => r()))
@@ -45,4 +45,16 @@ export function runSimulatorOnPort(path: string, name: string, opts: SimulatorOp
       })
     })
   })
+}
+
+export interface RunningSimulator extends PlayedDevice {
+  board: SimulatedBoard
+}
+
+export type OpenResult = { ok: true; sim: RunningSimulator } | { ok: false; error: string }
+
+export async function runSimulatorOnPort(path: string, name: string, opts: SimulatorOptions & { baud?: number } = {}): Promise<OpenResult> {
+  const board = createSimulatedBoard(name, opts)
+  const r = await playOnPort(path, board, opts.baud ?? 115200)
+  return r.ok ? { ok: true, sim: { board, ...r.played } } : r
 }

@@ -1,10 +1,9 @@
 // A StandardFirmata board played on one end of a pty pair, byte for byte, so the bridge's real
-// Firmata path (johnny-five, firmata.js, our serial binding) can be tested without an Arduino.
+// Firmata path (johnny-five, firmata-io, our serial binding) can be tested without an Arduino.
 // It answers the handshake (version, firmware, capabilities, analog mapping), reports digital
 // ports while asked to, records pin writes, and can change an input pin.
-import { SerialPortStream } from '@serialport/stream'
-import { SerialPort } from 'serialport'
-import { withHangupDetection } from '../../bridge/serial/hangup-binding.ts'
+import { playOnPort, type PlayedDevice } from '../../boards/simulator/on-port.ts'
+import type { Device } from '../../boards/simulator/device-binding.ts'
 
 const REPORT_VERSION = 0xf9
 const START_SYSEX = 0xf0
@@ -27,16 +26,13 @@ const NO_MODE = 0x7f
 const PINS = 20
 const FIRST_ANALOG = 14
 
-export interface FirmataDevice {
+export interface FirmataDevice extends PlayedDevice {
   /** Modes set by the host, by pin. */
   modes: Map<number, number>
   /** Digital writes from the host, in order. */
   writes: Array<[pin: number, value: 0 | 1]>
   /** Drives an input pin; reported at once if the host asked for its port. */
   setDigital(pin: number, value: 0 | 1): void
-  /** Resolves when the port closes: stop(), or the pty went away. */
-  closed: Promise<void>
-  stop(): Promise<void>
 }
 
 function sysex(cmd: number, body: number[]): Buffer {
@@ -74,36 +70,64 @@ function argCount(cmd: number): number {
   return 0
 }
 
-export function runFirmataDevice(path: string): Promise<FirmataDevice> {
-  const port = new SerialPortStream({ binding: withHangupDetection(SerialPort.binding), path, baudRate: 57600, autoOpen: false })
+/** A StandardFirmata as a `Device`: what it was told, and a pin the test can drive. */
+function createFirmataDevice(): Device & Omit<FirmataDevice, keyof PlayedDevice> {
   const levels = new Array<0 | 1>(PINS).fill(0)
   const reporting = new Set<number>()
-  let shaken = false
+  let emit: ((bytes: Buffer) => void) | undefined
+  let announce: NodeJS.Timeout | undefined
   let message: number[] = []
   let inSysex = false
-  let resolveClosed!: () => void
-  const closed = new Promise<void>((r) => (resolveClosed = r))
-  const dev: FirmataDevice = {
-    modes: new Map(),
-    writes: [],
-    setDigital(pin, value) {
-      levels[pin] = value
-      if (reporting.has(pin >> 3)) reportPort(pin >> 3)
-    },
-    closed,
-    stop: async () => {
-      if (port.isOpen) await new Promise<void>((r) => port.close(() => r()))
-      await closed
-    },
-  }
 
-  const send = (bytes: Buffer): void => {
-    if (port.isOpen) port.write(bytes)
-  }
+  const send = (bytes: Buffer): void => emit?.(bytes)
   function reportPort(p: number): void {
     let bits = 0
     for (let i = 0; i < 8; i++) if (levels[p * 8 + i]) bits |= 1 << i
     send(Buffer.from([DIGITAL_MESSAGE | p, bits & 0x7f, bits >> 7]))
+  }
+
+  const dev = {
+    modes: new Map<number, number>(),
+    writes: [] as Array<[pin: number, value: 0 | 1]>,
+    setDigital(pin: number, value: 0 | 1) {
+      levels[pin] = value
+      if (reporting.has(pin >> 3)) reportPort(pin >> 3)
+    },
+    opened(e: (bytes: Buffer) => void) {
+      emit = e
+      // A real board announces itself after its reset; the host's open may discard what came
+      // before it, so say it again until the host starts asking for capabilities.
+      announce = setInterval(() => send(handshake()), 50)
+    },
+    received(chunk: Buffer) {
+      for (const b of chunk) {
+        if (inSysex) {
+          message.push(b)
+          if (b === END_SYSEX) {
+            inSysex = false
+            handle(message)
+            message = []
+          }
+          continue
+        }
+        if (b === START_SYSEX) {
+          inSysex = true
+          message = [b]
+          continue
+        }
+        if (b & 0x80) message = [b]
+        else if (message.length > 0) message.push(b)
+        else continue // a data byte with no command: noise, as the firmware ignores it
+        if (message.length === 1 + argCount(message[0]!)) {
+          handle(message)
+          message = []
+        }
+      }
+    },
+    closed() {
+      clearInterval(announce)
+      emit = undefined
+    },
   }
 
   function handle(m: number[]): void {
@@ -111,7 +135,7 @@ export function runFirmataDevice(path: string): Promise<FirmataDevice> {
     if (cmd === START_SYSEX) {
       if (m[1] === QUERY_FIRMWARE) send(handshake().subarray(3))
       if (m[1] === CAPABILITY_QUERY) {
-        shaken = true
+        clearInterval(announce)
         send(capabilities())
       }
       if (m[1] === ANALOG_MAPPING_QUERY) send(analogMapping())
@@ -141,45 +165,14 @@ export function runFirmataDevice(path: string): Promise<FirmataDevice> {
     }
   }
 
-  function received(chunk: Buffer): void {
-    for (const b of chunk) {
-      if (inSysex) {
-        message.push(b)
-        if (b === END_SYSEX) {
-          inSysex = false
-          handle(message)
-          message = []
-        }
-        continue
-      }
-      if (b === START_SYSEX) {
-        inSysex = true
-        message = [b]
-        continue
-      }
-      if (b & 0x80) message = [b]
-      else if (message.length > 0) message.push(b)
-      else continue // a data byte with no command: noise, as the firmware ignores it
-      if (message.length === 1 + argCount(message[0]!)) {
-        handle(message)
-        message = []
-      }
-    }
-  }
+  return dev
+}
 
-  return new Promise((resolve, reject) => {
-    port.on('error', () => undefined) // reported through open() or as a close
-    port.open((err) => {
-      if (err) return reject(new Error(`cannot open ${path}: ${err.message}`))
-      port.on('data', received)
-      // A real board announces itself after its reset; the host's open may discard what came
-      // before it, so say it again until the host starts asking for capabilities.
-      const announce = setInterval(() => (shaken ? clearInterval(announce) : send(handshake())), 50)
-      port.once('close', () => {
-        clearInterval(announce)
-        resolveClosed()
-      })
-      resolve(dev)
-    })
-  })
+/** Plays a StandardFirmata on `path` (one end of a pty pair) at its 57600 baud. */
+export async function runFirmataDevice(path: string): Promise<FirmataDevice> {
+  const device = createFirmataDevice()
+  const r = await playOnPort(path, device, 57600)
+  if (!r.ok) throw new Error(r.error)
+  // Not Object.assign: the device's own `closed()` is what the port calls when it closes.
+  return { modes: device.modes, writes: device.writes, setDigital: device.setDigital, ...r.played }
 }
