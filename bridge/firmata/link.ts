@@ -171,34 +171,32 @@ export class FirmataLink {
         : new SerialPortStream({ binding: this.deps.binding, path: this.cfg.port, baudRate: this.cfg.baud ?? FIRMATA_BAUD, autoOpen: false })
       const io = this.deps.firmataIo?.(this.cfg) ?? new Firmata(port)
       this.io = io
-      let board: five.Board | undefined
-      // johnny-five forwards the IO's errors only once it is ready (an IO error event nobody
-      // listens to would throw), and reports a handshake timeout twice (its log event, then an
-      // Error). The first error of any kind ends this attempt; what comes after is about a board
-      // already let go.
-      const failed = (err: unknown): void => {
-        settle()
-        if (!board || this.board !== board) return
-        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
-        this.lost('error')
-      }
-      io.on('error', failed)
-      for (const ev of ['close', 'disconnect']) {
-        io.on(ev, () => {
-          if (board && this.board === board) this.lost(ev)
-        })
-      }
       const timeout = this.deps.handshakeTimeoutMs ?? FIRMATA_HANDSHAKE_MS
-      const current = new five.Board({ io, repl: false, debug: false, timeout } as five.BoardOption)
-      board = current
-      this.board = current
-      current.on('ready', () => {
-        if (this.board !== current) return
-        this.io = current.io as FirmataIo
+      const board = new five.Board({ io, repl: false, debug: false, timeout } as five.BoardOption)
+      this.board = board
+      board.on('ready', () => {
+        if (this.board !== board) return
+        this.io = board.io as FirmataIo
         this.online()
         settle()
       })
-      current.on('error', failed)
+      // johnny-five forwards the IO's errors only once it is ready (an IO error event nobody
+      // listens to would throw), and reports a handshake timeout twice (its log event, then an
+      // Error). The first error of any kind ends this attempt; what comes after is about a board
+      // already let go. Nothing reaches the IO before the port opens, below.
+      const failed = (err: unknown): void => {
+        settle()
+        if (this.board !== board) return
+        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
+        this.lost('error')
+      }
+      board.on('error', failed)
+      io.on('error', failed)
+      for (const ev of ['close', 'disconnect']) {
+        io.on(ev, () => {
+          if (this.board === board) this.lost(ev)
+        })
+      }
       port?.open()
     } catch (err) {
       this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'cannot open firmata board; retrying')
