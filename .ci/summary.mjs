@@ -7,4 +7,6 @@ if (!m) {
   process.exit(0)
 }
 const field = (name) => Number((m[2].match(new RegExp(`${name}: (\\d+)`)) ?? [0, 0])[1])
-console.log(`tests: ${field('pass')} passed, ${field('fail')} failed, ${field('skip') + field('todo')} skipped`)
+console.log(
+  `tests: ${field('pass')} passed, ${field('fail')} failed, ${field('skip') + field('todo')} skipped`,
+)

@@ -34,7 +34,12 @@ async function concurrentlyFor(seconds: number, step: () => Promise<void>): Prom
 }
 
 function record(i: number) {
-  return { action: 'vend', at: new Date().toISOString(), params: { slot: i % 12, price: '1.50', machine: 'vm-7', temp: 4.5 + (i % 7) / 10 }, request_uri: `svc://orders/${i}` }
+  return {
+    action: 'vend',
+    at: new Date().toISOString(),
+    params: { slot: i % 12, price: '1.50', machine: 'vm-7', temp: 4.5 + (i % 7) / 10 },
+    request_uri: `svc://orders/${i}`,
+  }
 }
 
 try {
@@ -44,7 +49,8 @@ try {
   const rawRate = await timed(async () => {
     let n = 0
     const end = performance.now() + SECONDS * 1000
-    while (performance.now() < end) await raw.batch([{ type: 'put', key: `k${n++}`, value: 'x'.repeat(200) }], { sync: true })
+    while (performance.now() < end)
+      await raw.batch([{ type: 'put', key: `k${n++}`, value: 'x'.repeat(200) }], { sync: true })
     return n
   })
   await raw.close()
@@ -78,7 +84,15 @@ try {
     await concurrentlyFor(SECONDS, async () => {
       const n = j++
       const line = canonicalLine(record(n))
-      await bare.append({ idempotencyKey: `b:${n}`, action: 'vend', requestUri: 'u', line, paramsHash: lineHash(line), signature: fixedSig, signer: signer.address })
+      await bare.append({
+        idempotencyKey: `b:${n}`,
+        action: 'vend',
+        requestUri: 'u',
+        line,
+        paramsHash: lineHash(line),
+        signature: fixedSig,
+        signer: signer.address,
+      })
     })
     return j
   })
@@ -86,7 +100,13 @@ try {
 
   // The real thing: concurrent steps, each awaiting its durable line; with the default signer,
   // then with the pure-JS one (what a machine without the libsecp256k1 binary gets).
-  const schema = { type: 'object', required: ['action', 'params'], properties: { params: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } } } }
+  const schema = {
+    type: 'object',
+    required: ['action', 'params'],
+    properties: {
+      params: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 0 } } },
+    },
+  }
   const signal = new AbortController().signal
   const fullPath = async (name: string, s: DeviceSigner): Promise<{ rate: number; lines: number }> => {
     const store = await openAttestStore(join(dir, name))
@@ -95,7 +115,14 @@ try {
     const rate = await timed(async () => {
       await concurrentlyFor(SECONDS, async () => {
         const n = i++
-        const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${n}`, params: { slot: n % 12, price: '1.50', machine: 'vm-7' } }, { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal })
+        const r = await tool.run(
+          {
+            action: 'vend',
+            request_uri: `svc://orders/${n}`,
+            params: { slot: n % 12, price: '1.50', machine: 'vm-7' },
+          },
+          { runId: 'bench', sop: 'bench', step: 1, call: n, idempotencyKey: `bench:${n}`, signal },
+        )
         if (!r.ok) throw new Error(r.error)
       })
       return i

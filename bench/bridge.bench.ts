@@ -99,7 +99,11 @@ async function main(): Promise<void> {
     return rate
   }
 
-  if (process.env.BENCH_DEBUG) setInterval(() => console.error("raw", raw.count(), "bridged", bridged.count(), JSON.stringify(bridge.stats())), 2000).unref()
+  if (process.env.BENCH_DEBUG)
+    setInterval(
+      () => console.error('raw', raw.count(), 'bridged', bridged.count(), JSON.stringify(bridge.stats())),
+      2000,
+    ).unref()
   // The bridge's own ceiling: the same path with a publish that resolves at once.
   async function runBridgeAlone(): Promise<number> {
     const b2 = createDeviceBinding()
@@ -145,11 +149,19 @@ async function main(): Promise<void> {
   const rawRate = median(raws)
   const bridgeRate = median(bridges)
   console.log(`bridge: ${N} events × ${ROUNDS} rounds, QoS1, mock port → bridge → Aedes → mqtt.js subscriber`)
-  console.log(`  raw Aedes publish→subscribe (baseline): ${Math.round(rawRate).toLocaleString('en')} msg/s   (rounds: ${raws.map((x) => Math.round(x)).join(', ')})`)
-  console.log(`  bridge events → subscriber:             ${Math.round(bridgeRate).toLocaleString('en')} events/s (rounds: ${bridges.map((x) => Math.round(x)).join(', ')})`)
+  console.log(
+    `  raw Aedes publish→subscribe (baseline): ${Math.round(rawRate).toLocaleString('en')} msg/s   (rounds: ${raws.map((x) => Math.round(x)).join(', ')})`,
+  )
+  console.log(
+    `  bridge events → subscriber:             ${Math.round(bridgeRate).toLocaleString('en')} events/s (rounds: ${bridges.map((x) => Math.round(x)).join(', ')})`,
+  )
   console.log(`  bridge alone (publish resolves at once): ${Math.round(alone).toLocaleString('en')} events/s`)
-  console.log(`  ratio bridge/raw: ${(bridgeRate / rawRate).toFixed(2)}×   lost: ${lost}   garbage: ${s.boards.vend1!.garbage}   dropped: ${s.queue.dropped}`)
-  console.log(`  aim: ≥ 20,000 events/s and ≥ 0.5× raw → ${bridgeRate >= 20_000 && bridgeRate >= 0.5 * rawRate ? 'met' : 'NOT met'}`)
+  console.log(
+    `  ratio bridge/raw: ${(bridgeRate / rawRate).toFixed(2)}×   lost: ${lost}   garbage: ${s.boards.vend1!.garbage}   dropped: ${s.queue.dropped}`,
+  )
+  console.log(
+    `  aim: ≥ 20,000 events/s and ≥ 0.5× raw → ${bridgeRate >= 20_000 && bridgeRate >= 0.5 * rawRate ? 'met' : 'NOT met'}`,
+  )
   await bridge.close()
   await pub.endAsync()
   await sub.endAsync()

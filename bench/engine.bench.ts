@@ -19,14 +19,31 @@ function step(n: number, args: object): Step {
 }
 function sop(name: string, maxConcurrent: number): Sop {
   return {
-    name, description: 'bench', priority: 'normal', executionMode: 'deterministic', cooldownSecs: 0, maxConcurrent, admissionPolicy: 'parallel',
-    triggers: [], dir: '', tomlPath: '', mdPath: '',
-    steps: [step(1, { n: 1 }), step(2, { n: '{{steps.1.n}}' }), step(3, { n: '{{steps.2.n}}' }), step(4, { n: '{{steps.3.n}}' }), step(5, { n: '{{steps.4.n}}' })],
+    name,
+    description: 'bench',
+    priority: 'normal',
+    executionMode: 'deterministic',
+    cooldownSecs: 0,
+    maxConcurrent,
+    admissionPolicy: 'parallel',
+    triggers: [],
+    dir: '',
+    tomlPath: '',
+    mdPath: '',
+    steps: [
+      step(1, { n: 1 }),
+      step(2, { n: '{{steps.1.n}}' }),
+      step(3, { n: '{{steps.2.n}}' }),
+      step(4, { n: '{{steps.3.n}}' }),
+      step(5, { n: '{{steps.4.n}}' }),
+    ],
   }
 }
 let firstStepAt = 0
 const inc: Tool = {
-  name: 'inc', description: 'returns n+1', schema: Type.Object({ n: Type.Number() }),
+  name: 'inc',
+  description: 'returns n+1',
+  schema: Type.Object({ n: Type.Number() }),
   run: async (args, ctx) => {
     if (ctx.step === 1 && firstStepAt === 0) firstStepAt = performance.now()
     return { ok: true, output: { n: (args as { n: number }).n + 1 } }
@@ -56,7 +73,11 @@ async function baseline(dir: string, seconds: number): Promise<{ rate: number; p
   return { rate, p50: pct(samples, 0.5), p99: pct(samples, 0.99) }
 }
 
-async function throughput(dir: string, total: number, inFlight: number): Promise<{ rate: number; batches: number; ops: number; busyMs: number; secs: number }> {
+async function throughput(
+  dir: string,
+  total: number,
+  inFlight: number,
+): Promise<{ rate: number; batches: number; ops: number; busyMs: number; secs: number }> {
   const s = sop('bench', inFlight)
   const engine = await createEngine({ sops: [s], tools, dbPath: join(dir, 'tp') })
   const t0 = performance.now()
@@ -74,7 +95,8 @@ async function throughput(dir: string, total: number, inFlight: number): Promise
   const secs = (performance.now() - t0) / 1000
   const done = (await engine.listRuns({ state: 'completed', limit: total + 1 })).length
   if (done !== total) throw new Error(`only ${done}/${total} runs completed`)
-  const stats = (engine as unknown as { writeStats: { batches: number; ops: number; busyMs: number } }).writeStats
+  const stats = (engine as unknown as { writeStats: { batches: number; ops: number; busyMs: number } })
+    .writeStats
   await engine.close()
   return { rate: total / secs, secs, ...stats }
 }
@@ -102,10 +124,20 @@ try {
   const inFlight = Number(process.env.IN_FLIGHT ?? 256)
   const tp = await throughput(dir, total, inFlight)
   const lat = await latency(dir, 2000)
-  console.log(`baseline  raw LevelDB sync batches        ${raw.rate.toFixed(0).padStart(8)} batches/s  (one 1 KiB put each; latency p50 ${raw.p50.toFixed(3)} ms, p99 ${raw.p99.toFixed(3)} ms)`)
-  console.log(`engine    5-step deterministic runs       ${tp.rate.toFixed(0).padStart(8)} runs/s     (${(tp.rate / raw.rate).toFixed(2)}x the sync-batch rate; ${tp.batches} sync batches for ${tp.ops} writes, ${total} runs, ${inFlight} in flight; ${((tp.busyMs / 1000 / tp.secs) * 100).toFixed(0)}% of the time in batch writes)`)
-  console.log(`engine    trigger → first step latency    p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms (one run at a time; the run record is synced before the first step, so the sync-batch latency above is its floor)`)
-  console.log(`load      ${loadavg().map((l) => l.toFixed(1)).join(' ')} (1/5/15-min load average on ${cpus().length} cores while measuring)`)
+  console.log(
+    `baseline  raw LevelDB sync batches        ${raw.rate.toFixed(0).padStart(8)} batches/s  (one 1 KiB put each; latency p50 ${raw.p50.toFixed(3)} ms, p99 ${raw.p99.toFixed(3)} ms)`,
+  )
+  console.log(
+    `engine    5-step deterministic runs       ${tp.rate.toFixed(0).padStart(8)} runs/s     (${(tp.rate / raw.rate).toFixed(2)}x the sync-batch rate; ${tp.batches} sync batches for ${tp.ops} writes, ${total} runs, ${inFlight} in flight; ${((tp.busyMs / 1000 / tp.secs) * 100).toFixed(0)}% of the time in batch writes)`,
+  )
+  console.log(
+    `engine    trigger → first step latency    p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms (one run at a time; the run record is synced before the first step, so the sync-batch latency above is its floor)`,
+  )
+  console.log(
+    `load      ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')} (1/5/15-min load average on ${cpus().length} cores while measuring)`,
+  )
 } finally {
   await rm(dir, { recursive: true, force: true })
 }

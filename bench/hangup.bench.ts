@@ -44,7 +44,9 @@ async function child(variant: Variant): Promise<void> {
 }
 
 function measure(variant: Variant): { outcome: string; settledMs: number; cpu: number } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), variant], { encoding: 'utf8' })
+  const r = spawnSync(process.execPath, ['--import', 'tsx', fileURLToPath(import.meta.url), variant], {
+    encoding: 'utf8',
+  })
   if (r.status !== 0) throw new Error(`hangup bench child ${variant} failed: ${r.stderr}`)
   return JSON.parse(r.stdout.trim().split('\n').pop()!)
 }
@@ -53,14 +55,20 @@ const arg = process.argv[2] as Variant | undefined
 if (arg) {
   await child(arg)
 } else if (!haveSocat()) {
-  console.log('hangup: skipped, socat is not installed (apt-get install socat): the bench needs a real pty pair')
+  console.log(
+    'hangup: skipped, socat is not installed (apt-get install socat): the bench needs a real pty pair',
+  )
 } else {
   const idle = measure('idle')
   const shipped = measure('shipped')
   const wrapped = measure('wrapped')
   const pct = (n: number) => `${n.toFixed(0)}% of a core`
-  console.log(`hung-up pty, CPU over the ${WINDOW_MS} ms after the far end went away (one child process each):`)
+  console.log(
+    `hung-up pty, CPU over the ${WINDOW_MS} ms after the far end went away (one child process each):`,
+  )
   console.log(`  baseline, no port:                     ${pct(idle.cpu)}`)
   console.log(`  @serialport/bindings-cpp as shipped:   ${pct(shipped.cpu)}; the read is ${shipped.outcome}`)
-  console.log(`  withHangupDetection (what svc uses):   ${pct(wrapped.cpu)}; the read ${wrapped.outcome} after ${wrapped.settledMs.toFixed(1)} ms`)
+  console.log(
+    `  withHangupDetection (what svc uses):   ${pct(wrapped.cpu)}; the read ${wrapped.outcome} after ${wrapped.settledMs.toFixed(1)} ms`,
+  )
 }

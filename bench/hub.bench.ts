@@ -49,13 +49,27 @@ async function writeSops(dir: string, count: number): Promise<void> {
       join(dir, name, 'SOP.toml'),
       `[sop]\nname = "${name}"\ndescription = "bench ${i}"\nexecution_mode = "deterministic"\nmax_concurrent = 64\nagent = "bench"\n\n[[triggers]]\n${trigger}\n`,
     )
-    await writeFile(join(dir, name, 'SOP.md'), `# ${name}\n\n## Steps\n\n1. **Pause** — nothing.\n   - call: {"tool":"wait","args":{"ms":0}}\n   - terminal: true\n`)
+    await writeFile(
+      join(dir, name, 'SOP.md'),
+      `# ${name}\n\n## Steps\n\n1. **Pause** — nothing.\n   - call: {"tool":"wait","args":{"ms":0}}\n   - terminal: true\n`,
+    )
   }
 }
 
 async function aedesBaseline(dir: string): Promise<number[]> {
-  const silent: Log = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'baseline-broker'), log: silent })
+  const silent: Log = {
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+    debug: () => undefined,
+  } as unknown as Log
+  const broker = await startBroker({
+    host: '127.0.0.1',
+    port: 0,
+    wsPort: null,
+    dbPath: join(dir, 'baseline-broker'),
+    log: silent,
+  })
   const sub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   await sub.subscribeAsync('boards/+/+', { qos: 1 })
@@ -77,9 +91,24 @@ async function aedesBaseline(dir: string): Promise<number[]> {
 
 /** The router's own share: MQTT → dispatch → an engine stub that answers at once. */
 async function routerLatency(dir: string, sopsDir: string): Promise<number[]> {
-  const silent = { info: () => undefined, warn: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Log
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'router-broker'), log: silent })
-  const client = await mqtt.connectAsync(broker.url, { clientId: 'bench-router', clean: false, reconnectPeriod: 0 })
+  const silent = {
+    info: () => undefined,
+    warn: () => undefined,
+    error: () => undefined,
+    debug: () => undefined,
+  } as unknown as Log
+  const broker = await startBroker({
+    host: '127.0.0.1',
+    port: 0,
+    wsPort: null,
+    dbPath: join(dir, 'router-broker'),
+    log: silent,
+  })
+  const client = await mqtt.connectAsync(broker.url, {
+    clientId: 'bench-router',
+    clean: false,
+    reconnectPeriod: 0,
+  })
   const { sops } = await loadSops(sopsDir)
   let hit: (() => void) | undefined
   const engine = {
@@ -88,7 +117,14 @@ async function routerLatency(dir: string, sopsDir: string): Promise<number[]> {
       return { outcome: 'started' as const, runId: 'x', reason: 'stub' }
     },
   }
-  const router = await startTriggerRouter(sops, { engine, matches, log: silent, mqtt: client, cron: { timezone: 'UTC', catchUp: false }, filesystem: { debounceMs: 100 } })
+  const router = await startTriggerRouter(sops, {
+    engine,
+    matches,
+    log: silent,
+    mqtt: client,
+    cron: { timezone: 'UTC', catchUp: false },
+    filesystem: { debounceMs: 100 },
+  })
   const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
   const lat: number[] = []
   for (let i = 0; i < N + 50; i++) {
@@ -157,11 +193,18 @@ interface HubRun {
   settled?: boolean
 }
 
-async function hubIdleRss(dir: string, sopsDir: string, run: HubRun = {}): Promise<{ idle: number; settled: number; afterRuns: number }> {
+async function hubIdleRss(
+  dir: string,
+  sopsDir: string,
+  run: HubRun = {},
+): Promise<{ idle: number; settled: number; afterRuns: number }> {
   const nodeArgs = run.nodeArgs ?? []
   const home = await mkdtemp(join(dir, 'home-'))
   await mkdir(home, { recursive: true })
-  await writeFile(join(home, 'hub.toml'), `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n`)
+  await writeFile(
+    join(home, 'hub.toml'),
+    `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n`,
+  )
   const entry = run.entry ? [run.entry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
   const child = spawn(process.execPath, [...nodeArgs, ...entry, 'hub', '--log-level', 'info'], {
     cwd: root,
@@ -210,30 +253,56 @@ try {
   const base = await aedesBaseline(dir)
   const routed = await routerLatency(dir, sopsDir)
   const hub = await hubLatency(dir, sopsDir)
-  process.stdout.write(`baseline  raw Aedes publish→subscribe (QoS 1, loopback)   p50 ${ms(pct(base, 50))}  p99 ${ms(pct(base, 99))}  (n=${base.length})\n`)
-  process.stdout.write(`router    event→engine.trigger (engine stub, 50 SOPs)     p50 ${ms(pct(routed, 50))}  p99 ${ms(pct(routed, 99))}  (n=${routed.length})\n`)
-  process.stdout.write(`hub       event→run-start (MQTT → trigger → engine start) p50 ${ms(pct(hub, 50))}  p99 ${ms(pct(hub, 99))}  (n=${hub.length})\n`)
-  process.stdout.write(`          ratio p50 ${(pct(hub, 50) / pct(base, 50)).toFixed(2)}x  p99 ${(pct(hub, 99) / pct(base, 99)).toFixed(2)}x\n`)
+  process.stdout.write(
+    `baseline  raw Aedes publish→subscribe (QoS 1, loopback)   p50 ${ms(pct(base, 50))}  p99 ${ms(pct(base, 99))}  (n=${base.length})\n`,
+  )
+  process.stdout.write(
+    `router    event→engine.trigger (engine stub, 50 SOPs)     p50 ${ms(pct(routed, 50))}  p99 ${ms(pct(routed, 99))}  (n=${routed.length})\n`,
+  )
+  process.stdout.write(
+    `hub       event→run-start (MQTT → trigger → engine start) p50 ${ms(pct(hub, 50))}  p99 ${ms(pct(hub, 99))}  (n=${hub.length})\n`,
+  )
+  process.stdout.write(
+    `          ratio p50 ${(pct(hub, 50) / pct(base, 50)).toFixed(2)}x  p99 ${(pct(hub, 99) / pct(base, 99)).toFixed(2)}x\n`,
+  )
 
   const idle = 'setTimeout(() => { process.stdout.write(String(process.memoryUsage().rss)) }, 500)'
   const bareRss = Number(spawnSync(process.execPath, ['-e', idle], { encoding: 'utf8' }).stdout)
   // tsx runs its loader on a hooks thread with its own heap: part of every `svc` process.
-  const tsxRss = Number(spawnSync(process.execPath, ['--import', 'tsx', '-e', idle], { encoding: 'utf8', cwd: root }).stdout)
+  const tsxRss = Number(
+    spawnSync(process.execPath, ['--import', 'tsx', '-e', idle], { encoding: 'utf8', cwd: root }).stdout,
+  )
   const hubRss = (await hubIdleRss(dir, sopsDir)).idle
   const hubSmall = (await hubIdleRss(dir, sopsDir, { nodeArgs: ['--max-semi-space-size=1'] })).idle
   const built = await buildDist(join(dir, 'dist'))
   if (!built.ok) throw new Error(built.error)
   const hubJs = (await hubIdleRss(dir, sopsDir, { entry: built.entry })).idle
-  const prod = await hubIdleRss(dir, sopsDir, { entry: built.entry, nodeArgs: ['--max-semi-space-size=1'], env: { MALLOC_ARENA_MAX: '2' }, runs: 2000, settled: true })
+  const prod = await hubIdleRss(dir, sopsDir, {
+    entry: built.entry,
+    nodeArgs: ['--max-semi-space-size=1'],
+    env: { MALLOC_ARENA_MAX: '2' },
+    runs: 2000,
+    settled: true,
+  })
   const hubProd = prod.idle
   const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`
   process.stdout.write(`baseline  bare node process RSS                            ${mb(bareRss)}\n`)
   process.stdout.write(`baseline  node --import tsx, nothing loaded                ${mb(tsxRss)}\n`)
-  process.stdout.write(`hub       idle RSS, 50 SOPs, embedded broker (tsx)         ${mb(hubRss)}  (${(hubRss / bareRss).toFixed(2)}x bare node; +${mb(hubRss - tsxRss)} over tsx; the development way)\n`)
-  process.stdout.write(`hub       same, node --max-semi-space-size=1 (tsx)          ${mb(hubSmall)}  (+${mb(hubSmall - tsxRss)} over tsx)\n`)
-  process.stdout.write(`hub       bundled (dist/), bare node                       ${mb(hubJs)}  (+${mb(hubJs - bareRss)} over bare node)\n`)
-  process.stdout.write(`hub       bundled, semi-space 1 MB, MALLOC_ARENA_MAX=2     ${mb(hubProd)}  (+${mb(hubProd - bareRss)} over bare node; the systemd unit's way, 5 s after start: start-up garbage not collected yet)\n`)
-  process.stdout.write(`hub       same, 15 s after start (V8's memory reducer ran)  ${mb(prod.settled)}  (+${mb(prod.settled - bareRss)} over bare node; idle: aim < 80 MB ${prod.settled < 80 * 1024 * 1024 ? 'met' : 'NOT met'})\n`)
+  process.stdout.write(
+    `hub       idle RSS, 50 SOPs, embedded broker (tsx)         ${mb(hubRss)}  (${(hubRss / bareRss).toFixed(2)}x bare node; +${mb(hubRss - tsxRss)} over tsx; the development way)\n`,
+  )
+  process.stdout.write(
+    `hub       same, node --max-semi-space-size=1 (tsx)          ${mb(hubSmall)}  (+${mb(hubSmall - tsxRss)} over tsx)\n`,
+  )
+  process.stdout.write(
+    `hub       bundled (dist/), bare node                       ${mb(hubJs)}  (+${mb(hubJs - bareRss)} over bare node)\n`,
+  )
+  process.stdout.write(
+    `hub       bundled, semi-space 1 MB, MALLOC_ARENA_MAX=2     ${mb(hubProd)}  (+${mb(hubProd - bareRss)} over bare node; the systemd unit's way, 5 s after start: start-up garbage not collected yet)\n`,
+  )
+  process.stdout.write(
+    `hub       same, 15 s after start (V8's memory reducer ran)  ${mb(prod.settled)}  (+${mb(prod.settled - bareRss)} over bare node; idle: aim < 80 MB ${prod.settled < 80 * 1024 * 1024 ? 'met' : 'NOT met'})\n`,
+  )
   process.stdout.write(`hub       same, after 2000 runs and 5 s idle                ${mb(prod.afterRuns)}\n`)
 } finally {
   await rm(dir, { recursive: true, force: true })

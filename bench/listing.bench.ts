@@ -17,8 +17,22 @@ try {
   const store = await openAttestStore(join(dir, 'attest'))
   const appended = await Promise.all(
     Array.from({ length: N }, (_, i) => {
-      const line = canonicalLine({ action: 'vend.dispense', board: 'vend1', n: i, sensor: { pin: 7, value: i % 2 }, at: 1_700_000_000 + i })
-      return store.append({ idempotencyKey: `k${i}`, action: 'vend.dispense', requestUri: 'svc://vend1/dispense', line, paramsHash: lineHash(line), signature: `0x${'11'.repeat(65)}` as Hex, signer: `0x${'22'.repeat(20)}` as Hex })
+      const line = canonicalLine({
+        action: 'vend.dispense',
+        board: 'vend1',
+        n: i,
+        sensor: { pin: 7, value: i % 2 },
+        at: 1_700_000_000 + i,
+      })
+      return store.append({
+        idempotencyKey: `k${i}`,
+        action: 'vend.dispense',
+        requestUri: 'svc://vend1/dispense',
+        line,
+        paramsHash: lineHash(line),
+        signature: `0x${'11'.repeat(65)}` as Hex,
+        signer: `0x${'22'.repeat(20)}` as Hex,
+      })
     }),
   )
   await store.update(appended.map((a) => ({ ...a.record, state: 'attested' as const })))
@@ -38,9 +52,15 @@ try {
     if (!b.ok || b.rows !== N) throw new Error(b.ok ? `rows ${b.rows}` : b.error)
   })
   await store.close()
-  console.log(`listing build, ${N} lines (best of ${ROUNDS}): ${build.toFixed(1)} ms  (${Math.round((N / build) * 1000).toLocaleString('en-US')} lines/s)`)
-  console.log(`baseline: attestation export alone:  ${baseline.toFixed(1)} ms  (${Math.round((N / baseline) * 1000).toLocaleString('en-US')} lines/s)`)
-  console.log(`ratio build / export: ${(build / baseline).toFixed(2)}x (the checks and manifest cost ${(build - baseline).toFixed(1)} ms)`)
+  console.log(
+    `listing build, ${N} lines (best of ${ROUNDS}): ${build.toFixed(1)} ms  (${Math.round((N / build) * 1000).toLocaleString('en-US')} lines/s)`,
+  )
+  console.log(
+    `baseline: attestation export alone:  ${baseline.toFixed(1)} ms  (${Math.round((N / baseline) * 1000).toLocaleString('en-US')} lines/s)`,
+  )
+  console.log(
+    `ratio build / export: ${(build / baseline).toFixed(2)}x (the checks and manifest cost ${(build - baseline).toFixed(1)} ms)`,
+  )
 } finally {
   await rm(dir, { recursive: true, force: true })
 }

@@ -67,7 +67,8 @@ const dir = await mkdtemp(join(tmpdir(), 'svc-market-bench-'))
 const teardown: (() => unknown)[] = []
 try {
   const base = defaultConfig(join(dir, 'data'))
-  for (const k of Object.keys(base.rateLimits) as (keyof typeof base.rateLimits)[]) base.rateLimits[k] = { max: 1_000_000, windowSeconds: 60 }
+  for (const k of Object.keys(base.rateLimits) as (keyof typeof base.rateLimits)[])
+    base.rateLimits[k] = { max: 1_000_000, windowSeconds: 60 }
   const r = chainFromInfo(base, dev.info)
   if (!r.ok) throw new Error(r.error)
   const market = await buildMarketApp({ config: r.config })
@@ -83,18 +84,34 @@ try {
     return head + 'x'.repeat(each - head.length - 2) + '"}'
   })
   const requestHashes = lines.map((_, i) => keccak256(toHex(`bench:${process.pid}:${i}`)))
-  const manifest = { version: 1, chainId: 10143, agentId: dev.agentId, rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })) }
+  const manifest = {
+    version: 1,
+    chainId: 10143,
+    agentId: dev.agentId,
+    rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })),
+  }
   const data = lines.join('\n') + '\n'
   const ds = { lines, data, requestHashes, manifest }
-  const [writeMs] = await timed(() => writeRows(dev, manifest.rows.map((row) => ({ requestHash: row.requestHash as Hex, paramsHash: row.paramsHash }))))
-  process.stdout.write(`setup: ${ROWS} registry rows written in ${ms(writeMs)}; data file ${(Buffer.byteLength(data) / 1048576).toFixed(1)} MB\n`)
+  const [writeMs] = await timed(() =>
+    writeRows(
+      dev,
+      manifest.rows.map((row) => ({ requestHash: row.requestHash as Hex, paramsHash: row.paramsHash })),
+    ),
+  )
+  process.stdout.write(
+    `setup: ${ROWS} registry rows written in ${ms(writeMs)}; data file ${(Buffer.byteLength(data) / 1048576).toFixed(1)} MB\n`,
+  )
 
   const cookie = await signIn(url, dev.accounts.owner.privateKey)
   const key = (await issueKey(url, cookie, dev.accounts.owner.privateKey, dev.agentId)).json.key as string
 
   // 2. upload: market route vs the same multipart bytes to a bare Fastify route that only reads them.
   const bare = Fastify({ bodyLimit: 64 * 1024 * 1024 })
-  bare.addContentTypeParser('multipart/form-data', { parseAs: 'buffer', bodyLimit: 64 * 1024 * 1024 }, (_r, b, done) => done(null, b))
+  bare.addContentTypeParser(
+    'multipart/form-data',
+    { parseAs: 'buffer', bodyLimit: 64 * 1024 * 1024 },
+    (_r, b, done) => done(null, b),
+  )
   bare.post('/x', async (req) => ({ n: (req.body as Buffer).length }))
   const barePort = await freePort()
   await bare.listen({ host: '127.0.0.1', port: barePort })
@@ -110,7 +127,9 @@ try {
     const form = new FormData()
     form.append('manifest', new Blob([JSON.stringify(manifest)]), 'manifest.json')
     form.append('data', new Blob([data]), 'operations.jsonl')
-    const [tb] = await timed(async () => (await fetch(`http://127.0.0.1:${barePort}/x`, { method: 'POST', body: form })).text())
+    const [tb] = await timed(async () =>
+      (await fetch(`http://127.0.0.1:${barePort}/x`, { method: 'POST', body: form })).text(),
+    )
     bareUploads.push(tb)
   }
 
@@ -118,13 +137,20 @@ try {
   const verifies: number[] = []
   for (let i = 0; i < 3; i++) {
     const [t, v] = await timed(() => api(url, `/api/marketplace/listings/${slug}/verify`, { method: 'POST' }))
-    if (v.status !== 200 || v.json.passed !== ROWS) throw new Error(`verify did not pass every row: ${JSON.stringify(v.json).slice(0, 300)}`)
+    if (v.status !== 200 || v.json.passed !== ROWS)
+      throw new Error(`verify did not pass every row: ${JSON.stringify(v.json).slice(0, 300)}`)
     verifies.push(t)
   }
   const pub = publicClientFor(dev.rpcUrl)
-  const batched = createPublicClient({ chain: svcChain(dev.rpcUrl), transport: http(dev.rpcUrl, { batch: { batchSize: 500, wait: 0 }, retryCount: 0, timeout: 30_000 }) }) as SvcPublicClient
+  const batched = createPublicClient({
+    chain: svcChain(dev.rpcUrl),
+    transport: http(dev.rpcUrl, { batch: { batchSize: 500, wait: 0 }, retryCount: 0, timeout: 30_000 }),
+  }) as SvcPublicClient
   const batchRuns: number[] = []
-  for (let i = 0; i < 3; i++) batchRuns.push((await timed(() => readValidationBatched(batched, dev.validationRegistry, requestHashes, 500, 2)))[0])
+  for (let i = 0; i < 3; i++)
+    batchRuns.push(
+      (await timed(() => readValidationBatched(batched, dev.validationRegistry, requestHashes, 500, 2)))[0],
+    )
   const [naive] = await timed(async () => {
     for (const h of requestHashes) {
       const r = await readValidationStatus(pub, dev.validationRegistry, h)

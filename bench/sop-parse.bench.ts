@@ -24,7 +24,10 @@ async function setup(): Promise<{ root: string; files: string[] }> {
     const src = sources[i % sources.length]!
     const dir = join(root, `${src.name}-${i}`)
     await mkdir(dir)
-    await writeFile(join(dir, 'SOP.toml'), src.toml.replace(`name = "${src.name}"`, `name = "${src.name}-${i}"`))
+    await writeFile(
+      join(dir, 'SOP.toml'),
+      src.toml.replace(`name = "${src.name}"`, `name = "${src.name}-${i}"`),
+    )
     await writeFile(join(dir, 'SOP.md'), src.md)
     files.push(join(dir, 'SOP.toml'), join(dir, 'SOP.md'))
   }
@@ -44,7 +47,10 @@ try {
   // Warm both paths once (JIT, page cache) before measuring.
   await Promise.all(files.map((f) => readFile(f, 'utf8')))
   const warm = await loadSops(root)
-  if (warm.sops.length !== COUNT || warm.diagnostics.length !== 0) throw new Error(`expected ${COUNT} clean SOPs, got ${warm.sops.length} and ${warm.diagnostics.length} diagnostics`)
+  if (warm.sops.length !== COUNT || warm.diagnostics.length !== 0)
+    throw new Error(
+      `expected ${COUNT} clean SOPs, got ${warm.sops.length} and ${warm.diagnostics.length} diagnostics`,
+    )
   const base: number[] = []
   const parse: number[] = []
   for (let r = 0; r < ROUNDS; r++) {
@@ -54,7 +60,9 @@ try {
   const b = median(base)
   const p = median(parse)
   console.log(`baseline  read ${files.length} files:            ${b.toFixed(1)} ms (median of ${ROUNDS})`)
-  console.log(`loadSops  ${COUNT} SOP directories (parse+validate): ${p.toFixed(1)} ms (median of ${ROUNDS}), ${(p / COUNT).toFixed(3)} ms per SOP`)
+  console.log(
+    `loadSops  ${COUNT} SOP directories (parse+validate): ${p.toFixed(1)} ms (median of ${ROUNDS}), ${(p / COUNT).toFixed(3)} ms per SOP`,
+  )
   console.log(`ratio     ${(p / b).toFixed(1)}x the baseline`)
 } finally {
   await rm(root, { recursive: true, force: true })

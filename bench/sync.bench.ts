@@ -42,11 +42,44 @@ try {
   const agentId = BigInt(chain.agentId)
   const hashes = Array.from({ length: LINES }, (_, i) => keccak256(stringToHex(`baseline ${i}`)))
   const sign = (account: typeof device, nonce: number, data: Hex) =>
-    account.signTransaction({ chainId: CHAIN_ID, type: 'eip1559', to: chain.validationRegistry, data, nonce, gas: 300_000n, maxFeePerGas: fees.maxFeePerGas, maxPriorityFeePerGas: fees.maxPriorityFeePerGas })
+    account.signTransaction({
+      chainId: CHAIN_ID,
+      type: 'eip1559',
+      to: chain.validationRegistry,
+      data,
+      nonce,
+      gas: 300_000n,
+      maxFeePerGas: fees.maxFeePerGas,
+      maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
+    })
   const dn = await pub.getTransactionCount({ address: device.address })
   const an = await pub.getTransactionCount({ address: attestor.address })
-  const requests = await Promise.all(hashes.map((h, i) => sign(device, dn + i, encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationRequest', args: [attestor.address, agentId, `svc://baseline/${i}`, h] }))))
-  const responses = await Promise.all(hashes.map((h, i) => sign(attestor, an + i, encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationResponse', args: [h, ATTEST_RESPONSE, `svc://baseline/r/${i}`, h, ATTEST_TAG] }))))
+  const requests = await Promise.all(
+    hashes.map((h, i) =>
+      sign(
+        device,
+        dn + i,
+        encodeFunctionData({
+          abi: validationRegistryAbi,
+          functionName: 'validationRequest',
+          args: [attestor.address, agentId, `svc://baseline/${i}`, h],
+        }),
+      ),
+    ),
+  )
+  const responses = await Promise.all(
+    hashes.map((h, i) =>
+      sign(
+        attestor,
+        an + i,
+        encodeFunctionData({
+          abi: validationRegistryAbi,
+          functionName: 'validationResponse',
+          args: [h, ATTEST_RESPONSE, `svc://baseline/r/${i}`, h, ATTEST_TAG],
+        }),
+      ),
+    ),
+  )
   const t0 = performance.now()
   const sent: Hex[] = []
   for (const raw of requests) sent.push(await pub.sendRawTransaction({ serializedTransaction: raw }))
@@ -72,7 +105,10 @@ try {
   const tool = createChainAttestTool({ store, signer })
   const signal = new AbortController().signal
   for (let i = 0; i < LINES; i++) {
-    const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${i}`, params: { slot: i % 12, price: '1.50' } }, { runId: 'bench', sop: 'bench', step: 1, call: i, idempotencyKey: `bench:${i}`, signal })
+    const r = await tool.run(
+      { action: 'vend', request_uri: `svc://orders/${i}`, params: { slot: i % 12, price: '1.50' } },
+      { runId: 'bench', sop: 'bench', step: 1, call: i, idempotencyKey: `bench:${i}`, signal },
+    )
     if (!r.ok) throw new Error(r.error)
   }
   const sync = createAttestSync({ store, chain: chain2.info, attestorUrl: attestorServer.url, signer })
@@ -80,14 +116,23 @@ try {
   const report = await sync.runOnce()
   const syncMs = performance.now() - t1
   const counts = store.counts()
-  if (report.remaining !== 0 || counts.attested !== LINES) throw new Error(`sync left lines behind: ${JSON.stringify({ report, counts })}`)
-  const txs = (await pub2.getTransactionCount({ address: device.address })) - dn2 + (await pub2.getTransactionCount({ address: attestor.address })) - an2
+  if (report.remaining !== 0 || counts.attested !== LINES)
+    throw new Error(`sync left lines behind: ${JSON.stringify({ report, counts })}`)
+  const txs =
+    (await pub2.getTransactionCount({ address: device.address })) -
+    dn2 +
+    (await pub2.getTransactionCount({ address: attestor.address })) -
+    an2
   if (txs !== 2 * LINES) throw new Error(`expected ${2 * LINES} transactions, the chain has ${txs}`)
 
   const syncRate = LINES / (syncMs / 1000)
   const baseRate = LINES / (baseMs / 1000)
-  console.log(`sync ${LINES} lines to anvil: ${fmt(syncRate)} lines/s (${fmt(syncMs)} ms, ${txs} transactions, all attested)`)
-  console.log(`  the chain alone (fresh anvil), same 2 pre-signed transactions per line sent back to back: ${fmt(baseRate)} lines/s (${fmt(baseMs)} ms)   ratio ${(syncRate / baseRate).toFixed(2)}`)
+  console.log(
+    `sync ${LINES} lines to anvil: ${fmt(syncRate)} lines/s (${fmt(syncMs)} ms, ${txs} transactions, all attested)`,
+  )
+  console.log(
+    `  the chain alone (fresh anvil), same 2 pre-signed transactions per line sent back to back: ${fmt(baseRate)} lines/s (${fmt(baseMs)} ms)   ratio ${(syncRate / baseRate).toFixed(2)}`,
+  )
 } finally {
   for (const stop of stops) await stop().catch(() => undefined)
 }

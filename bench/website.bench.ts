@@ -35,7 +35,16 @@ const dir = await mkdtemp(join(tmpdir(), 'svc-web-bench-'))
 const config = defaultConfig(join(dir, 'data'))
 config.samples = false
 const zero = '0x0000000000000000000000000000000000000001' as const
-config.chain = { rpcUrl: 'http://127.0.0.1:9', chainId: 10143, identityRegistry: zero, validationRegistry: zero, attestor: zero, payout: zero, batchSize: 250, concurrency: 4 }
+config.chain = {
+  rpcUrl: 'http://127.0.0.1:9',
+  chainId: 10143,
+  identityRegistry: zero,
+  validationRegistry: zero,
+  attestor: zero,
+  payout: zero,
+  batchSize: 250,
+  concurrency: 4,
+}
 const market = await buildMarketApp({ config, pages: marketPages })
 try {
   const recs: ListingRecord[] = Array.from({ length: LISTINGS }, (_, i) => ({
@@ -71,17 +80,23 @@ try {
 
   const apiList = await perSec(get('/api/marketplace/listings?limit=24'))
   const page = await perSec(get('/marketplace'))
-  console.log(`browse page (24 of ${LISTINGS} listings): ${fmt(page)}  vs  JSON API baseline ${fmt(apiList)}  (page/API ${(page / apiList).toFixed(2)})`)
+  console.log(
+    `browse page (24 of ${LISTINGS} listings): ${fmt(page)}  vs  JSON API baseline ${fmt(apiList)}  (page/API ${(page / apiList).toFixed(2)})`,
+  )
 
   const apiOne = await perSec(get('/api/marketplace/listings/bench-listing-7'))
   const pageOne = await perSec(get('/marketplace/bench-listing-7'))
-  console.log(`listing page: ${fmt(pageOne)}  vs  JSON API baseline ${fmt(apiOne)}  (page/API ${(pageOne / apiOne).toFixed(2)})`)
+  console.log(
+    `listing page: ${fmt(pageOne)}  vs  JSON API baseline ${fmt(apiOne)}  (page/API ${(pageOne / apiOne).toFixed(2)})`,
+  )
 
   const views = recs.slice(0, 24).map(listingView)
   const q = browseQuery({})
   const json = await perSec(() => JSON.stringify({ total: LISTINGS, listings: views }), 2)
   const render = await perSec(() => browseMain(q, { ok: true, total: LISTINGS, listings: views }, 'MON'), 2)
-  console.log(`render 24 cards: ${fmt(render)}  vs  JSON.stringify baseline ${fmt(json)}  (render/JSON ${(render / json).toFixed(2)})`)
+  console.log(
+    `render 24 cards: ${fmt(render)}  vs  JSON.stringify baseline ${fmt(json)}  (render/JSON ${(render / json).toFixed(2)})`,
+  )
 } finally {
   await market.close()
   await rm(dir, { recursive: true, force: true })

@@ -53,22 +53,34 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
     current = p
     p.timer = o.setTimer(() => {
       counts.timeouts++
-      finish(p, { ok: false, error: `board ${o.board} did not answer "${p.cmd}" (id ${p.id}) within ${p.timeoutMs} ms` })
+      finish(p, {
+        ok: false,
+        error: `board ${o.board} did not answer "${p.cmd}" (id ${p.id}) within ${p.timeoutMs} ms`,
+      })
     }, p.timeoutMs)
     try {
       o.write(p.line)
     } catch (err) {
-      finish(p, { ok: false, error: `board ${o.board}: write failed: ${err instanceof Error ? err.message : String(err)}` })
+      finish(p, {
+        ok: false,
+        error: `board ${o.board}: write failed: ${err instanceof Error ? err.message : String(err)}`,
+      })
     }
   }
 
   return {
     send(cmd, args, timeoutMs = o.defaultTimeoutMs) {
       if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) {
-        return Promise.resolve({ ok: false, error: `timeoutMs: must be a positive number, got ${String(timeoutMs)}` })
+        return Promise.resolve({
+          ok: false,
+          error: `timeoutMs: must be a positive number, got ${String(timeoutMs)}`,
+        })
       }
       if (waiting.length >= o.maxWaiting) {
-        return Promise.resolve({ ok: false, error: `board ${o.board}: ${o.maxWaiting} commands already waiting` })
+        return Promise.resolve({
+          ok: false,
+          error: `board ${o.board}: ${o.maxWaiting} commands already waiting`,
+        })
       }
       const id = nextId
       const enc = encodeCommand(id, cmd, args)
@@ -82,7 +94,10 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
     },
     reply(r) {
       if (!current || current.id !== r.id) return false
-      finish(current, r.ok ? { ok: true, result: r.result ?? null } : { ok: false, error: r.error ?? 'error' })
+      finish(
+        current,
+        r.ok ? { ok: true, result: r.result ?? null } : { ok: false, error: r.error ?? 'error' },
+      )
       return true
     },
     failAll(reason) {

@@ -8,7 +8,10 @@ const checkProfile = Compile(FirmataProfile)
 
 export type ConfigCheck = { ok: true } | { ok: false; error: string }
 
-const BAUDS = new Set([300, 1200, 2400, 4800, 9600, 14400, 19200, 28800, 38400, 57600, 74880, 115200, 230400, 250000, 460800, 500000, 921600, 1000000, 2000000])
+const BAUDS = new Set([
+  300, 1200, 2400, 4800, 9600, 14400, 19200, 28800, 38400, 57600, 74880, 115200, 230400, 250000, 460800,
+  500000, 921600, 1000000, 2000000,
+])
 
 export function checkBoardConfigs(boards: readonly BoardConfig[]): ConfigCheck {
   if (!Array.isArray(boards)) return { ok: false, error: 'boards: must be an array' }
@@ -17,33 +20,56 @@ export function checkBoardConfigs(boards: readonly BoardConfig[]): ConfigCheck {
   for (const [i, b] of boards.entries()) {
     const where = `boards[${i}]${typeof b?.name === 'string' ? ` (${b.name})` : ''}`
     if (typeof b !== 'object' || b === null) return { ok: false, error: `${where}: must be a table` }
-    if (typeof b.name !== 'string' || !NAME_RE.test(b.name)) return { ok: false, error: `${where}.name: must match [A-Za-z0-9_.-]{1,64} (it becomes an MQTT topic level)` }
+    if (typeof b.name !== 'string' || !NAME_RE.test(b.name))
+      return {
+        ok: false,
+        error: `${where}.name: must match [A-Za-z0-9_.-]{1,64} (it becomes an MQTT topic level)`,
+      }
     if (names.has(b.name)) return { ok: false, error: `${where}.name: duplicate board name` }
     names.add(b.name)
-    if (typeof b.port !== 'string' || b.port.length === 0) return { ok: false, error: `${where}.port: must be a non-empty path` }
-    if (ports.has(b.port)) return { ok: false, error: `${where}.port: ${b.port} is already used by another board` }
+    if (typeof b.port !== 'string' || b.port.length === 0)
+      return { ok: false, error: `${where}.port: must be a non-empty path` }
+    if (ports.has(b.port))
+      return { ok: false, error: `${where}.port: ${b.port} is already used by another board` }
     ports.add(b.port)
-    if (b.baud !== undefined && !BAUDS.has(b.baud)) return { ok: false, error: `${where}.baud: ${String(b.baud)} is not a standard baud rate` }
+    if (b.baud !== undefined && !BAUDS.has(b.baud))
+      return { ok: false, error: `${where}.baud: ${String(b.baud)} is not a standard baud rate` }
     if (b.lineCap !== undefined && (!Number.isInteger(b.lineCap) || b.lineCap < 16 || b.lineCap > 1 << 20)) {
-      return { ok: false, error: `${where}.lineCap: must be an integer from 16 to 1048576 (default ${DEFAULT_LINE_CAP})` }
+      return {
+        ok: false,
+        error: `${where}.lineCap: must be an integer from 16 to 1048576 (default ${DEFAULT_LINE_CAP})`,
+      }
     }
-    if (b.heartbeatMs !== undefined && (!Number.isInteger(b.heartbeatMs) || b.heartbeatMs < 0 || (b.heartbeatMs > 0 && b.heartbeatMs < 50))) {
+    if (
+      b.heartbeatMs !== undefined &&
+      (!Number.isInteger(b.heartbeatMs) || b.heartbeatMs < 0 || (b.heartbeatMs > 0 && b.heartbeatMs < 50))
+    ) {
       return { ok: false, error: `${where}.heartbeatMs: must be 0 (off) or an integer ≥ 50` }
     }
     const kind = b.kind ?? 'serial'
-    if (kind !== 'serial' && kind !== 'firmata') return { ok: false, error: `${where}.kind: must be "serial" or "firmata"` }
+    if (kind !== 'serial' && kind !== 'firmata')
+      return { ok: false, error: `${where}.kind: must be "serial" or "firmata"` }
     if (kind === 'firmata') {
-      if (b.profile === undefined) return { ok: false, error: `${where}.profile: a firmata board needs a profile` }
+      if (b.profile === undefined)
+        return { ok: false, error: `${where}.profile: a firmata board needs a profile` }
       if (!checkProfile.Check(b.profile)) {
         const e = [...checkProfile.Errors(b.profile)][0]
         return { ok: false, error: `${where}.profile${e?.instancePath ?? ''}: ${e?.message ?? 'invalid'}` }
       }
       if (b.simulate) return { ok: false, error: `${where}.simulate: only serial boards can be simulated` }
     }
-    if (b.simulate !== undefined && typeof b.simulate !== 'boolean' && (typeof b.simulate !== 'object' || b.simulate === null)) {
+    if (
+      b.simulate !== undefined &&
+      typeof b.simulate !== 'boolean' &&
+      (typeof b.simulate !== 'object' || b.simulate === null)
+    ) {
       return { ok: false, error: `${where}.simulate: must be true/false or simulator options` }
     }
-    if (typeof b.simulate === 'object' && b.simulate.rate !== undefined && !(Number.isFinite(b.simulate.rate) && b.simulate.rate >= 0 && b.simulate.rate <= 100_000)) {
+    if (
+      typeof b.simulate === 'object' &&
+      b.simulate.rate !== undefined &&
+      !(Number.isFinite(b.simulate.rate) && b.simulate.rate >= 0 && b.simulate.rate <= 100_000)
+    ) {
       return { ok: false, error: `${where}.simulate.rate: must be 0 to 100000 events/s` }
     }
   }

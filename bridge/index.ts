@@ -10,7 +10,15 @@ import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
 import { withHangupDetection } from './serial/hangup-binding.ts'
 import { SerialLink } from './serial/link.ts'
-import type { BindingInterface, BoardStats, Bridge, BridgeOptions, Json, Logger, SendResult } from './types.ts'
+import type {
+  BindingInterface,
+  BoardStats,
+  Bridge,
+  BridgeOptions,
+  Json,
+  Logger,
+  SendResult,
+} from './types.ts'
 
 export * from './types.ts'
 export { checkBoardConfigs } from './config.ts'
@@ -33,7 +41,9 @@ export function availabilityTopic(board: string): string {
   return `boards/${board}/availability`
 }
 
-export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: string): SimulatedBoard | undefined } {
+export function createBridge(
+  opts: BridgeOptions,
+): Bridge & { simulated(board: string): SimulatedBoard | undefined } {
   const checked = checkBoardConfigs(opts.boards)
   if (!checked.ok) throw new TypeError(checked.error)
   const log = opts.log ?? silent
@@ -70,13 +80,23 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
   function dropWarn(item: QueueItem): void {
     if (now() - lastDropWarn < 10_000) return
     lastDropWarn = now()
-    log.warn({ board: item.board, topic: item.topic, dropped: queue.stats().dropped }, 'publish queue full; oldest events dropped')
+    log.warn(
+      { board: item.board, topic: item.topic, dropped: queue.stats().dropped },
+      'publish queue full; oldest events dropped',
+    )
   }
   let lastFailWarn = -Infinity
   function failWarn(item: QueueItem, err: unknown): void {
     if (now() - lastFailWarn < 10_000) return
     lastFailWarn = now()
-    log.warn({ topic: item.topic, err: err instanceof Error ? err.message : String(err), pending: queue.stats().pending }, 'publish failed; events kept and retried')
+    log.warn(
+      {
+        topic: item.topic,
+        err: err instanceof Error ? err.message : String(err),
+        pending: queue.stats().pending,
+      },
+      'publish failed; events kept and retried',
+    )
   }
 
   const deps = {
@@ -120,7 +140,11 @@ export function createBridge(opts: BridgeOptions): Bridge & { simulated(board: s
     },
     send(board, cmd, args, o) {
       const link = links.get(board)
-      if (!link) return Promise.resolve({ ok: false, error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})` })
+      if (!link)
+        return Promise.resolve({
+          ok: false,
+          error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})`,
+        })
       if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed' })
       return link.send(cmd, args, o?.timeoutMs)
     },

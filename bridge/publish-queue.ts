@@ -92,7 +92,13 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
   }
 
   function pump(): void {
-    while (!closed && retryTimer === undefined && failed.length === 0 && inflight < o.window && pending() > 0) {
+    while (
+      !closed &&
+      retryTimer === undefined &&
+      failed.length === 0 &&
+      inflight < o.window &&
+      pending() > 0
+    ) {
       const item = queue[head]!
       queue[head++] = undefined as unknown as QueueItem
       inflight++
@@ -194,7 +200,13 @@ export function createPublishQueue(o: PublishQueueOptions): PublishQueue {
       reliefWaiters.push(fn)
       relieve()
     },
-    stats: () => ({ pending: pending() + failed.length, inflight, delivered: st.delivered, dropped: st.dropped, retries: st.retries }),
+    stats: () => ({
+      pending: pending() + failed.length,
+      inflight,
+      delivered: st.delivered,
+      dropped: st.dropped,
+      retries: st.retries,
+    }),
     drain(timeoutMs) {
       if (pending() === 0 && inflight === 0 && failed.length === 0) return Promise.resolve(true)
       return new Promise((resolve) => {

@@ -1,5 +1,5 @@
 // The bridge's public shapes: what the hub passes in and gets back.
-import type { BindingInterface } from '@serialport/bindings-interface' with { 'resolution-mode': 'require' }
+import type { BindingInterface } from './serial/binding-types.ts'
 import type { SimulatorOptions } from '../boards/simulator/board.ts'
 import type { Json } from './codec/index.ts'
 import type { FirmataIo } from './firmata/link.ts'
@@ -13,7 +13,11 @@ export interface Logger {
   error(obj: object, msg?: string): void
 }
 
-export type PublishFn = (topic: string, payload: string, opts: { qos: 0 | 1; retain: boolean }) => Promise<void>
+export type PublishFn = (
+  topic: string,
+  payload: string,
+  opts: { qos: 0 | 1; retain: boolean },
+) => Promise<void>
 
 export interface BoardConfig {
   /** Topic level `boards/<name>/…`; [A-Za-z0-9_.-]{1,64}. */

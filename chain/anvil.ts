@@ -66,7 +66,16 @@ export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   // anvil itself does: it resolves `latest` to a number, and with no count kept only the newest
   // state, so a read racing the next block failed with BlockOutOfRangeError. A few recent states
   // in memory close that window.
-  const args = ['--chain-id', String(CHAIN_ID), '--host', host, '--port', String(opts.port ?? 0), '--prune-history', String(KEPT_STATES)]
+  const args = [
+    '--chain-id',
+    String(CHAIN_ID),
+    '--host',
+    host,
+    '--port',
+    String(opts.port ?? 0),
+    '--prune-history',
+    String(KEPT_STATES),
+  ]
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime))
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(child)
@@ -76,7 +85,10 @@ export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   return new Promise<Anvil>((resolve, reject) => {
     let out = ''
     let ready = false
-    const timer = setTimeout(() => fail(new Error(`anvil did not start within ${opts.startTimeoutMs ?? 20000} ms:\n${out}`)), opts.startTimeoutMs ?? 20000)
+    const timer = setTimeout(
+      () => fail(new Error(`anvil did not start within ${opts.startTimeoutMs ?? 20000} ms:\n${out}`)),
+      opts.startTimeoutMs ?? 20000,
+    )
     function fail(err: Error): void {
       clearTimeout(timer)
       if (child.pid !== undefined) tryKill(child.pid, 'SIGKILL')

@@ -31,24 +31,39 @@ export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string
 
 /** Checks a parsed chain file; every error names the field. */
 export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, error: 'chain file: expected a JSON object' }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { ok: false, error: 'chain file: expected a JSON object' }
   const o = raw as Record<string, unknown>
   if (o.version !== 1) return { ok: false, error: 'chain file: version must be 1' }
-  if (typeof o.rpcUrl !== 'string' || !/^https?:\/\//.test(o.rpcUrl)) return { ok: false, error: 'chain file: rpcUrl must be an http(s) URL' }
+  if (typeof o.rpcUrl !== 'string' || !/^https?:\/\//.test(o.rpcUrl))
+    return { ok: false, error: 'chain file: rpcUrl must be an http(s) URL' }
   if (o.chainId !== CHAIN_ID) return { ok: false, error: `chain file: chainId must be ${CHAIN_ID}` }
   for (const f of ['identityRegistry', 'validationRegistry', 'attestorAddress'] as const) {
-    if (typeof o[f] !== 'string' || !isAddress(o[f] as string, { strict: false })) return { ok: false, error: `chain file: ${f} must be an address` }
+    if (typeof o[f] !== 'string' || !isAddress(o[f] as string, { strict: false }))
+      return { ok: false, error: `chain file: ${f} must be an address` }
   }
-  if (typeof o.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(o.agentId)) return { ok: false, error: 'chain file: agentId must be a decimal string' }
-  if (o.attestorUrl !== undefined && (typeof o.attestorUrl !== 'string' || !/^https?:\/\//.test(o.attestorUrl))) {
+  if (typeof o.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(o.agentId))
+    return { ok: false, error: 'chain file: agentId must be a decimal string' }
+  if (
+    o.attestorUrl !== undefined &&
+    (typeof o.attestorUrl !== 'string' || !/^https?:\/\//.test(o.attestorUrl))
+  ) {
     return { ok: false, error: 'chain file: attestorUrl must be an http(s) URL' }
   }
   if (o.accounts !== undefined) {
-    if (typeof o.accounts !== 'object' || o.accounts === null) return { ok: false, error: 'chain file: accounts must be an object' }
+    if (typeof o.accounts !== 'object' || o.accounts === null)
+      return { ok: false, error: 'chain file: accounts must be an object' }
     const acc = o.accounts as Record<string, unknown>
     for (const role of ROLES) {
       const k = acc[role] as { address?: unknown; privateKey?: unknown } | undefined
-      if (!k || typeof k.address !== 'string' || !isAddress(k.address, { strict: false }) || typeof k.privateKey !== 'string' || !isHex(k.privateKey) || k.privateKey.length !== 66) {
+      if (
+        !k ||
+        typeof k.address !== 'string' ||
+        !isAddress(k.address, { strict: false }) ||
+        typeof k.privateKey !== 'string' ||
+        !isHex(k.privateKey) ||
+        k.privateKey.length !== 66
+      ) {
         return { ok: false, error: `chain file: accounts.${role} must be { address, privateKey }` }
       }
     }
@@ -61,7 +76,10 @@ export async function readChainFile(path: string): Promise<ParseResult<ChainInfo
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return { ok: false, error: `chain file ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found (run `svc chain dev`?)' : (err as Error).message}` }
+    return {
+      ok: false,
+      error: `chain file ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found (run `svc chain dev`?)' : (err as Error).message}`,
+    }
   }
   let raw: unknown
   try {
@@ -80,4 +98,3 @@ export async function writeChainFile(path: string, info: ChainInfo): Promise<voi
   await writeFile(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
   await rename(tmp, path)
 }
-

@@ -78,7 +78,9 @@ async function load(): Promise<Artifacts> {
 
 function compile(sources: Record<string, { content: string }>): Artifacts {
   const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string }
-  const out = JSON.parse(solc.compile(JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS }))) as SolcOutput
+  const out = JSON.parse(
+    solc.compile(JSON.stringify({ language: 'Solidity', sources, settings: SETTINGS })),
+  ) as SolcOutput
   const errors = (out.errors ?? []).filter((e) => e.severity === 'error')
   if (errors.length > 0) throw new Error(`solc failed:\n${errors.map((e) => e.formattedMessage).join('\n')}`)
   const result: Partial<Artifacts> = {}

@@ -20,7 +20,10 @@ async function mined(pub: SvcPublicClient, hash: Hex, what: string) {
 
 export async function deployRegistries(wallet: SvcWalletClient, pub: SvcPublicClient): Promise<Registries> {
   const a = await compileContracts()
-  const idHash = await wallet.deployContract({ abi: identityRegistryAbi, bytecode: a.IdentityRegistry.bytecode })
+  const idHash = await wallet.deployContract({
+    abi: identityRegistryAbi,
+    bytecode: a.IdentityRegistry.bytecode,
+  })
   const idR = await mined(pub, idHash, 'deploy IdentityRegistry')
   if (!idR.contractAddress) throw new Error('deploy IdentityRegistry: no contract address')
   const vHash = await wallet.deployContract({
@@ -34,8 +37,18 @@ export async function deployRegistries(wallet: SvcWalletClient, pub: SvcPublicCl
 }
 
 /** ERC-8004 `register(agentURI)`; returns the new agent id from the Registered event. */
-export async function registerAgent(wallet: SvcWalletClient, pub: SvcPublicClient, identityRegistry: Address, agentURI: string): Promise<bigint> {
-  const hash = await wallet.writeContract({ address: identityRegistry, abi: identityRegistryAbi, functionName: 'register', args: [agentURI] })
+export async function registerAgent(
+  wallet: SvcWalletClient,
+  pub: SvcPublicClient,
+  identityRegistry: Address,
+  agentURI: string,
+): Promise<bigint> {
+  const hash = await wallet.writeContract({
+    address: identityRegistry,
+    abi: identityRegistryAbi,
+    functionName: 'register',
+    args: [agentURI],
+  })
   const r = await mined(pub, hash, 'register agent')
   for (const log of r.logs) {
     if (log.address.toLowerCase() !== identityRegistry.toLowerCase()) continue
@@ -64,7 +77,12 @@ export async function setAgentWallet(
   const block = await pub.getBlock()
   const deadline = block.timestamp + 120n
   const signature = await newWallet.signTypedData({
-    domain: { name: 'ERC8004IdentityRegistry', version: '1', chainId: CHAIN_ID, verifyingContract: identityRegistry },
+    domain: {
+      name: 'ERC8004IdentityRegistry',
+      version: '1',
+      chainId: CHAIN_ID,
+      verifyingContract: identityRegistry,
+    },
     types: {
       AgentWalletSet: [
         { name: 'agentId', type: 'uint256' },
@@ -86,7 +104,12 @@ export async function setAgentWallet(
 }
 
 /** ERC-721 `setApprovalForAll`: lets `operator` (the device) send validation requests for the owner's agents. */
-export async function approveOperator(ownerWallet: SvcWalletClient, pub: SvcPublicClient, identityRegistry: Address, operator: Address): Promise<void> {
+export async function approveOperator(
+  ownerWallet: SvcWalletClient,
+  pub: SvcPublicClient,
+  identityRegistry: Address,
+  operator: Address,
+): Promise<void> {
   const hash = await ownerWallet.writeContract({
     address: identityRegistry,
     abi: identityRegistryAbi,

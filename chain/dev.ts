@@ -30,7 +30,10 @@ export interface DevChainOptions {
 }
 
 export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChain> {
-  const anvil = await startAnvil({ ...(opts.port !== undefined ? { port: opts.port } : {}), ...(opts.host ? { host: opts.host } : {}) })
+  const anvil = await startAnvil({
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    ...(opts.host ? { host: opts.host } : {}),
+  })
   try {
     const accounts = devAccounts()
     const pub = publicClientFor(anvil.rpcUrl)
@@ -72,7 +75,10 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
  * funds it from the deployer, sets it as the agent's verified wallet and approves it as
  * operator. `svc chain dev` does this for <SVC_HOME>/device.key.
  */
-export async function enrolDevice(info: { rpcUrl: string; identityRegistry: Address; agentId: string; accounts: DevAccounts }, devicePrivateKey: `0x${string}`): Promise<Address> {
+export async function enrolDevice(
+  info: { rpcUrl: string; identityRegistry: Address; agentId: string; accounts: DevAccounts },
+  devicePrivateKey: `0x${string}`,
+): Promise<Address> {
   const pub = publicClientFor(info.rpcUrl)
   const deployer = walletClientFor(info.rpcUrl, info.accounts.deployer.privateKey)
   const owner = walletClientFor(info.rpcUrl, info.accounts.owner.privateKey)

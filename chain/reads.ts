@@ -6,7 +6,9 @@ import type { ValidationRow } from '../records/verify-row.ts'
 import { identityRegistryAbi, validationRegistryAbi } from './abi.ts'
 import type { SvcPublicClient } from './clients.ts'
 
-export type ReadResult<T> = { ok: true; value: T } | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
+export type ReadResult<T> =
+  | { ok: true; value: T }
+  | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
 
 function revertReason(err: unknown): string | undefined {
   if (!(err instanceof BaseError)) return undefined
@@ -23,7 +25,11 @@ function asFailure(err: unknown): { ok: false; kind: 'unknown' | 'reverted' | 'u
 }
 
 /** ERC-8004 getValidationStatus(bytes32) → (validator, agentId, response, responseHash, tag, lastUpdate). */
-export async function readValidationStatus(client: SvcPublicClient, validationRegistry: Address, requestHash: Hex): Promise<ReadResult<ValidationRow>> {
+export async function readValidationStatus(
+  client: SvcPublicClient,
+  validationRegistry: Address,
+  requestHash: Hex,
+): Promise<ReadResult<ValidationRow>> {
   try {
     const [validator, agentId, response, responseHash, tag, lastUpdate] = await client.readContract({
       address: validationRegistry,
@@ -38,9 +44,18 @@ export async function readValidationStatus(client: SvcPublicClient, validationRe
 }
 
 /** ERC-721 ownerOf(agentId); a nonexistent agent is `reverted`. */
-export async function readOwnerOf(client: SvcPublicClient, identityRegistry: Address, agentId: bigint): Promise<ReadResult<Address>> {
+export async function readOwnerOf(
+  client: SvcPublicClient,
+  identityRegistry: Address,
+  agentId: bigint,
+): Promise<ReadResult<Address>> {
   try {
-    const owner = await client.readContract({ address: identityRegistry, abi: identityRegistryAbi, functionName: 'ownerOf', args: [agentId] })
+    const owner = await client.readContract({
+      address: identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'ownerOf',
+      args: [agentId],
+    })
     return { ok: true, value: owner }
   } catch (err) {
     return asFailure(err)
@@ -48,9 +63,18 @@ export async function readOwnerOf(client: SvcPublicClient, identityRegistry: Add
 }
 
 /** ERC-8004 getAgentWallet(agentId): the agent's verified wallet (zero after a transfer). */
-export async function readAgentWallet(client: SvcPublicClient, identityRegistry: Address, agentId: bigint): Promise<ReadResult<Address>> {
+export async function readAgentWallet(
+  client: SvcPublicClient,
+  identityRegistry: Address,
+  agentId: bigint,
+): Promise<ReadResult<Address>> {
   try {
-    const w = await client.readContract({ address: identityRegistry, abi: identityRegistryAbi, functionName: 'getAgentWallet', args: [agentId] })
+    const w = await client.readContract({
+      address: identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'getAgentWallet',
+      args: [agentId],
+    })
     return { ok: true, value: w }
   } catch (err) {
     return asFailure(err)

@@ -76,13 +76,18 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
     now,
   }
   // Unknown body properties are refused, not silently dropped (Fastify's default strips them).
-  const app = Fastify({ logger: o.logger ?? false, trustProxy: config.trustProxy, ajv: { customOptions: { removeAdditional: false } } })
+  const app = Fastify({
+    logger: o.logger ?? false,
+    trustProxy: config.trustProxy,
+    ajv: { customOptions: { removeAdditional: false } },
+  })
   try {
     installErrorHandler(app)
     await app.register(cookie, { secret: await cookieSecret(config) })
     await app.register(rateLimit, {
       global: false,
-      errorResponseBuilder: (_req, c) => new HttpError(429, `rate limited: at most ${c.max} requests per ${c.after}; retry later`),
+      errorResponseBuilder: (_req, c) =>
+        new HttpError(429, `rate limited: at most ${c.max} requests per ${c.after}; retry later`),
     })
     await app.register(swagger, {
       openapi: {

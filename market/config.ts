@@ -42,10 +42,21 @@ export interface MarketConfig {
   chain: MarketChainConfig | null
   chainFile: string | null
   /** `[chain]` values given beside `file`; they win over the file's. */
-  chainOverrides?: { attestor: Address | undefined; payout: Address | undefined; batchSize: number; concurrency: number }
+  chainOverrides?: {
+    attestor: Address | undefined
+    payout: Address | undefined
+    batchSize: number
+    concurrency: number
+  }
   ipfsApi: string | null
   samples: boolean
-  rateLimits: { challenges: RateLimit; keys: RateLimit; verify: RateLimit; purchase: RateLimit; signIn: RateLimit }
+  rateLimits: {
+    challenges: RateLimit
+    keys: RateLimit
+    verify: RateLimit
+    purchase: RateLimit
+    signIn: RateLimit
+  }
 }
 
 export const DEFAULT_CHAIN_ID = 10143
@@ -85,7 +96,8 @@ class ConfigError extends Error {}
 function str(t: Table, key: string, where: string): string | undefined {
   const v = t[key]
   if (v === undefined) return undefined
-  if (typeof v !== 'string' || v.length === 0) throw new ConfigError(`${where}${key} must be a non-empty string`)
+  if (typeof v !== 'string' || v.length === 0)
+    throw new ConfigError(`${where}${key} must be a non-empty string`)
   return v
 }
 function int(t: Table, key: string, where: string, min: number, max: number): number | undefined {
@@ -109,7 +121,8 @@ function addr(t: Table, key: string, where: string): Address | undefined {
   return getAddress(v)
 }
 function checkKeys(t: Table, allowed: string[], where: string): void {
-  for (const k of Object.keys(t)) if (!allowed.includes(k)) throw new ConfigError(`${where}${k} is not a known setting`)
+  for (const k of Object.keys(t))
+    if (!allowed.includes(k)) throw new ConfigError(`${where}${k} is not a known setting`)
 }
 
 /** Parse market.toml text. `file` is used in messages and to resolve relative paths. */
@@ -124,7 +137,24 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     const base = dirname(resolve(file))
     const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p))
     const c = defaultConfig(defaultDataDir)
-    checkKeys(doc, ['displayName', 'host', 'port', 'publicUrl', 'trustProxy', 'dataDir', 'session', 'challenge', 'chain', 'ipfs', 'samples', 'rateLimit'], '')
+    checkKeys(
+      doc,
+      [
+        'displayName',
+        'host',
+        'port',
+        'publicUrl',
+        'trustProxy',
+        'dataDir',
+        'session',
+        'challenge',
+        'chain',
+        'ipfs',
+        'samples',
+        'rateLimit',
+      ],
+      '',
+    )
     c.displayName = str(doc, 'displayName', '') ?? c.displayName
     if (/[\r\n]/.test(c.displayName)) throw new ConfigError('displayName must be one line')
     c.host = str(doc, 'host', '') ?? c.host
@@ -137,7 +167,8 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
       } catch {
         throw new ConfigError('publicUrl must be an absolute http(s) URL')
       }
-      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError('publicUrl must be an absolute http(s) URL')
+      if (u.protocol !== 'http:' && u.protocol !== 'https:')
+        throw new ConfigError('publicUrl must be an absolute http(s) URL')
       c.publicUrl = u.origin
     }
     c.trustProxy = bool(doc, 'trustProxy', '') ?? c.trustProxy
@@ -147,9 +178,11 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     if (doc.session !== undefined) {
       if (!isTable(doc.session)) throw new ConfigError('[session] must be a table')
       checkKeys(doc.session, ['lifetimeSeconds', 'cookieSecret'], 'session.')
-      c.sessionSeconds = int(doc.session, 'lifetimeSeconds', 'session.', 60, 366 * 24 * 3600) ?? c.sessionSeconds
+      c.sessionSeconds =
+        int(doc.session, 'lifetimeSeconds', 'session.', 60, 366 * 24 * 3600) ?? c.sessionSeconds
       c.cookieSecret = str(doc.session, 'cookieSecret', 'session.') ?? null
-      if (c.cookieSecret !== null && c.cookieSecret.length < 32) throw new ConfigError('session.cookieSecret must be at least 32 characters')
+      if (c.cookieSecret !== null && c.cookieSecret.length < 32)
+        throw new ConfigError('session.cookieSecret must be at least 32 characters')
     }
     if (doc.challenge !== undefined) {
       if (!isTable(doc.challenge)) throw new ConfigError('[challenge] must be a table')
@@ -164,7 +197,21 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     if (doc.chain !== undefined) {
       const t = doc.chain
       if (!isTable(t)) throw new ConfigError('[chain] must be a table')
-      checkKeys(t, ['file', 'rpcUrl', 'chainId', 'identityRegistry', 'validationRegistry', 'attestor', 'payout', 'batchSize', 'concurrency'], 'chain.')
+      checkKeys(
+        t,
+        [
+          'file',
+          'rpcUrl',
+          'chainId',
+          'identityRegistry',
+          'validationRegistry',
+          'attestor',
+          'payout',
+          'batchSize',
+          'concurrency',
+        ],
+        'chain.',
+      )
       const f = str(t, 'file', 'chain.')
       if (f) c.chainFile = abs(f)
       const rpcUrl = str(t, 'rpcUrl', 'chain.')
@@ -190,7 +237,12 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         throw new ConfigError('chain.rpcUrl is required when registry addresses are set')
       }
       // Values set in [chain] beside `file` override the file's (e.g. a real payout address).
-      c.chainOverrides = { attestor: addr(t, 'attestor', 'chain.'), payout: addr(t, 'payout', 'chain.'), batchSize, concurrency }
+      c.chainOverrides = {
+        attestor: addr(t, 'attestor', 'chain.'),
+        payout: addr(t, 'payout', 'chain.'),
+        batchSize,
+        concurrency,
+      }
     }
     if (doc.rateLimit !== undefined) {
       if (!isTable(doc.rateLimit)) throw new ConfigError('[rateLimit] must be a table')
@@ -202,7 +254,8 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         checkKeys(r, ['max', 'windowSeconds'], `rateLimit.${name}.`)
         c.rateLimits[name] = {
           max: int(r, 'max', `rateLimit.${name}.`, 1, 1_000_000) ?? c.rateLimits[name].max,
-          windowSeconds: int(r, 'windowSeconds', `rateLimit.${name}.`, 1, 86_400) ?? c.rateLimits[name].windowSeconds,
+          windowSeconds:
+            int(r, 'windowSeconds', `rateLimit.${name}.`, 1, 86_400) ?? c.rateLimits[name].windowSeconds,
         }
       }
     }

@@ -3,7 +3,13 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chainFilePath } from '../chain/chain-file.ts'
 import { buildMarketApp, type MarketApp, type MarketAppOptions } from './app.ts'
-import { type ConfigResult, type MarketConfig, defaultConfig, parseMarketConfig, resolveChain } from './config.ts'
+import {
+  type ConfigResult,
+  type MarketConfig,
+  defaultConfig,
+  parseMarketConfig,
+  resolveChain,
+} from './config.ts'
 
 export interface LoadOptions {
   /** market.toml; when absent, `<home>/market.toml` is read if it exists, else the defaults. */
@@ -18,10 +24,17 @@ export async function loadMarketConfig(o: LoadOptions): Promise<ConfigResult> {
   try {
     text = await readFile(file, 'utf8')
   } catch (err) {
-    if (o.file !== undefined) return { ok: false, error: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}` }
+    if (o.file !== undefined)
+      return {
+        ok: false,
+        error: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}`,
+      }
   }
   const defaultDataDir = join(o.home, 'market')
-  const parsed: ConfigResult = text === null ? { ok: true, config: defaultConfig(defaultDataDir) } : parseMarketConfig(text, file, defaultDataDir)
+  const parsed: ConfigResult =
+    text === null
+      ? { ok: true, config: defaultConfig(defaultDataDir) }
+      : parseMarketConfig(text, file, defaultDataDir)
   if (!parsed.ok) return parsed
   return resolveChain(parsed.config, chainFilePath(o.home))
 }
@@ -31,12 +44,18 @@ export interface RunningMarket extends MarketApp {
 }
 
 /** Checks the RPC serves the configured chain id, then listens. */
-export async function startMarketServer(config: MarketConfig, opts: Omit<MarketAppOptions, 'config'> = {}): Promise<RunningMarket> {
+export async function startMarketServer(
+  config: MarketConfig,
+  opts: Omit<MarketAppOptions, 'config'> = {},
+): Promise<RunningMarket> {
   const m = await buildMarketApp({ ...opts, config })
   try {
     const id = await m.ctx.chain.chainId()
     if (!id.ok) throw new Error(`chain ${config.chain!.rpcUrl} unreachable: ${id.error}`)
-    if (id.value !== config.chain!.chainId) throw new Error(`chain ${config.chain!.rpcUrl} has chain id ${id.value}, expected ${config.chain!.chainId}`)
+    if (id.value !== config.chain!.chainId)
+      throw new Error(
+        `chain ${config.chain!.rpcUrl} has chain id ${id.value}, expected ${config.chain!.chainId}`,
+      )
     const address = await m.app.listen({ host: config.host, port: config.port })
     return { ...m, url: address }
   } catch (err) {

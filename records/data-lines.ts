@@ -19,16 +19,22 @@ export function checkRecordFiles(dataText: string, requestsText: string): Reques
   const data = splitLines(dataText)
   const reqs = splitLines(requestsText)
   if (data.length !== reqs.length) {
-    return { ok: false, error: `operations.jsonl has ${data.length} lines but operation-requests.txt has ${reqs.length}` }
+    return {
+      ok: false,
+      error: `operations.jsonl has ${data.length} lines but operation-requests.txt has ${reqs.length}`,
+    }
   }
   const seen = new Map<string, number>()
   for (let i = 0; i < reqs.length; i++) {
     const r = (reqs[i] ?? '').trim()
-    if (r === '') return { ok: false, error: `operation-requests.txt line ${i + 1}: blank (line not attested yet)` }
-    if (!/^0x[0-9a-fA-F]{64}$/.test(r)) return { ok: false, error: `operation-requests.txt line ${i + 1}: not a 32-byte hex hash` }
+    if (r === '')
+      return { ok: false, error: `operation-requests.txt line ${i + 1}: blank (line not attested yet)` }
+    if (!/^0x[0-9a-fA-F]{64}$/.test(r))
+      return { ok: false, error: `operation-requests.txt line ${i + 1}: not a 32-byte hex hash` }
     const key = r.toLowerCase()
     const first = seen.get(key)
-    if (first !== undefined) return { ok: false, error: `operation-requests.txt line ${i + 1}: same request hash as line ${first}` }
+    if (first !== undefined)
+      return { ok: false, error: `operation-requests.txt line ${i + 1}: same request hash as line ${first}` }
     seen.set(key, i + 1)
   }
   return { ok: true, hashes: reqs.map((r) => r.trim()) }

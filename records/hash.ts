@@ -23,5 +23,9 @@ export function isHash(v: unknown): v is Hex {
  *  as viem's hashMessage, at twice its speed, which matters at thousands of lines a second). */
 export function personalMessageDigest(line: string): Uint8Array {
   const bytes = utf8ToBytes(line)
-  return keccak_256.create().update(utf8ToBytes(`\x19Ethereum Signed Message:\n${bytes.length}`)).update(bytes).digest()
+  return keccak_256
+    .create()
+    .update(utf8ToBytes(`\x19Ethereum Signed Message:\n${bytes.length}`))
+    .update(bytes)
+    .digest()
 }

@@ -25,19 +25,25 @@ export type Checked<T> = { ok: true; value: T } | { ok: false; error: string }
 
 /** Shape check of an uploaded manifest; the error names the field (`rows[3].paramsHash: …`). */
 export function checkManifest(raw: unknown): Checked<Manifest> {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { ok: false, error: 'manifest: expected a JSON object' }
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    return { ok: false, error: 'manifest: expected a JSON object' }
   const m = raw as Record<string, unknown>
   if (m.version !== MANIFEST_VERSION) return { ok: false, error: 'version: must be 1' }
   if (m.chainId !== MANIFEST_CHAIN_ID) return { ok: false, error: 'chainId: must be 10143' }
-  if (typeof m.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(m.agentId)) return { ok: false, error: 'agentId: must be a decimal string' }
+  if (typeof m.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(m.agentId))
+    return { ok: false, error: 'agentId: must be a decimal string' }
   if (!Array.isArray(m.rows)) return { ok: false, error: 'rows: must be an array' }
-  if (m.rows.length > MAX_MANIFEST_ROWS) return { ok: false, error: `rows: at most ${MAX_MANIFEST_ROWS} items (got ${m.rows.length})` }
+  if (m.rows.length > MAX_MANIFEST_ROWS)
+    return { ok: false, error: `rows: at most ${MAX_MANIFEST_ROWS} items (got ${m.rows.length})` }
   const rows: ManifestRow[] = []
   for (let i = 0; i < m.rows.length; i++) {
     const r = m.rows[i] as Record<string, unknown> | null
-    if (typeof r !== 'object' || r === null || Array.isArray(r)) return { ok: false, error: `rows[${i}]: expected an object` }
-    if (!isHash(r.paramsHash)) return { ok: false, error: `rows[${i}].paramsHash: must be a 0x-prefixed 32-byte hex hash` }
-    if (!isHash(r.requestHash)) return { ok: false, error: `rows[${i}].requestHash: must be a 0x-prefixed 32-byte hex hash` }
+    if (typeof r !== 'object' || r === null || Array.isArray(r))
+      return { ok: false, error: `rows[${i}]: expected an object` }
+    if (!isHash(r.paramsHash))
+      return { ok: false, error: `rows[${i}].paramsHash: must be a 0x-prefixed 32-byte hex hash` }
+    if (!isHash(r.requestHash))
+      return { ok: false, error: `rows[${i}].requestHash: must be a 0x-prefixed 32-byte hex hash` }
     rows.push({ paramsHash: r.paramsHash, requestHash: r.requestHash })
   }
   return { ok: true, value: { version: 1, chainId: 10143, agentId: m.agentId, rows } }
@@ -47,18 +53,27 @@ export function checkManifest(raw: unknown): Checked<Manifest> {
 export function checkManifestAgainstData(manifest: Manifest, dataText: string): Checked<true> {
   const lines = splitLines(dataText)
   if (lines.length !== manifest.rows.length) {
-    return { ok: false, error: `manifest has ${manifest.rows.length} rows but the data file has ${lines.length} lines` }
+    return {
+      ok: false,
+      error: `manifest has ${manifest.rows.length} rows but the data file has ${lines.length} lines`,
+    }
   }
   for (let i = 0; i < lines.length; i++) {
     const want = manifest.rows[i]!.paramsHash.toLowerCase()
-    if (lineHash(lines[i]!) !== want) return { ok: false, error: `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}` }
+    if (lineHash(lines[i]!) !== want)
+      return { ok: false, error: `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}` }
   }
   return { ok: true, value: true }
 }
 
 /** The manifest for a data file and its request hashes (line n ↔ line n). */
-export function buildManifest(agentId: string, lines: readonly string[], requestHashes: readonly Hex[]): Manifest {
-  if (lines.length !== requestHashes.length) throw new Error(`${lines.length} lines but ${requestHashes.length} request hashes`)
+export function buildManifest(
+  agentId: string,
+  lines: readonly string[],
+  requestHashes: readonly Hex[],
+): Manifest {
+  if (lines.length !== requestHashes.length)
+    throw new Error(`${lines.length} lines but ${requestHashes.length} request hashes`)
   return {
     version: 1,
     chainId: 10143,

@@ -25,5 +25,13 @@ const PARAMS = [
 ] as const
 
 export function requestHashFor(i: RequestHashInput): Hex {
-  return keccak256(encodeAbiParameters(PARAMS, ['svc.request.v1', BigInt(i.chainId), i.storeId, BigInt(i.seq), i.paramsHash]))
+  return keccak256(
+    encodeAbiParameters(PARAMS, [
+      'svc.request.v1',
+      BigInt(i.chainId),
+      i.storeId,
+      BigInt(i.seq),
+      i.paramsHash,
+    ]),
+  )
 }

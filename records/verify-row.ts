@@ -26,15 +26,26 @@ export type RowCheck = { ok: true } | { ok: false; condition: RowCondition; erro
 
 export function checkValidationRow(row: ValidationRow, want: RowExpectation): RowCheck {
   const agent = typeof want.agentId === 'bigint' ? want.agentId : BigInt(want.agentId)
-  if (row.agentId !== agent) return { ok: false, condition: 1, error: `agent: the row is for agent ${row.agentId}, expected ${agent}` }
+  if (row.agentId !== agent)
+    return { ok: false, condition: 1, error: `agent: the row is for agent ${row.agentId}, expected ${agent}` }
   if (row.validator.toLowerCase() !== want.attestor.toLowerCase()) {
-    return { ok: false, condition: 2, error: `validator: the row was answered by ${row.validator}, expected the attestor ${want.attestor}` }
+    return {
+      ok: false,
+      condition: 2,
+      error: `validator: the row was answered by ${row.validator}, expected the attestor ${want.attestor}`,
+    }
   }
-  if (row.response !== ATTEST_RESPONSE) return { ok: false, condition: 3, error: `response: ${row.response}, expected ${ATTEST_RESPONSE}` }
+  if (row.response !== ATTEST_RESPONSE)
+    return { ok: false, condition: 3, error: `response: ${row.response}, expected ${ATTEST_RESPONSE}` }
   if (row.responseHash.toLowerCase() !== want.paramsHash.toLowerCase()) {
-    return { ok: false, condition: 4, error: `responseHash: ${row.responseHash} does not equal keccak256 of the line (${want.paramsHash})` }
+    return {
+      ok: false,
+      condition: 4,
+      error: `responseHash: ${row.responseHash} does not equal keccak256 of the line (${want.paramsHash})`,
+    }
   }
   // The verify route accepts an empty tag ("when tag is set"); a set tag must be ours.
-  if (row.tag !== '' && row.tag !== ATTEST_TAG) return { ok: false, condition: 5, error: `tag: "${row.tag}", expected "${ATTEST_TAG}"` }
+  if (row.tag !== '' && row.tag !== ATTEST_TAG)
+    return { ok: false, condition: 5, error: `tag: "${row.tag}", expected "${ATTEST_TAG}"` }
   return { ok: true }
 }

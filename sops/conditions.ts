@@ -61,12 +61,18 @@ export function parseCondition(src: string): ParseResult {
         break
       }
     }
-    if (!op || at < 0) return { ok: false, error: `no operator in "${s}" (expected one of ${OPERATORS.join(' ')})` }
+    if (!op || at < 0)
+      return { ok: false, error: `no operator in "${s}" (expected one of ${OPERATORS.join(' ')})` }
     const pathText = s.slice(1, at).trim()
-    if (/[=!]$/.test(pathText)) return { ok: false, error: `malformed operator "${pathText.slice(-1)}${op}" (expected one of ${OPERATORS.join(' ')})` }
+    if (/[=!]$/.test(pathText))
+      return {
+        ok: false,
+        error: `malformed operator "${pathText.slice(-1)}${op}" (expected one of ${OPERATORS.join(' ')})`,
+      }
     let path: string[] = []
     if (pathText !== '') {
-      if (!pathText.startsWith('.')) return { ok: false, error: `path must be written $.field.field, got "$${pathText}"` }
+      if (!pathText.startsWith('.'))
+        return { ok: false, error: `path must be written $.field.field, got "$${pathText}"` }
       path = pathText.slice(1).split('.')
       const bad = path.findIndex((seg) => seg === '' || /\s/.test(seg))
       if (bad >= 0) return { ok: false, error: `empty or spaced segment in path "$${pathText}"` }
@@ -77,7 +83,11 @@ export function parseCondition(src: string): ParseResult {
   }
 
   const op = operatorAt(s, 0)
-  if (!op) return { ok: false, error: `condition must start with "$" or an operator (${OPERATORS.join(' ')}), got "${s}"` }
+  if (!op)
+    return {
+      ok: false,
+      error: `condition must start with "$" or an operator (${OPERATORS.join(' ')}), got "${s}"`,
+    }
   const rest = s.slice(op.length).trim()
   if (rest === '') return { ok: false, error: 'missing the number to compare with after the operator' }
   const n = asNumber(rest)
@@ -110,7 +120,7 @@ export function readPath(value: unknown, path: readonly string[]): unknown {
       if (!/^\d+$/.test(seg)) return undefined
       cur = cur[Number(seg)]
     } else if (cur !== null && typeof cur === 'object') {
-      if (!Object.prototype.hasOwnProperty.call(cur, seg)) return undefined
+      if (!Object.hasOwn(cur, seg)) return undefined
       cur = (cur as Record<string, unknown>)[seg]
     } else {
       return undefined
@@ -153,8 +163,10 @@ export function evaluate(condition: Condition, payload: unknown): boolean {
         const left = readPath(doc, condition.path)
         const leftText = scalarText(left)
         if (leftText === undefined) return false
-        const leftNum = typeof left === 'number' ? left : typeof left === 'string' ? asNumber(left) : undefined
-        const rightNum = condition.value.kind === 'number' ? condition.value.value : asNumber(condition.value.value)
+        const leftNum =
+          typeof left === 'number' ? left : typeof left === 'string' ? asNumber(left) : undefined
+        const rightNum =
+          condition.value.kind === 'number' ? condition.value.value : asNumber(condition.value.value)
         if (leftNum !== undefined && rightNum !== undefined) return compare(leftNum, condition.op, rightNum)
         const rightText = condition.value.kind === 'number' ? condition.value.text : condition.value.value
         return compare(leftText, condition.op, rightText)

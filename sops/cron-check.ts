@@ -4,8 +4,12 @@
 import { CronExpressionParser } from 'cron-parser'
 
 export function cronProblem(expression: string): string | undefined {
-  const fields = expression.trim().split(/\s+/).filter((f) => f !== '')
-  if (fields.length !== 5) return `expected five fields (minute hour day-of-month month day-of-week), got ${fields.length}`
+  const fields = expression
+    .trim()
+    .split(/\s+/)
+    .filter((f) => f !== '')
+  if (fields.length !== 5)
+    return `expected five fields (minute hour day-of-month month day-of-week), got ${fields.length}`
   try {
     CronExpressionParser.parse(fields.join(' '), { strict: false })
   } catch (e) {

@@ -36,17 +36,32 @@ export function stepRoutes(sop: Sop): StepNode[] {
   return sop.steps.map((s) => {
     const following = s.number < count ? s.number + 1 : null
     const routes: Route[] = []
-    if (s.when !== undefined) routes.push({ kind: 'when-false', condition: s.when, target: s.terminal ? null : following })
+    if (s.when !== undefined)
+      routes.push({ kind: 'when-false', condition: s.when, target: s.terminal ? null : following })
     if (s.switch.length > 0) {
-      for (const p of s.switch) routes.push({ kind: 'switch', port: p.name, condition: p.condition, target: p.target })
+      for (const p of s.switch)
+        routes.push({ kind: 'switch', port: p.name, condition: p.condition, target: p.target })
       // A catch-all port (empty condition) means some port always matches.
       if (!s.switch.some((p) => p.condition.trim() === '')) routes.push({ kind: 'switch-none', target: null })
     } else if (s.next !== undefined) routes.push({ kind: 'next', target: s.next })
     else if (s.terminal) routes.push({ kind: 'end', target: null })
     else routes.push({ kind: 'sequence', target: following })
     const f = s.onFailure
-    const onFailure: Route = f.kind === 'retry' ? { kind: 'retry', count: f.count, target: s.number } : f.kind === 'goto' ? { kind: 'on-failure-goto', target: f.step } : { kind: 'on-failure-fail', target: null }
-    return { step: s.number, title: s.title, kind: s.kind, terminal: s.terminal, dependsOn: [...s.dependsOn], routes, onFailure }
+    const onFailure: Route =
+      f.kind === 'retry'
+        ? { kind: 'retry', count: f.count, target: s.number }
+        : f.kind === 'goto'
+          ? { kind: 'on-failure-goto', target: f.step }
+          : { kind: 'on-failure-fail', target: null }
+    return {
+      step: s.number,
+      title: s.title,
+      kind: s.kind,
+      terminal: s.terminal,
+      dependsOn: [...s.dependsOn],
+      routes,
+      onFailure,
+    }
   })
 }
 
@@ -81,11 +96,14 @@ export function graphText(sop: Sop): string {
   for (const n of nodes) {
     const tags = [n.kind !== 'execute' ? n.kind : '', n.terminal ? 'terminal' : ''].filter(Boolean)
     lines.push(`[${n.step}] ${n.title}${tags.length ? ` (${tags.join(', ')})` : ''}`)
-    if (n.dependsOn.length > 0) lines.push(`    depends on: ${n.dependsOn.map((d) => `step ${d}`).join(', ')}`)
+    if (n.dependsOn.length > 0)
+      lines.push(`    depends on: ${n.dependsOn.map((d) => `step ${d}`).join(', ')}`)
     for (const r of n.routes) lines.push(`    ${routeText(r)}`)
     lines.push(`    ${routeText(n.onFailure)}`)
   }
   const terminals = nodes.filter((n) => n.terminal).map((n) => n.step)
-  lines.push(`terminal steps: ${terminals.length ? terminals.join(', ') : 'none (the run completes after the last step)'}`)
+  lines.push(
+    `terminal steps: ${terminals.length ? terminals.join(', ') : 'none (the run completes after the last step)'}`,
+  )
   return lines.join('\n')
 }

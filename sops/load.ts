@@ -22,27 +22,48 @@ async function readText(path: string): Promise<{ ok: true; text: string } | { ok
     return { ok: true, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    return { ok: false, error: code === 'ENOENT' ? 'file is missing' : code === 'EISDIR' ? 'is a directory, not a file' : `cannot read: ${(e as Error).message}` }
+    return {
+      ok: false,
+      error:
+        code === 'ENOENT'
+          ? 'file is missing'
+          : code === 'EISDIR'
+            ? 'is a directory, not a file'
+            : `cannot read: ${(e as Error).message}`,
+    }
   }
 }
 
 /** Parse one SOP directory without deciding whether it loads (errors are kept with the SOP). */
-export async function readSopDir(dir: string, pkg?: string): Promise<{ parsed?: ParsedSop; diagnostics: Diagnostic[] }> {
+export async function readSopDir(
+  dir: string,
+  pkg?: string,
+): Promise<{ parsed?: ParsedSop; diagnostics: Diagnostic[] }> {
   const tomlPath = join(dir, SOP_TOML)
   const mdPath = join(dir, SOP_MD)
   const [toml, md] = await Promise.all([readText(tomlPath), readText(mdPath)])
   const missing: Diagnostic[] = []
-  if (!toml.ok) missing.push({ file: tomlPath, line: 1, message: `${SOP_TOML}: ${toml.error}`, severity: 'error' })
+  if (!toml.ok)
+    missing.push({ file: tomlPath, line: 1, message: `${SOP_TOML}: ${toml.error}`, severity: 'error' })
   if (!md.ok) missing.push({ file: mdPath, line: 1, message: `${SOP_MD}: ${md.error}`, severity: 'error' })
   if (!toml.ok || !md.ok) return { diagnostics: missing }
-  const parsed = parseSop({ dir, tomlPath, tomlText: toml.text, mdPath, mdText: md.text, ...(pkg !== undefined ? { package: pkg } : {}) })
+  const parsed = parseSop({
+    dir,
+    tomlPath,
+    tomlText: toml.text,
+    mdPath,
+    mdText: md.text,
+    ...(pkg !== undefined ? { package: pkg } : {}),
+  })
   return { parsed, diagnostics: parsed.diagnostics }
 }
 
 /** One SOP directory. `sop` is set only when there are no errors. */
 export async function loadSop(dir: string): Promise<LoadedSop> {
   const r = await readSopDir(dir)
-  return r.parsed && !hasErrors(r.diagnostics) ? { sop: r.parsed.sop, diagnostics: r.diagnostics } : { diagnostics: r.diagnostics }
+  return r.parsed && !hasErrors(r.diagnostics)
+    ? { sop: r.parsed.sop, diagnostics: r.diagnostics }
+    : { diagnostics: r.diagnostics }
 }
 
 export async function isDir(path: string): Promise<boolean> {
@@ -67,14 +88,17 @@ async function subdirs(dir: string): Promise<string[]> {
   const byName = new Map(entries.filter((e) => !e.name.startsWith('.')).map((e) => [e.name, e]))
   const names = [...byName.keys()].sort()
   // Symlinks count when they point at a directory (a package linked into the sops dir).
-  const flags = await Promise.all(names.map(async (n) => {
-    const e = byName.get(n)
-    return e?.isDirectory() === true || (e?.isSymbolicLink() === true && (await isDir(join(dir, n))))
-  }))
+  const flags = await Promise.all(
+    names.map(async (n) => {
+      const e = byName.get(n)
+      return e?.isDirectory() === true || (e?.isSymbolicLink() === true && (await isDir(join(dir, n))))
+    }),
+  )
   return names.filter((_, i) => flags[i])
 }
 
-const looksLikeSop = async (dir: string): Promise<boolean> => (await exists(join(dir, SOP_TOML))) || (await exists(join(dir, SOP_MD)))
+const looksLikeSop = async (dir: string): Promise<boolean> =>
+  (await exists(join(dir, SOP_TOML))) || (await exists(join(dir, SOP_MD)))
 
 export interface FoundDir {
   dir: string
@@ -94,11 +118,20 @@ export async function findSopDirs(sopsDir: string): Promise<{ dirs: FoundDir[]; 
       // A plugin package: `<sopsDir>/<package>/<sop>/`.
       const children = await subdirs(dir)
       const flags = await Promise.all(children.map((c) => looksLikeSop(join(dir, c))))
-      return { name, dirs: children.filter((_, i) => flags[i]).map((c) => ({ dir: join(dir, c), package: name })) }
+      return {
+        name,
+        dirs: children.filter((_, i) => flags[i]).map((c) => ({ dir: join(dir, c), package: name })),
+      }
     }),
   )
   for (const f of found) {
-    if (f.dirs.length === 0) diagnostics.push({ file: join(sopsDir, f.name), line: 1, message: `neither a SOP (no ${SOP_TOML} or ${SOP_MD}) nor a package of SOPs; ignored`, severity: 'warning' })
+    if (f.dirs.length === 0)
+      diagnostics.push({
+        file: join(sopsDir, f.name),
+        line: 1,
+        message: `neither a SOP (no ${SOP_TOML} or ${SOP_MD}) nor a package of SOPs; ignored`,
+        severity: 'warning',
+      })
     dirs.push(...f.dirs)
   }
   return { dirs, diagnostics }
@@ -128,7 +161,12 @@ export async function loadAll(sopsDir: string): Promise<LoadAll> {
     if (group.length < 2) continue
     for (const p of group) {
       const others = group.filter((o) => o !== p).map((o) => `${o.sop.tomlPath}:${o.nameLine}`)
-      const d: Diagnostic = { file: p.sop.tomlPath, line: p.nameLine, message: `duplicate SOP name "${name}" (also in ${others.join(', ')})`, severity: 'error' }
+      const d: Diagnostic = {
+        file: p.sop.tomlPath,
+        line: p.nameLine,
+        message: `duplicate SOP name "${name}" (also in ${others.join(', ')})`,
+        severity: 'error',
+      }
       diagnostics.push(d)
       p.diagnostics.push(d)
     }

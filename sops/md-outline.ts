@@ -36,7 +36,19 @@ export interface Outline {
 
 // Only block structure matters here (titles and bullet values are read from the raw lines), so
 // the inline constructs are switched off: a third less work per file, same positions.
-const INLINE = ['attention', 'autolink', 'characterEscape', 'characterReference', 'codeText', 'htmlText', 'labelStartImage', 'labelStartLink', 'labelEnd', 'hardBreakEscape', 'hardBreakTrailing']
+const INLINE = [
+  'attention',
+  'autolink',
+  'characterEscape',
+  'characterReference',
+  'codeText',
+  'htmlText',
+  'labelStartImage',
+  'labelStartLink',
+  'labelEnd',
+  'hardBreakEscape',
+  'hardBreakTrailing',
+]
 
 export function outline(text: string): Outline {
   const parser = parse({ extensions: [{ disable: { null: INLINE } }] })
@@ -44,7 +56,13 @@ export function outline(text: string): Outline {
   const headings: Heading[] = []
   const codeLines = new Set<number>()
   // Lists in document order with their depth, and item prefixes attributed to the innermost list.
-  interface ListInfo { ordered: boolean; depth: number; start: number; end: number; items: ItemSpan[] }
+  interface ListInfo {
+    ordered: boolean
+    depth: number
+    start: number
+    end: number
+    items: ItemSpan[]
+  }
   const lists: ListInfo[] = []
   const stack: ListInfo[] = []
   let headingLevel = 0
@@ -76,14 +94,26 @@ export function outline(text: string): Outline {
           break
         case 'listOrdered':
         case 'listUnordered': {
-          const info: ListInfo = { ordered: type === 'listOrdered', depth: stack.length, start: tok.start.line, end: tok.end.line, items: [] }
+          const info: ListInfo = {
+            ordered: type === 'listOrdered',
+            depth: stack.length,
+            start: tok.start.line,
+            end: tok.end.line,
+            items: [],
+          }
           lists.push(info)
           stack.push(info)
           break
         }
         case 'listItemPrefix': {
           const top = stack[stack.length - 1]
-          if (top) top.items.push({ start: tok.start.line, end: tok.start.line, contentColumn: tok.end.column, written: 0 })
+          if (top)
+            top.items.push({
+              start: tok.start.line,
+              end: tok.start.line,
+              contentColumn: tok.end.column,
+              written: 0,
+            })
           break
         }
         case 'listItemValue': {
@@ -94,7 +124,8 @@ export function outline(text: string): Outline {
         }
       }
     } else {
-      if (type === 'atxHeading' || type === 'setextHeading') headings.push({ level: headingLevel, text: headingText.trim(), line: headingLine })
+      if (type === 'atxHeading' || type === 'setextHeading')
+        headings.push({ level: headingLevel, text: headingText.trim(), line: headingLine })
       if (type === 'listOrdered' || type === 'listUnordered') stack.pop()
     }
   }

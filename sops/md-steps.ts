@@ -67,15 +67,19 @@ function leadingSpaces(line: string): number {
 
 export function parseStepsMarkdown(text: string, file: string): StepsResult {
   const diagnostics: Diagnostic[] = []
-  const err = (line: number, message: string): void => void diagnostics.push({ file, line, message, severity: 'error' })
-  const warn = (line: number, message: string): void => void diagnostics.push({ file, line, message, severity: 'warning' })
+  const err = (line: number, message: string): void =>
+    void diagnostics.push({ file, line, message, severity: 'error' })
+  const warn = (line: number, message: string): void =>
+    void diagnostics.push({ file, line, message, severity: 'warning' })
   const o = outline(text)
   if (!o.steps) {
     err(1, 'no "## Steps" section (SOP.md must contain a "## Steps" heading followed by numbered steps)')
     return { steps: [], diagnostics, stepsLine: 1 }
   }
-  for (const extra of o.stepsHeadings.slice(1)) err(extra.line, `a second "## Steps" section (the first is at line ${o.steps.line}); only one is read`)
-  for (const line of o.strayBullets) warn(line, 'bullet item in "## Steps" is not a step (steps are numbered items: "1. **Title** …")')
+  for (const extra of o.stepsHeadings.slice(1))
+    err(extra.line, `a second "## Steps" section (the first is at line ${o.steps.line}); only one is read`)
+  for (const line of o.strayBullets)
+    warn(line, 'bullet item in "## Steps" is not a step (steps are numbered items: "1. **Title** …")')
   if (o.items.length === 0) {
     err(o.steps.line, '"## Steps" has no numbered steps')
     return { steps: [], diagnostics, stepsLine: o.steps.line }
@@ -84,7 +88,11 @@ export function parseStepsMarkdown(text: string, file: string): StepsResult {
   // disagree with positions (`1. 2. 4.`) mislead anyone writing `next: 4`, so say so once.
   const allSame = o.items.every((it) => it.written === o.items[0]?.written)
   const off = allSame ? undefined : o.items.find((it, i) => it.written !== i + 1)
-  if (off) warn(off.start, `this item is written as ${off.written}. but is step ${o.items.indexOf(off) + 1} (steps are numbered by position; next/goto/depends_on use positions)`)
+  if (off)
+    warn(
+      off.start,
+      `this item is written as ${off.written}. but is step ${o.items.indexOf(off) + 1} (steps are numbered by position; next/goto/depends_on use positions)`,
+    )
   const lines = text.split(/\r?\n/)
   const steps = o.items.map((item, i) => readStep(i + 1, item, lines, o.codeLines, file, err))
   return { steps, diagnostics, stepsLine: o.steps.line }
@@ -103,9 +111,15 @@ function readStep(
   let bodyFirst = ''
   const bold = TITLE_BOLD.exec(first)
   if (bold) {
-    title = (bold[2] ?? '').trim().replace(/[:：]$/, '').trim()
+    title = (bold[2] ?? '')
+      .trim()
+      .replace(/[:：]$/, '')
+      .trim()
     // SOP-NOTES: a separator `—`, `–` or `-` after the title is dropped (and `:`, the other habit).
-    bodyFirst = first.slice(bold[0].length).trim().replace(/^([—–:]|-(?!-))\s*/, '')
+    bodyFirst = first
+      .slice(bold[0].length)
+      .trim()
+      .replace(/^([—–:]|-(?!-))\s*/, '')
   }
   const body: string[] = bodyFirst ? [bodyFirst] : []
   const bullets: Bullet[] = []
@@ -148,7 +162,12 @@ function readStep(
   return step
 }
 
-function toolList(value: string, key: string, line: number, err: (line: number, message: string) => void): string[] {
+function toolList(
+  value: string,
+  key: string,
+  line: number,
+  err: (line: number, message: string) => void,
+): string[] {
   const names = value.split(',').map((s) => s.trim())
   if (names.length === 1 && names[0] === '') {
     err(line, `${key}: is empty (expected comma-separated tool names)`)
@@ -163,14 +182,24 @@ function toolList(value: string, key: string, line: number, err: (line: number, 
   return out
 }
 
-function boolValue(value: string, key: string, line: number, err: (line: number, message: string) => void): boolean {
+function boolValue(
+  value: string,
+  key: string,
+  line: number,
+  err: (line: number, message: string) => void,
+): boolean {
   if (value === 'true') return true
   if (value === 'false') return false
   err(line, `${key}: must be true or false, got "${value}"`)
   return false
 }
 
-function stepNumber(value: string, what: string, line: number, err: (line: number, message: string) => void): number | undefined {
+function stepNumber(
+  value: string,
+  what: string,
+  line: number,
+  err: (line: number, message: string) => void,
+): number | undefined {
   if (/^\d+$/.test(value) && Number(value) >= 1) return Number(value)
   err(line, `${what}: "${value}" is not a step number (steps are numbered from 1)`)
   return undefined
@@ -178,17 +207,25 @@ function stepNumber(value: string, what: string, line: number, err: (line: numbe
 
 /** JSON-Schema-like: an object whose `type`, `properties`, `required` and `items` are well formed. */
 export function contractProblem(schema: Json, at = ''): string | undefined {
-  if (schema === null || typeof schema !== 'object' || Array.isArray(schema)) return `${at || 'contract'} must be a JSON object`
+  if (schema === null || typeof schema !== 'object' || Array.isArray(schema))
+    return `${at || 'contract'} must be a JSON object`
   const types = ['object', 'array', 'string', 'number', 'integer', 'boolean', 'null']
   const t = schema.type
   if (t !== undefined) {
     const list = Array.isArray(t) ? t : [t]
-    for (const one of list) if (typeof one !== 'string' || !types.includes(one)) return `${at || 'contract'}: unknown type ${JSON.stringify(one)} (expected ${types.join(', ')})`
+    for (const one of list)
+      if (typeof one !== 'string' || !types.includes(one))
+        return `${at || 'contract'}: unknown type ${JSON.stringify(one)} (expected ${types.join(', ')})`
   }
-  if (schema.required !== undefined && (!Array.isArray(schema.required) || schema.required.some((r) => typeof r !== 'string'))) return `${at || 'contract'}: "required" must be a list of property names`
+  if (
+    schema.required !== undefined &&
+    (!Array.isArray(schema.required) || schema.required.some((r) => typeof r !== 'string'))
+  )
+    return `${at || 'contract'}: "required" must be a list of property names`
   if (schema.properties !== undefined) {
     const props = schema.properties
-    if (props === null || typeof props !== 'object' || Array.isArray(props)) return `${at || 'contract'}: "properties" must be an object`
+    if (props === null || typeof props !== 'object' || Array.isArray(props))
+      return `${at || 'contract'}: "properties" must be an object`
     for (const [k, v] of Object.entries(props)) {
       const p = contractProblem(v, `${at}${at ? '.' : ''}properties.${k}`)
       if (p) return p
@@ -209,7 +246,12 @@ function parseJson(value: string): { ok: true; value: Json } | { ok: false; erro
   }
 }
 
-function applyBullet(step: Step, b: Bullet, file: string, err: (line: number, message: string) => void): void {
+function applyBullet(
+  step: Step,
+  b: Bullet,
+  file: string,
+  err: (line: number, message: string) => void,
+): void {
   const { key, value, line } = b
   const label = `${key}`
   if (key !== 'call' && step.lines[key] !== undefined) {
@@ -246,12 +288,20 @@ function applyBullet(step: Step, b: Bullet, file: string, err: (line: number, me
       const parsed = parseJson(value)
       if (!parsed.ok) return err(line, `call: is not valid JSON (${parsed.error})`)
       const v = parsed.value
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) return err(line, 'call: must be a JSON object with "tool" and "args"')
+      if (v === null || typeof v !== 'object' || Array.isArray(v))
+        return err(line, 'call: must be a JSON object with "tool" and "args"')
       const extra = Object.keys(v).filter((k) => k !== 'tool' && k !== 'args')
-      if (extra.length > 0) return err(line, `call: unknown field ${extra.map((k) => `"${k}"`).join(', ')} (a call has only "tool" and "args")`)
-      if (typeof v.tool !== 'string' || v.tool.trim() === '') return err(line, 'call: "tool" must be a non-empty string')
-      if (!('args' in v)) return err(line, `call: missing "args" (use "args": {} for a tool without arguments)`)
-      if (v.args === null || typeof v.args !== 'object' || Array.isArray(v.args)) return err(line, 'call: "args" must be a JSON object')
+      if (extra.length > 0)
+        return err(
+          line,
+          `call: unknown field ${extra.map((k) => `"${k}"`).join(', ')} (a call has only "tool" and "args")`,
+        )
+      if (typeof v.tool !== 'string' || v.tool.trim() === '')
+        return err(line, 'call: "tool" must be a non-empty string')
+      if (!('args' in v))
+        return err(line, `call: missing "args" (use "args": {} for a tool without arguments)`)
+      if (v.args === null || typeof v.args !== 'object' || Array.isArray(v.args))
+        return err(line, 'call: "args" must be a JSON object')
       const call: PlannedCall = { tool: v.tool, args: v.args ?? {}, origin: { file, line } }
       step.calls.push(call)
       return
@@ -314,12 +364,17 @@ export function parseOnFailure(value: string): OnFailure | string {
   const m = /^(retry|goto)\s*:\s*(\S*)$/.exec(v)
   if (!m) return `unknown value "${value}" (expected fail, retry:<count> or goto:<step>)`
   const n = m[2] ?? ''
-  if (!/^\d+$/.test(n) || Number(n) < 1) return `"${value}": ${m[1] === 'retry' ? 'the retry count' : 'the step'} must be a whole number from 1`
+  if (!/^\d+$/.test(n) || Number(n) < 1)
+    return `"${value}": ${m[1] === 'retry' ? 'the retry count' : 'the step'} must be a whole number from 1`
   return m[1] === 'retry' ? { kind: 'retry', count: Number(n) } : { kind: 'goto', step: Number(n) }
 }
 
 /** SOP-NOTES: ports split at the first `>` (name) and the last `>` (target), so conditions may hold `>`. */
-export function parseSwitch(value: string, line: number, err: (line: number, message: string) => void): SwitchPort[] {
+export function parseSwitch(
+  value: string,
+  line: number,
+  err: (line: number, message: string) => void,
+): SwitchPort[] {
   const ports: SwitchPort[] = []
   const parts = value.split(';').map((s) => s.trim())
   if (parts.every((p) => p === '')) {
@@ -330,18 +385,21 @@ export function parseSwitch(value: string, line: number, err: (line: number, mes
     if (part === '') return
     const first = part.indexOf('>')
     const last = part.lastIndexOf('>')
-    if (first < 0 || first === last) return err(line, `switch: port ${i + 1} "${part}" is not name>condition>step`)
+    if (first < 0 || first === last)
+      return err(line, `switch: port ${i + 1} "${part}" is not name>condition>step`)
     const name = part.slice(0, first).trim()
     const condition = part.slice(first + 1, last).trim()
     const targetText = part.slice(last + 1).trim()
     if (name === '') return err(line, `switch: port ${i + 1} "${part}" has no name`)
-    if (!/^[A-Za-z0-9_.-]+$/.test(name)) return err(line, `switch: port name "${name}" may hold only letters, digits, "_", "-" and "."`)
+    if (!/^[A-Za-z0-9_.-]+$/.test(name))
+      return err(line, `switch: port name "${name}" may hold only letters, digits, "_", "-" and "."`)
     if (ports.some((p) => p.name === name)) return err(line, `switch: port name "${name}" is used twice`)
     const c = parseCondition(condition)
     if (!c.ok) return err(line, `switch: port "${name}" condition "${condition}": ${c.error}`)
     let target: number | null = null
     if (targetText !== '') {
-      if (!/^\d+$/.test(targetText) || Number(targetText) < 1) return err(line, `switch: port "${name}" target "${targetText}" is not a step number`)
+      if (!/^\d+$/.test(targetText) || Number(targetText) < 1)
+        return err(line, `switch: port "${name}" target "${targetText}" is not a step number`)
       target = Number(targetText)
     }
     ports.push({ name, condition, target })

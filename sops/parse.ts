@@ -44,9 +44,18 @@ export function parseSop(src: SopSource): ParsedSop {
   if (s.version !== undefined) sop.version = s.version
   if (s.agent !== undefined) sop.agent = s.agent
   if (src.package !== undefined) sop.package = src.package
-  const checks = validateSop(sop, { sop: toml.lines.sop, ...(toml.lines.agent ? { agent: toml.lines.agent } : {}) }, toml.triggerTypes)
+  const checks = validateSop(
+    sop,
+    { sop: toml.lines.sop, ...(toml.lines.agent ? { agent: toml.lines.agent } : {}) },
+    toml.triggerTypes,
+  )
   const diagnostics = [...toml.diagnostics, ...md.diagnostics, ...checks]
-  return { sop, nameLine: toml.lines.name, named: s.name !== undefined && s.name !== '', diagnostics: sortDiagnostics(diagnostics) }
+  return {
+    sop,
+    nameLine: toml.lines.name,
+    named: s.name !== undefined && s.name !== '',
+    diagnostics: sortDiagnostics(diagnostics),
+  }
 }
 
 export function sortDiagnostics(list: Diagnostic[]): Diagnostic[] {

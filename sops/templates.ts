@@ -37,7 +37,8 @@ export interface TemplateScan {
 function eachString(args: Json, visit: (s: string) => void): void {
   if (typeof args === 'string') visit(args)
   else if (Array.isArray(args)) for (const v of args) eachString(v, visit)
-  else if (args !== null && typeof args === 'object') for (const v of Object.values(args)) eachString(v, visit)
+  else if (args !== null && typeof args === 'object')
+    for (const v of Object.values(args)) eachString(v, visit)
 }
 
 export function scanTemplates(args: Json): TemplateScan {
@@ -72,16 +73,23 @@ type Lookup = { ok: true; value: Json } | { ok: false; error: string }
 function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
   let base: Json | undefined
   if (ref.kind === 'steps') {
-    if (!Object.prototype.hasOwnProperty.call(scope.steps, ref.index)) {
-      return { ok: false, error: `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)` }
+    if (!Object.hasOwn(scope.steps, ref.index)) {
+      return {
+        ok: false,
+        error: `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)`,
+      }
     }
     base = scope.steps[ref.index]
   } else if (ref.kind === 'trigger') {
-    if (scope.trigger === undefined) return { ok: false, error: `${ref.raw}: this run has no trigger payload` }
+    if (scope.trigger === undefined)
+      return { ok: false, error: `${ref.raw}: this run has no trigger payload` }
     base = scope.trigger
   } else {
     if (ref.index >= scope.calls.length) {
-      return { ok: false, error: `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)` }
+      return {
+        ok: false,
+        error: `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)`,
+      }
     }
     base = scope.calls[ref.index]
   }
@@ -89,11 +97,15 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
   for (let i = 0; i < ref.path.length; i++) {
     const seg = ref.path[i] as string
     if (Array.isArray(cur) && /^\d+$/.test(seg)) cur = cur[Number(seg)]
-    else if (cur !== null && typeof cur === 'object' && !Array.isArray(cur) && Object.prototype.hasOwnProperty.call(cur, seg)) cur = cur[seg]
+    else if (cur !== null && typeof cur === 'object' && !Array.isArray(cur) && Object.hasOwn(cur, seg))
+      cur = cur[seg]
     else cur = undefined
     if (cur === undefined) {
       const where = ref.path.slice(0, i + 1).join('.')
-      const of = ref.kind === 'trigger' ? 'the trigger payload' : `the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}`
+      const of =
+        ref.kind === 'trigger'
+          ? 'the trigger payload'
+          : `the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}`
       return { ok: false, error: `${ref.raw}: no "${where}" in ${of}` }
     }
   }
@@ -122,7 +134,10 @@ function resolveString(s: string, scope: TemplateScope): Lookup {
   return error ? { ok: false, error } : { ok: true, value: text }
 }
 
-export function resolveArgs(args: Json, scope: TemplateScope): { ok: true; value: Json } | { ok: false; error: string } {
+export function resolveArgs(
+  args: Json,
+  scope: TemplateScope,
+): { ok: true; value: Json } | { ok: false; error: string } {
   if (typeof args === 'string') return resolveString(args, scope)
   if (Array.isArray(args)) {
     const out: Json[] = []

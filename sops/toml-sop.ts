@@ -42,7 +42,17 @@ export interface TomlResult {
   triggerTypes: Array<{ type: TriggerType; line: number }>
 }
 
-export const SOP_KEYS = ['name', 'description', 'version', 'priority', 'execution_mode', 'cooldown_secs', 'max_concurrent', 'admission_policy', 'agent'] as const
+export const SOP_KEYS = [
+  'name',
+  'description',
+  'version',
+  'priority',
+  'execution_mode',
+  'cooldown_secs',
+  'max_concurrent',
+  'admission_policy',
+  'agent',
+] as const
 
 /** Fields each trigger type takes besides `type` (spec: Triggers; SOP-NOTES for the unshown ones). */
 export const TRIGGER_FIELDS: Record<TriggerType, { required: string[]; optional: string[] }> = {
@@ -57,7 +67,8 @@ export const TRIGGER_FIELDS: Record<TriggerType, { required: string[]; optional:
 }
 
 type Table = Record<string, unknown>
-const isTable = (v: unknown): v is Table => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
+const isTable = (v: unknown): v is Table =>
+  v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Date)
 
 function typeName(v: unknown): string {
   if (Array.isArray(v)) return 'an array'
@@ -76,7 +87,8 @@ export function mqttTopicProblem(topic: string): string | undefined {
   for (let i = 0; i < levels.length; i++) {
     const l = levels[i] as string
     if (l.includes('+') && l !== '+') return `level "${l}": "+" must fill a whole level`
-    if (l.includes('#') && (l !== '#' || i !== levels.length - 1)) return `level "${l}": "#" must be the whole last level`
+    if (l.includes('#') && (l !== '#' || i !== levels.length - 1))
+      return `level "${l}": "#" must be the whole last level`
   }
   return undefined
 }
@@ -86,16 +98,30 @@ export function routingKeyProblem(key: string): string | undefined {
   if (key === '') return 'is empty'
   for (const w of key.split('.')) {
     if (w === '') return `has an empty word in "${key}"`
-    if ((w.includes('*') || w.includes('#')) && w !== '*' && w !== '#') return `word "${w}": "*" and "#" must be whole words`
+    if ((w.includes('*') || w.includes('#')) && w !== '*' && w !== '#')
+      return `word "${w}": "*" and "#" must be whole words`
   }
   return undefined
 }
 
 export function parseSopToml(text: string, file: string): TomlResult {
   const diagnostics: Diagnostic[] = []
-  const err = (line: number, message: string): void => void diagnostics.push({ file, line, message, severity: 'error' })
-  const settings: SopSettings = { priority: 'normal', executionMode: 'supervised', cooldownSecs: 0, maxConcurrent: 1, admissionPolicy: 'parallel' }
-  const result: TomlResult = { settings, triggers: [], diagnostics, lines: { sop: 1, name: 1 }, triggerTypes: [] }
+  const err = (line: number, message: string): void =>
+    void diagnostics.push({ file, line, message, severity: 'error' })
+  const settings: SopSettings = {
+    priority: 'normal',
+    executionMode: 'supervised',
+    cooldownSecs: 0,
+    maxConcurrent: 1,
+    admissionPolicy: 'parallel',
+  }
+  const result: TomlResult = {
+    settings,
+    triggers: [],
+    diagnostics,
+    lines: { sop: 1, name: 1 },
+    triggerTypes: [],
+  }
   let doc: Table
   try {
     doc = parseToml(text) as Table
@@ -126,13 +152,18 @@ export function parseSopToml(text: string, file: string): TomlResult {
   const triggers = doc.triggers
   if (triggers !== undefined) {
     const elements = at.arrays.get('triggers') ?? []
-    if (!Array.isArray(triggers)) err(keyLine(at.root, 'triggers'), `"triggers" must be an array of tables ([[triggers]]), got ${typeName(triggers)}`)
+    if (!Array.isArray(triggers))
+      err(
+        keyLine(at.root, 'triggers'),
+        `"triggers" must be an array of tables ([[triggers]]), got ${typeName(triggers)}`,
+      )
     else
       triggers.forEach((t, i) => {
         const lines = elements[i]
         const line = lines?.header ?? keyLine(at.root, 'triggers')
         if (!isTable(t)) return err(line, `trigger ${i + 1} must be a table, got ${typeName(t)}`)
-        if (typeof t.type === 'string' && (TRIGGER_TYPES as readonly string[]).includes(t.type)) result.triggerTypes.push({ type: t.type as TriggerType, line })
+        if (typeof t.type === 'string' && (TRIGGER_TYPES as readonly string[]).includes(t.type))
+          result.triggerTypes.push({ type: t.type as TriggerType, line })
         const trig = readTrigger(t, i + 1, lines, file, err)
         if (trig) result.triggers.push(trig)
       })
@@ -140,10 +171,17 @@ export function parseSopToml(text: string, file: string): TomlResult {
   return result
 }
 
-function readSettings(sop: Table, lines: TableLines | undefined, s: SopSettings, err: (line: number, message: string) => void, result: TomlResult): void {
+function readSettings(
+  sop: Table,
+  lines: TableLines | undefined,
+  s: SopSettings,
+  err: (line: number, message: string) => void,
+  result: TomlResult,
+): void {
   const line = (k: string): number => lines?.keys.get(k) ?? lines?.header ?? 1
   for (const key of Object.keys(sop)) {
-    if (!(SOP_KEYS as readonly string[]).includes(key)) err(line(key), `unknown key "${key}" in [sop] (expected ${SOP_KEYS.join(', ')})`)
+    if (!(SOP_KEYS as readonly string[]).includes(key))
+      err(line(key), `unknown key "${key}" in [sop] (expected ${SOP_KEYS.join(', ')})`)
   }
   const str = (key: string, required: boolean): string | undefined => {
     const v = sop[key]
@@ -202,7 +240,13 @@ function readSettings(sop: Table, lines: TableLines | undefined, s: SopSettings,
   }
 }
 
-function readTrigger(t: Table, index: number, lines: TableLines | undefined, file: string, err: (line: number, message: string) => void): Trigger | undefined {
+function readTrigger(
+  t: Table,
+  index: number,
+  lines: TableLines | undefined,
+  file: string,
+  err: (line: number, message: string) => void,
+): Trigger | undefined {
   const header = lines?.header ?? 1
   const line = (k: string): number => lines?.keys.get(k) ?? header
   const where = `trigger ${index}`
@@ -221,7 +265,10 @@ function readTrigger(t: Table, index: number, lines: TableLines | undefined, fil
   for (const key of Object.keys(t)) {
     if (key === 'type' || fields.required.includes(key) || fields.optional.includes(key)) continue
     const known = [...fields.required, ...fields.optional]
-    err(line(key), `${where} (${tt}): unknown key "${key}"${known.length ? ` (expected ${known.join(', ')})` : ' (a manual trigger takes no fields)'}`)
+    err(
+      line(key),
+      `${where} (${tt}): unknown key "${key}"${known.length ? ` (expected ${known.join(', ')})` : ' (a manual trigger takes no fields)'}`,
+    )
     ok = false
   }
   const str = (key: string): string | undefined => {
@@ -263,13 +310,25 @@ function readTrigger(t: Table, index: number, lines: TableLines | undefined, fil
     case 'peripheral': {
       const board = str('board')
       const signal = str('signal')
-      for (const [k, v] of [['board', board], ['signal', signal]] as const) {
+      for (const [k, v] of [
+        ['board', board],
+        ['signal', signal],
+      ] as const) {
         if (v !== undefined && /[/+#\s]/.test(v)) {
-          err(line(k), `${where} (peripheral): "${k}" "${v}" may not contain "/", "+", "#" or spaces (it is an MQTT topic level)`)
+          err(
+            line(k),
+            `${where} (peripheral): "${k}" "${v}" may not contain "/", "+", "#" or spaces (it is an MQTT topic level)`,
+          )
           ok = false
         }
       }
-      trigger = { type: 'peripheral', board: board ?? '', signal: signal ?? '', condition: condition(), origin }
+      trigger = {
+        type: 'peripheral',
+        board: board ?? '',
+        signal: signal ?? '',
+        condition: condition(),
+        origin,
+      }
       break
     }
     case 'cron': {
@@ -287,7 +346,10 @@ function readTrigger(t: Table, index: number, lines: TableLines | undefined, fil
     case 'webhook': {
       const path = str('path')
       if (path !== undefined && (!path.startsWith('/') || /[\s?#]/.test(path))) {
-        err(line('path'), `${where} (webhook): path "${path}" must start with "/" and hold no spaces, "?" or "#"`)
+        err(
+          line('path'),
+          `${where} (webhook): path "${path}" must start with "/" and hold no spaces, "?" or "#"`,
+        )
         ok = false
       }
       trigger = { type: 'webhook', path: path ?? '', origin }
@@ -316,7 +378,10 @@ function readTrigger(t: Table, index: number, lines: TableLines | undefined, fil
             if (typeof e === 'string' && (FS_EVENTS as readonly string[]).includes(e)) {
               if (!events.includes(e as FsEvent)) events.push(e as FsEvent)
             } else {
-              err(line('events'), `${where} (filesystem): unknown event ${JSON.stringify(e)} (expected ${FS_EVENTS.join(', ')})`)
+              err(
+                line('events'),
+                `${where} (filesystem): unknown event ${JSON.stringify(e)} (expected ${FS_EVENTS.join(', ')})`,
+              )
               ok = false
             }
           }

@@ -7,7 +7,13 @@ export type Json = null | boolean | number | string | Json[] | { [key: string]: 
 export const PRIORITIES = ['low', 'normal', 'high', 'critical'] as const
 export type Priority = (typeof PRIORITIES)[number]
 
-export const EXECUTION_MODES = ['auto', 'supervised', 'step_by_step', 'priority_based', 'deterministic'] as const
+export const EXECUTION_MODES = [
+  'auto',
+  'supervised',
+  'step_by_step',
+  'priority_based',
+  'deterministic',
+] as const
 export type ExecutionMode = (typeof EXECUTION_MODES)[number]
 
 export const ADMISSION_POLICIES = ['parallel', 'hold', 'coalesce', 'drop'] as const
@@ -16,7 +22,16 @@ export type AdmissionPolicy = (typeof ADMISSION_POLICIES)[number]
 export const STEP_KINDS = ['execute', 'checkpoint', 'capability'] as const
 export type StepKind = (typeof STEP_KINDS)[number]
 
-export const TRIGGER_TYPES = ['peripheral', 'manual', 'cron', 'webhook', 'mqtt', 'filesystem', 'channel', 'amqp'] as const
+export const TRIGGER_TYPES = [
+  'peripheral',
+  'manual',
+  'cron',
+  'webhook',
+  'mqtt',
+  'filesystem',
+  'channel',
+  'amqp',
+] as const
 export type TriggerType = (typeof TRIGGER_TYPES)[number]
 
 export const FS_EVENTS = ['created', 'modified', 'deleted', 'renamed'] as const
@@ -31,15 +46,46 @@ export interface Origin {
 interface TriggerBase {
   origin: Origin
 }
-export interface PeripheralTrigger extends TriggerBase { type: 'peripheral'; board: string; signal: string; condition: string }
-export interface ManualTrigger extends TriggerBase { type: 'manual' }
-export interface CronTrigger extends TriggerBase { type: 'cron'; expression: string }
-export interface WebhookTrigger extends TriggerBase { type: 'webhook'; path: string }
-export interface MqttTrigger extends TriggerBase { type: 'mqtt'; topic: string; condition: string }
+export interface PeripheralTrigger extends TriggerBase {
+  type: 'peripheral'
+  board: string
+  signal: string
+  condition: string
+}
+export interface ManualTrigger extends TriggerBase {
+  type: 'manual'
+}
+export interface CronTrigger extends TriggerBase {
+  type: 'cron'
+  expression: string
+}
+export interface WebhookTrigger extends TriggerBase {
+  type: 'webhook'
+  path: string
+}
+export interface MqttTrigger extends TriggerBase {
+  type: 'mqtt'
+  topic: string
+  condition: string
+}
 /** SOP-NOTES: `path` glob, `events` (empty = all), optional `condition`. */
-export interface FilesystemTrigger extends TriggerBase { type: 'filesystem'; path: string; events: FsEvent[]; condition: string }
-export interface ChannelTrigger extends TriggerBase { type: 'channel'; channel: string; alias?: string; condition: string }
-export interface AmqpTrigger extends TriggerBase { type: 'amqp'; routing_key: string; condition: string }
+export interface FilesystemTrigger extends TriggerBase {
+  type: 'filesystem'
+  path: string
+  events: FsEvent[]
+  condition: string
+}
+export interface ChannelTrigger extends TriggerBase {
+  type: 'channel'
+  channel: string
+  alias?: string
+  condition: string
+}
+export interface AmqpTrigger extends TriggerBase {
+  type: 'amqp'
+  routing_key: string
+  condition: string
+}
 export type Trigger =
   | PeripheralTrigger
   | ManualTrigger

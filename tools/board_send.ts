@@ -9,7 +9,11 @@ export const BoardSendArgs = {
   required: ['board', 'cmd'],
   properties: {
     board: { type: 'string', pattern: '^[A-Za-z0-9_.-]{1,64}$', description: 'board name from hub.toml' },
-    cmd: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,31}$', description: 'command name the board understands' },
+    cmd: {
+      type: 'string',
+      pattern: '^[a-z][a-z0-9_]{0,31}$',
+      description: 'command name the board understands',
+    },
     args: { description: 'command arguments (JSON)' },
     timeout_ms: { type: 'integer', minimum: 1, maximum: 600_000 },
   },
@@ -31,17 +35,26 @@ export interface BoardPort {
 export function createBoardSend(boards: BoardPort, defaults: { timeoutMs: number }): Tool {
   return {
     name: 'board_send',
-    description: 'Send a command to a board and wait for its reply. Output: the reply\'s result.',
+    description: "Send a command to a board and wait for its reply. Output: the reply's result.",
     schema: BoardSendArgs,
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as BoardSendArgs
       if (ctx.signal.aborted) return { ok: false, error: 'board_send: cancelled' }
       try {
-        const answer = await boards.send(args.board, args.cmd, (args.args ?? {}) as Json, { timeoutMs: args.timeout_ms ?? defaults.timeoutMs })
-        if (!answer.ok) return { ok: false, error: `board ${args.board} answered ${args.cmd} with an error: ${answer.error ?? 'no reason given'}` }
+        const answer = await boards.send(args.board, args.cmd, (args.args ?? {}) as Json, {
+          timeoutMs: args.timeout_ms ?? defaults.timeoutMs,
+        })
+        if (!answer.ok)
+          return {
+            ok: false,
+            error: `board ${args.board} answered ${args.cmd} with an error: ${answer.error ?? 'no reason given'}`,
+          }
         return { ok: true, output: answer.result ?? null }
       } catch (err) {
-        return { ok: false, error: `board_send ${args.board} ${args.cmd}: ${err instanceof Error ? err.message : String(err)}` }
+        return {
+          ok: false,
+          error: `board_send ${args.board} ${args.cmd}: ${err instanceof Error ? err.message : String(err)}`,
+        }
       }
     },
   }

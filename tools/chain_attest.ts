@@ -32,9 +32,22 @@ const ArgsSchema = {
   type: 'object',
   required: ['action', 'request_uri', 'params'],
   properties: {
-    action: { type: 'string', minLength: 1, maxLength: MAX_ACTION, description: 'business action name, e.g. "vend"' },
-    request_uri: { type: 'string', maxLength: MAX_URI, description: 'where the request behind this operation is described' },
-    params: { type: 'object', patternProperties: { '^.*$': {} }, description: 'the operation record, built from earlier step outputs' },
+    action: {
+      type: 'string',
+      minLength: 1,
+      maxLength: MAX_ACTION,
+      description: 'business action name, e.g. "vend"',
+    },
+    request_uri: {
+      type: 'string',
+      maxLength: MAX_URI,
+      description: 'where the request behind this operation is described',
+    },
+    params: {
+      type: 'object',
+      patternProperties: { '^.*$': {} },
+      description: 'the operation record, built from earlier step outputs',
+    },
   },
   additionalProperties: false,
 } as const
@@ -43,7 +56,10 @@ function schemaReason(errors: ErrorObject[] | null | undefined): string {
   const e = errors?.[0]
   if (!e) return 'record does not match the record schema'
   const where = e.instancePath === '' ? 'record' : `record${e.instancePath.replace(/\//g, '.')}`
-  const extra = e.keyword === 'additionalProperties' ? ` (${(e.params as { additionalProperty?: string }).additionalProperty})` : ''
+  const extra =
+    e.keyword === 'additionalProperties'
+      ? ` (${(e.params as { additionalProperty?: string }).additionalProperty})`
+      : ''
   return `record schema: ${where} ${e.message ?? 'is invalid'}${extra}`
 }
 
@@ -51,13 +67,23 @@ function output(rec: AttestRecord): Json {
   return { seq: rec.seq, paramsHash: rec.paramsHash, requestHash: rec.requestHash, line: rec.line }
 }
 
-function checkArgs(args: Json): { ok: true; action: string; requestUri: string; params: { [k: string]: Json } } | { ok: false; error: string } {
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return { ok: false, error: 'chain_attest: arguments must be an object' }
+function checkArgs(
+  args: Json,
+):
+  | { ok: true; action: string; requestUri: string; params: { [k: string]: Json } }
+  | { ok: false; error: string } {
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return { ok: false, error: 'chain_attest: arguments must be an object' }
   const { action, request_uri: requestUri, params } = args
-  for (const k of Object.keys(args)) if (!['action', 'request_uri', 'params'].includes(k)) return { ok: false, error: `chain_attest: unknown argument "${k}"` }
-  if (typeof action !== 'string' || action.length === 0 || action.length > MAX_ACTION) return { ok: false, error: `chain_attest: action must be a string of 1-${MAX_ACTION} characters` }
-  if (typeof requestUri !== 'string' || requestUri.length > MAX_URI) return { ok: false, error: `chain_attest: request_uri must be a string of at most ${MAX_URI} characters` }
-  if (typeof params !== 'object' || params === null || Array.isArray(params)) return { ok: false, error: 'chain_attest: params must be an object' }
+  for (const k of Object.keys(args))
+    if (!['action', 'request_uri', 'params'].includes(k))
+      return { ok: false, error: `chain_attest: unknown argument "${k}"` }
+  if (typeof action !== 'string' || action.length === 0 || action.length > MAX_ACTION)
+    return { ok: false, error: `chain_attest: action must be a string of 1-${MAX_ACTION} characters` }
+  if (typeof requestUri !== 'string' || requestUri.length > MAX_URI)
+    return { ok: false, error: `chain_attest: request_uri must be a string of at most ${MAX_URI} characters` }
+  if (typeof params !== 'object' || params === null || Array.isArray(params))
+    return { ok: false, error: 'chain_attest: params must be an object' }
   return { ok: true, action, requestUri, params }
 }
 
@@ -72,7 +98,10 @@ export async function loadRecordSchema(path: string): Promise<SchemaLoad> {
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return { ok: false, error: `record schema ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}` }
+    return {
+      ok: false,
+      error: `record schema ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}`,
+    }
   }
   let schema: unknown
   try {
@@ -80,7 +109,8 @@ export async function loadRecordSchema(path: string): Promise<SchemaLoad> {
   } catch (err) {
     return { ok: false, error: `record schema ${path}: not JSON (${(err as Error).message})` }
   }
-  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return { ok: false, error: `record schema ${path}: must be a JSON object` }
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
+    return { ok: false, error: `record schema ${path}: must be a JSON object` }
   try {
     new Ajv({ strict: false }).compile(schema)
   } catch (err) {
@@ -95,7 +125,8 @@ export function createChainAttestTool(deps: ChainAttestDeps): Tool {
 
   return {
     name: 'chain_attest',
-    description: 'Record one business operation as a signed, canonical line, to be attested on the validation registry when online.',
+    description:
+      'Record one business operation as a signed, canonical line, to be attested on the validation registry when online.',
     schema: ArgsSchema,
     async run(args: Json, ctx: ToolContext): Promise<ToolResult> {
       const a = checkArgs(args)
@@ -105,11 +136,21 @@ export function createChainAttestTool(deps: ChainAttestDeps): Tool {
       const existing = await deps.store.byIdempotencyKey(ctx.idempotencyKey)
       if (existing) return { ok: true, output: output(existing) }
 
-      const record = { action: a.action, at: now().toISOString(), params: a.params, request_uri: a.requestUri }
+      const record = {
+        action: a.action,
+        at: now().toISOString(),
+        params: a.params,
+        request_uri: a.requestUri,
+      }
       if (validate && !validate(record)) return { ok: false, error: schemaReason(validate.errors) }
       const canon = tryCanonicalLine(record)
-      if (!canon.ok) return { ok: false, error: `chain_attest: params ${canon.error.replace(/^\$/, '')} cannot be recorded` }
-      if (Buffer.byteLength(canon.line) > MAX_LINE_BYTES) return { ok: false, error: `chain_attest: the record is over ${MAX_LINE_BYTES} bytes` }
+      if (!canon.ok)
+        return {
+          ok: false,
+          error: `chain_attest: params ${canon.error.replace(/^\$/, '')} cannot be recorded`,
+        }
+      if (Buffer.byteLength(canon.line) > MAX_LINE_BYTES)
+        return { ok: false, error: `chain_attest: the record is over ${MAX_LINE_BYTES} bytes` }
       const paramsHash = lineHash(canon.line)
       const signature = await deps.signer.signLine(canon.line)
       try {

@@ -38,7 +38,10 @@ export interface HttpRequestOptions {
   fetch?: typeof fetch
 }
 
-async function readCapped(res: Response, cap: number): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
+async function readCapped(
+  res: Response,
+  cap: number,
+): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
   if (!res.body) return { ok: true, text: '' }
   const reader = res.body.getReader()
   const chunks: Uint8Array[] = []
@@ -61,7 +64,8 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
   const cap = opts.maxResponseBytes ?? MAX_RESPONSE_BYTES
   return {
     name: 'http_request',
-    description: 'Make an HTTP(S) request. Output: { status, headers, body } (body JSON when the response is JSON).',
+    description:
+      'Make an HTTP(S) request. Output: { status, headers, body } (body JSON when the response is JSON).',
     schema: HttpRequestArgs,
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as HttpRequestArgs
@@ -71,12 +75,14 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
       } catch {
         return { ok: false, error: `http_request: url "${args.url}" is not a valid URL` }
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') return { ok: false, error: `http_request: url scheme ${url.protocol} is not http or https` }
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        return { ok: false, error: `http_request: url scheme ${url.protocol} is not http or https` }
       const method = args.method ?? (args.body === undefined ? 'GET' : 'POST')
       const headers = new Headers(args.headers ?? {})
       let body: string | undefined
       if (args.body !== undefined) {
-        if (method === 'GET' || method === 'HEAD') return { ok: false, error: `http_request: a ${method} request cannot have a body` }
+        if (method === 'GET' || method === 'HEAD')
+          return { ok: false, error: `http_request: a ${method} request cannot have a body` }
         if (typeof args.body === 'string') body = args.body
         else {
           body = JSON.stringify(args.body)
@@ -86,7 +92,13 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
       const timeout = AbortSignal.timeout(args.timeout_ms ?? opts.timeoutMs)
       const signal = AbortSignal.any([timeout, ctx.signal])
       try {
-        const res = await doFetch(url, { method, headers, ...(body !== undefined ? { body } : {}), signal, redirect: 'follow' })
+        const res = await doFetch(url, {
+          method,
+          headers,
+          ...(body !== undefined ? { body } : {}),
+          signal,
+          redirect: 'follow',
+        })
         const read = await readCapped(res, cap)
         if (!read.ok) return { ok: false, error: `http_request ${method} ${url.href}: ${read.error}` }
         let parsed: Json = read.text
@@ -103,10 +115,17 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
         })
         return { ok: true, output: { status: res.status, headers: outHeaders, body: parsed } }
       } catch (err) {
-        if (timeout.aborted) return { ok: false, error: `http_request ${method} ${url.href}: no answer within ${args.timeout_ms ?? opts.timeoutMs} ms` }
+        if (timeout.aborted)
+          return {
+            ok: false,
+            error: `http_request ${method} ${url.href}: no answer within ${args.timeout_ms ?? opts.timeoutMs} ms`,
+          }
         if (ctx.signal.aborted) return { ok: false, error: `http_request ${method} ${url.href}: cancelled` }
         const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : ''
-        return { ok: false, error: `http_request ${method} ${url.href}: ${err instanceof Error ? err.message : String(err)}${cause}` }
+        return {
+          ok: false,
+          error: `http_request ${method} ${url.href}: ${err instanceof Error ? err.message : String(err)}${cause}`,
+        }
       }
     },
   }

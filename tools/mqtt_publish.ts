@@ -10,7 +10,13 @@ export const MqttPublishArgs = {
     topic: { type: 'string', minLength: 1, maxLength: 1024 },
     /** A string is sent as is; any other JSON value is sent as its JSON text. */
     payload: {},
-    qos: { anyOf: [{ type: 'number', const: 0 }, { type: 'number', const: 1 }, { type: 'number', const: 2 }] },
+    qos: {
+      anyOf: [
+        { type: 'number', const: 0 },
+        { type: 'number', const: 1 },
+        { type: 'number', const: 2 },
+      ],
+    },
     retain: { type: 'boolean' },
   },
   additionalProperties: false,
@@ -21,12 +27,17 @@ export const MAX_PUBLISH_BYTES = 256 * 1024
 
 /** MQTT-4.7.1-1: wildcards belong to subscriptions; a PUBLISH topic must not contain them. */
 function topicError(topic: string): string | null {
-  if (topic.includes('+') || topic.includes('#')) return `topic "${topic}" contains a wildcard ("+" or "#"); wildcards are only for subscriptions`
+  if (topic.includes('+') || topic.includes('#'))
+    return `topic "${topic}" contains a wildcard ("+" or "#"); wildcards are only for subscriptions`
   if (topic.includes('\u0000')) return 'topic contains a NUL character'
   return null
 }
 
-export type PublishPort = (topic: string, payload: string, opts: { qos: 0 | 1 | 2; retain: boolean }) => Promise<void>
+export type PublishPort = (
+  topic: string,
+  payload: string,
+  opts: { qos: 0 | 1 | 2; retain: boolean },
+) => Promise<void>
 
 export function createMqttPublish(publish: PublishPort): Tool {
   return {
@@ -39,12 +50,16 @@ export function createMqttPublish(publish: PublishPort): Tool {
       if (bad) return { ok: false, error: `mqtt_publish: ${bad}` }
       const text = typeof args.payload === 'string' ? args.payload : JSON.stringify(args.payload ?? null)
       const bytes = Buffer.byteLength(text)
-      if (bytes > MAX_PUBLISH_BYTES) return { ok: false, error: `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}` }
+      if (bytes > MAX_PUBLISH_BYTES)
+        return { ok: false, error: `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}` }
       try {
         await publish(args.topic, text, { qos: args.qos ?? 1, retain: args.retain ?? false })
         return { ok: true, output: { topic: args.topic, bytes } }
       } catch (err) {
-        return { ok: false, error: `mqtt_publish ${args.topic}: ${err instanceof Error ? err.message : String(err)}` }
+        return {
+          ok: false,
+          error: `mqtt_publish ${args.topic}: ${err instanceof Error ? err.message : String(err)}`,
+        }
       }
     },
   }

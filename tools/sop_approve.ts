@@ -18,14 +18,19 @@ export type SopApproveArgs = XStatic<typeof SopApproveArgs>
 export function createSopApproveTool(getEngine: () => HubEngine | undefined): Tool {
   return {
     name: 'sop_approve',
-    description: 'Approve a run waiting at a supervised or step_by_step gate: { run_id, note? }. Gates that need an operator are not passed; the request is recorded for them.',
+    description:
+      'Approve a run waiting at a supervised or step_by_step gate: { run_id, note? }. Gates that need an operator are not passed; the request is recorded for them.',
     schema: SopApproveArgs,
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as SopApproveArgs
       const engine = getEngine()
       if (!engine) return { ok: false, error: 'sop_approve: the SOP engine is not running' }
       if (args.run_id === ctx.runId) return { ok: false, error: 'sop_approve: a run cannot approve itself' }
-      const r = await engine.approve(args.run_id, { by: `agent (run ${ctx.runId})`, via: 'agent', ...(args.note !== undefined ? { note: args.note } : {}) })
+      const r = await engine.approve(args.run_id, {
+        by: `agent (run ${ctx.runId})`,
+        via: 'agent',
+        ...(args.note !== undefined ? { note: args.note } : {}),
+      })
       if (!r.ok) return { ok: false, error: `sop_approve: ${r.error}` }
       return { ok: true, output: { run_id: r.run.id, state: r.run.state } }
     },

@@ -29,7 +29,14 @@ export function createSopExecuteTool(getEngine: () => HubEngine | undefined): To
         at: Date.now(),
       })
       if (d.reason.startsWith('no SOP named')) return { ok: false, error: `sop_execute: ${d.reason}` }
-      return { ok: true, output: { outcome: d.outcome, ...(d.runId !== undefined ? { run_id: d.runId } : {}), reason: d.reason } }
+      return {
+        ok: true,
+        output: {
+          outcome: d.outcome,
+          ...(d.runId !== undefined ? { run_id: d.runId } : {}),
+          reason: d.reason,
+        },
+      }
     },
   }
 }

@@ -7,7 +7,11 @@ import type { Tool, ToolResult } from './types.ts'
 
 export const SopStatusArgs = {
   type: 'object',
-  properties: { run_id: { type: 'string', minLength: 1 }, sop: { type: 'string', minLength: 1 }, limit: { type: 'integer', minimum: 1, maximum: 100 } },
+  properties: {
+    run_id: { type: 'string', minLength: 1 },
+    sop: { type: 'string', minLength: 1 },
+    limit: { type: 'integer', minimum: 1, maximum: 100 },
+  },
   additionalProperties: false,
 } as const
 export type SopStatusArgs = XStatic<typeof SopStatusArgs>
@@ -15,7 +19,8 @@ export type SopStatusArgs = XStatic<typeof SopStatusArgs>
 export function createSopStatusTool(getEngine: () => HubEngine | undefined): Tool {
   return {
     name: 'sop_status',
-    description: 'Check SOP runs: { run_id } for one run, { sop } for its latest runs, {} for the latest of all. Output: { run } or { runs }.',
+    description:
+      'Check SOP runs: { run_id } for one run, { sop } for its latest runs, {} for the latest of all. Output: { run } or { runs }.',
     schema: SopStatusArgs,
     async run(raw): Promise<ToolResult> {
       const args = raw as unknown as SopStatusArgs
@@ -24,11 +29,28 @@ export function createSopStatusTool(getEngine: () => HubEngine | undefined): Too
       if (args.run_id !== undefined) {
         const r = await engine.getRun(args.run_id)
         if (!r) return { ok: false, error: `sop_status: no run with id "${args.run_id}"` }
-        const steps = Object.values(r.steps).map((s) => ({ step: s.number, status: s.status, ...(s.error ? { error: s.error } : {}), ...(s.reason ? { reason: s.reason } : {}) }))
-        const run = { id: r.id, sop: r.sop, state: r.state, current: r.current, ...(r.gate ? { gate: r.gate } : {}), ...(r.error ? { error: r.error } : {}), steps, output: r.lastOutput }
+        const steps = Object.values(r.steps).map((s) => ({
+          step: s.number,
+          status: s.status,
+          ...(s.error ? { error: s.error } : {}),
+          ...(s.reason ? { reason: s.reason } : {}),
+        }))
+        const run = {
+          id: r.id,
+          sop: r.sop,
+          state: r.state,
+          current: r.current,
+          ...(r.gate ? { gate: r.gate } : {}),
+          ...(r.error ? { error: r.error } : {}),
+          steps,
+          output: r.lastOutput,
+        }
         return { ok: true, output: { run } as unknown as Json }
       }
-      const runs = await engine.listRuns({ ...(args.sop !== undefined ? { sop: args.sop } : {}), limit: args.limit ?? 10 })
+      const runs = await engine.listRuns({
+        ...(args.sop !== undefined ? { sop: args.sop } : {}),
+        limit: args.limit ?? 10,
+      })
       return { ok: true, output: { runs } as unknown as Json }
     },
   }

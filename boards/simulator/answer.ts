@@ -7,7 +7,9 @@ export const SIM_LINE_CAP = 256
 const MAX_PIN = 69
 export const SIM_COMMANDS = ['ping', 'gpio_read', 'gpio_write', 'capabilities'] as const
 
-export type Answer = { id: number; reply: { ok: true; result: Json } | { ok: false; error: string } } | undefined
+export type Answer =
+  | { id: number; reply: { ok: true; result: Json } | { ok: false; error: string } }
+  | undefined
 
 function intIn(v: unknown, lo: number, hi: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi
@@ -26,15 +28,25 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
   if (!intIn(o.id, 0, 0xffffffff)) return undefined
   const id = o.id
   if (typeof o.cmd !== 'string') return { id, reply: { ok: false, error: 'cmd: missing or not a string' } }
-  const args = typeof o.args === 'object' && o.args !== null && !Array.isArray(o.args) ? (o.args as Record<string, unknown>) : {}
+  const args =
+    typeof o.args === 'object' && o.args !== null && !Array.isArray(o.args)
+      ? (o.args as Record<string, unknown>)
+      : {}
   switch (o.cmd) {
     case 'ping':
       return { id, reply: { ok: true, result: 'pong' } }
     case 'capabilities':
-      return { id, reply: { ok: true, result: { fw: SIM_FW, commands: [...SIM_COMMANDS], line_cap: SIM_LINE_CAP, pins: MAX_PIN + 1 } } }
+      return {
+        id,
+        reply: {
+          ok: true,
+          result: { fw: SIM_FW, commands: [...SIM_COMMANDS], line_cap: SIM_LINE_CAP, pins: MAX_PIN + 1 },
+        },
+      }
     case 'gpio_read':
     case 'gpio_write': {
-      if (!intIn(args.pin, 0, MAX_PIN)) return { id, reply: { ok: false, error: `args.pin: must be an integer from 0 to ${MAX_PIN}` } }
+      if (!intIn(args.pin, 0, MAX_PIN))
+        return { id, reply: { ok: false, error: `args.pin: must be an integer from 0 to ${MAX_PIN}` } }
       const pin = args.pin
       if (o.cmd === 'gpio_write') {
         if (!intIn(args.value, 0, 1)) return { id, reply: { ok: false, error: 'args.value: must be 0 or 1' } }

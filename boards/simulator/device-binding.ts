@@ -3,9 +3,11 @@
 // and can answer, and a plug you can pull. The mock alone has neither a far end nor an unplug.
 // Unplug follows bindings-interface: a pending read fails with an error that is not `canceled`,
 // so SerialPortStream reports a disconnect exactly as it does for a real USB serial adapter.
-import type { BindingInterface, BindingPortInterface, OpenOptions } from '@serialport/bindings-interface' with {
-  'resolution-mode': 'require',
-}
+import type {
+  BindingInterface,
+  BindingPortInterface,
+  OpenOptions,
+} from '../../bridge/serial/binding-types.ts'
 import { SerialPortMock } from 'serialport'
 
 const MockBinding = SerialPortMock.binding

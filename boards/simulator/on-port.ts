@@ -19,7 +19,12 @@ export type PlayResult = { ok: true; played: PlayedDevice } | { ok: false; error
 /** Opens `path` through the hangup-aware binding and connects `device` to it until the port closes. */
 export function playOnPort(path: string, device: Device, baud: number): Promise<PlayResult> {
   return new Promise((resolve) => {
-    const port = new SerialPortStream({ binding: withHangupDetection(SerialPort.binding), path, baudRate: baud, autoOpen: false })
+    const port = new SerialPortStream({
+      binding: withHangupDetection(SerialPort.binding),
+      path,
+      baudRate: baud,
+      autoOpen: false,
+    })
     let resolveClosed!: () => void
     const closed = new Promise<void>((r) => (resolveClosed = r))
     port.on('error', () => undefined) // reported through open() or as a close
@@ -53,7 +58,11 @@ export interface RunningSimulator extends PlayedDevice {
 
 export type OpenResult = { ok: true; sim: RunningSimulator } | { ok: false; error: string }
 
-export async function runSimulatorOnPort(path: string, name: string, opts: SimulatorOptions & { baud?: number } = {}): Promise<OpenResult> {
+export async function runSimulatorOnPort(
+  path: string,
+  name: string,
+  opts: SimulatorOptions & { baud?: number } = {},
+): Promise<OpenResult> {
   const board = createSimulatedBoard(name, opts)
   const r = await playOnPort(path, board, opts.baud ?? 115200)
   return r.ok ? { ok: true, sim: { board, ...r.played } } : r

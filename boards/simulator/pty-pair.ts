@@ -22,7 +22,9 @@ export interface PtyPair {
 export async function startPtyPair(dir: string): Promise<PtyPair> {
   const board = join(dir, 'board')
   const hub = join(dir, 'hub')
-  const proc = spawn('socat', [`pty,raw,echo=0,link=${board}`, `pty,raw,echo=0,link=${hub}`], { stdio: 'ignore' })
+  const proc = spawn('socat', [`pty,raw,echo=0,link=${board}`, `pty,raw,echo=0,link=${hub}`], {
+    stdio: 'ignore',
+  })
   let spawnError: Error | undefined
   proc.once('error', (err) => (spawnError = err))
   const start = Date.now()

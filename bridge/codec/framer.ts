@@ -30,7 +30,8 @@ export interface LineFramer {
  * Arduino's `println` framing gets the same cap as `\n`).
  */
 export function createLineFramer(cap: number = DEFAULT_LINE_CAP): LineFramer {
-  if (!Number.isInteger(cap) || cap < 1) throw new RangeError(`line cap must be a positive integer, got ${cap}`)
+  if (!Number.isInteger(cap) || cap < 1)
+    throw new RangeError(`line cap must be a positive integer, got ${cap}`)
   // One byte of slack for the `\r` of a `\r\n` line exactly at the cap.
   const hold = Buffer.allocUnsafe(cap + 1)
   let used = 0

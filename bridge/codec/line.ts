@@ -44,7 +44,8 @@ function parseObject(line: Uint8Array): Decoded<Record<string, unknown>> {
   } catch {
     return { ok: false, error: 'not JSON' }
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return { ok: false, error: 'not a JSON object' }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return { ok: false, error: 'not a JSON object' }
   return { ok: true, value: value as Record<string, unknown> }
 }
 
@@ -66,7 +67,8 @@ export function decodeBoardLine(line: Uint8Array): Decoded<BoardLine> {
   }
   if ('id' in v) {
     if (checkReply.Check(v)) {
-      if (v.ok === false && typeof v.error !== 'string') return { ok: false, error: 'reply: /error must be a string when ok is false' }
+      if (v.ok === false && typeof v.error !== 'string')
+        return { ok: false, error: 'reply: /error must be a string when ok is false' }
       return { ok: true, value: { kind: 'reply', reply: v as BoardReply } }
     }
     return { ok: false, error: `reply: ${firstError(checkReply.Errors(v))}` }
@@ -98,6 +100,9 @@ export function encodeHello(board: string, fw?: string): string {
 export function encodeMessage(signal: string, text: string): string {
   return JSON.stringify({ event: 'message', signal, text }) + '\n'
 }
-export function encodeReply(id: number, r: { ok: true; result: Json } | { ok: false; error: string }): string {
+export function encodeReply(
+  id: number,
+  r: { ok: true; result: Json } | { ok: false; error: string },
+): string {
   return JSON.stringify(r.ok ? { id, ok: true, result: r.result } : { id, ok: false, error: r.error }) + '\n'
 }

@@ -11,7 +11,9 @@ import type { BindingInterface, BoardConfig, BoardState, BoardStats, Logger, Sen
 import type { FirmataProfile, ProfileSignal } from './profile.ts'
 
 // firmata-io is CommonJS without types: its Firmata class, typed as far as the link uses it.
-const { Firmata } = createRequire(import.meta.url)('firmata-io') as { Firmata: new (transport: unknown) => FirmataIo }
+const { Firmata } = createRequire(import.meta.url)('firmata-io') as {
+  Firmata: new (transport: unknown) => FirmataIo
+}
 
 /** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
 export interface FirmataIo {
@@ -100,7 +102,8 @@ export class FirmataLink {
   }
 
   async send(cmd: string, args: Json, _timeoutMs?: number): Promise<SendResult> {
-    if (this.state !== 'online' || !this.io) return { ok: false, error: `board ${this.name} is ${this.state}` }
+    if (this.state !== 'online' || !this.io)
+      return { ok: false, error: `board ${this.name} is ${this.state}` }
     this.counts.commands++
     const a = typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {}
     const pin = a.pin
@@ -109,19 +112,31 @@ export class FirmataLink {
       case 'ping':
         return { ok: true, result: 'pong' }
       case 'capabilities':
-        return { ok: true, result: { fw: 'firmata', commands: ['ping', 'gpio_read', 'gpio_write', 'capabilities'], pins: this.io.pins.length } }
+        return {
+          ok: true,
+          result: {
+            fw: 'firmata',
+            commands: ['ping', 'gpio_read', 'gpio_write', 'capabilities'],
+            pins: this.io.pins.length,
+          },
+        }
       case 'gpio_read':
-        if (!pinOk) return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
+        if (!pinOk)
+          return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
         return { ok: true, result: { pin, value: this.io.pins[pin]?.value ?? 0 } }
       case 'gpio_write': {
-        if (!pinOk) return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
+        if (!pinOk)
+          return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
         if (a.value !== 0 && a.value !== 1) return { ok: false, error: 'args.value: must be 0 or 1' }
         this.io.pinMode(pin, OUTPUT)
         this.io.digitalWrite(pin, a.value)
         return { ok: true, result: { pin, value: a.value } }
       }
       default:
-        return { ok: false, error: `cmd: unknown command "${cmd}" (firmata boards answer ping, capabilities, gpio_read, gpio_write)` }
+        return {
+          ok: false,
+          error: `cmd: unknown command "${cmd}" (firmata boards answer ping, capabilities, gpio_read, gpio_write)`,
+        }
     }
   }
 
@@ -168,7 +183,12 @@ export class FirmataLink {
       // given a stream on the bridge's binding instead, opened once everything listens to it.
       const port = this.deps.firmataIo
         ? undefined
-        : new SerialPortStream({ binding: this.deps.binding, path: this.cfg.port, baudRate: this.cfg.baud ?? FIRMATA_BAUD, autoOpen: false })
+        : new SerialPortStream({
+            binding: this.deps.binding,
+            path: this.cfg.port,
+            baudRate: this.cfg.baud ?? FIRMATA_BAUD,
+            autoOpen: false,
+          })
       const io = this.deps.firmataIo?.(this.cfg) ?? new Firmata(port)
       this.io = io
       const timeout = this.deps.handshakeTimeoutMs ?? FIRMATA_HANDSHAKE_MS
@@ -187,7 +207,10 @@ export class FirmataLink {
       const failed = (err: unknown): void => {
         settle()
         if (this.board !== board) return
-        this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'firmata board error')
+        this.deps.log.warn(
+          { board: this.name, port: this.cfg.port, err: errorText(err) },
+          'firmata board error',
+        )
         this.lost('error')
       }
       board.on('error', failed)
@@ -199,7 +222,10 @@ export class FirmataLink {
       }
       port?.open()
     } catch (err) {
-      this.deps.log.warn({ board: this.name, port: this.cfg.port, err: errorText(err) }, 'cannot open firmata board; retrying')
+      this.deps.log.warn(
+        { board: this.name, port: this.cfg.port, err: errorText(err) },
+        'cannot open firmata board; retrying',
+      )
       this.scheduleReconnect()
       settle()
     }
@@ -216,11 +242,15 @@ export class FirmataLink {
   }
 
   private sensorFor(s: ProfileSignal): SensorLike {
-    const sensor = (
-      s.type === 'digital'
-        ? new five.Sensor({ board: this.board, pin: s.pin, type: 'digital', freq: 25 })
-        : new five.Sensor({ board: this.board, pin: s.pin, type: 'analog', freq: s.intervalMs ?? 100, threshold: s.threshold ?? 1 })
-    ) as unknown as SensorLike
+    const sensor = (s.type === 'digital'
+      ? new five.Sensor({ board: this.board, pin: s.pin, type: 'digital', freq: 25 })
+      : new five.Sensor({
+          board: this.board,
+          pin: s.pin,
+          type: 'analog',
+          freq: s.intervalMs ?? 100,
+          threshold: s.threshold ?? 1,
+        })) as unknown as SensorLike
     sensor.on('change', (value: unknown) => {
       if (typeof value !== 'number' || !Number.isFinite(value)) return
       const v = s.type === 'digital' && s.invert ? (value ? 0 : 1) : value
@@ -251,7 +281,8 @@ export class FirmataLink {
     if (this.stopped) return
     const wasOnline = this.state === 'online'
     this.teardown()
-    if (this.state !== 'offline') this.deps.log.warn({ board: this.name, reason }, 'firmata board offline; reconnecting')
+    if (this.state !== 'offline')
+      this.deps.log.warn({ board: this.name, reason }, 'firmata board offline; reconnecting')
     this.state = 'offline'
     if (wasOnline) this.deps.availability(this.name, 'offline')
     this.scheduleReconnect()

@@ -7,7 +7,12 @@
 import type { XStatic } from 'typebox/schema'
 import { NAME_PATTERN } from '../codec/names.ts'
 
-const Pin = { anyOf: [{ type: 'integer', minimum: 0, maximum: 127 }, { type: 'string', pattern: '^A[0-9]{1,2}$' }] } as const
+const Pin = {
+  anyOf: [
+    { type: 'integer', minimum: 0, maximum: 127 },
+    { type: 'string', pattern: '^A[0-9]{1,2}$' },
+  ],
+} as const
 
 export const DigitalSignal = {
   type: 'object',
@@ -40,7 +45,9 @@ export const AnalogSignal = {
 export const FirmataProfile = {
   type: 'object',
   required: ['signals'],
-  properties: { signals: { type: 'array', items: { anyOf: [DigitalSignal, AnalogSignal] }, minItems: 1, maxItems: 64 } },
+  properties: {
+    signals: { type: 'array', items: { anyOf: [DigitalSignal, AnalogSignal] }, minItems: 1, maxItems: 64 },
+  },
   additionalProperties: false,
 } as const
 export type FirmataProfile = XStatic<typeof FirmataProfile>

@@ -8,14 +8,13 @@
 // Windows reads do not go through this path, and the mock binding has no file descriptor.
 import { read } from 'node:fs'
 import { promisify } from 'node:util'
-import type { BindingInterface, BindingPortInterface, OpenOptions } from '@serialport/bindings-interface' with {
-  'resolution-mode': 'require',
-}
+import type { BindingInterface, BindingPortInterface, OpenOptions } from './binding-types.ts'
 import { unixRead } from '@serialport/bindings-cpp/dist/unix-read.js'
 
 const readAsync = promisify(read)
 
-export const HANGUP_MESSAGE = 'the serial device hung up (read gave end of file: unplugged, or the far end closed)'
+export const HANGUP_MESSAGE =
+  'the serial device hung up (read gave end of file: unplugged, or the far end closed)'
 
 /** The error a hung-up port's read fails with: not `canceled`, so the stream closes as disconnected. */
 export interface HangupError extends Error {
@@ -27,7 +26,13 @@ function hangupError(): HangupError {
   return Object.assign(new Error(HANGUP_MESSAGE), { code: 'EOF' as const, disconnect: true as const })
 }
 
-const readOrHangup: typeof readAsync = (async (fd: number, buffer: Buffer, offset: number, length: number, position: number | null) => {
+const readOrHangup: typeof readAsync = (async (
+  fd: number,
+  buffer: Buffer,
+  offset: number,
+  length: number,
+  position: number | null,
+) => {
   const r = await readAsync(fd, buffer, offset, length, position)
   if (r.bytesRead === 0) throw hangupError()
   return r
@@ -56,7 +61,8 @@ export function withHangupDetection(binding: BindingInterface): BindingInterface
         },
         close: () => port.close(),
         read: (buffer, offset, length) => {
-          if (buffer.length < offset + length) return Promise.reject(new RangeError('serial read: buffer is too small'))
+          if (buffer.length < offset + length)
+            return Promise.reject(new RangeError('serial read: buffer is too small'))
           return unixRead({ binding: port, buffer, offset, length, fsReadAsync: readOrHangup })
         },
         write: (buffer) => port.write(buffer),

@@ -76,7 +76,8 @@ export class SerialLink implements LineSink {
   }
 
   send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult> {
-    if (this.state !== 'online') return Promise.resolve({ ok: false, error: `board ${this.name} is ${this.state}` })
+    if (this.state !== 'online')
+      return Promise.resolve({ ok: false, error: `board ${this.name} is ${this.state}` })
     return this.commands.send(cmd, args, timeoutMs)
   }
 
@@ -120,19 +121,30 @@ export class SerialLink implements LineSink {
   }
   hello(board: string): void {
     if (board !== this.name) {
-      this.deps.log.warn({ board: this.name, port: this.cfg.port, hello: board }, 'board names itself differently from the config; the config name is used for topics')
+      this.deps.log.warn(
+        { board: this.name, port: this.cfg.port, hello: board },
+        'board names itself differently from the config; the config name is used for topics',
+      )
     }
     this.helloName = board
   }
   reply(r: { id: number; ok: boolean; result?: Json; error?: string }): void {
     if (!this.commands.reply(r)) {
       this.counts.unmatched++
-      this.warnLimited.warn('unmatched', { board: this.name, id: r.id }, 'reply matches no waiting command (late after a timeout?)')
+      this.warnLimited.warn(
+        'unmatched',
+        { board: this.name, id: r.id },
+        'reply matches no waiting command (late after a timeout?)',
+      )
     }
   }
   garbage(error: string, preview: string): void {
     this.counts.garbage++
-    this.warnLimited.warn('garbage', { board: this.name, port: this.cfg.port, error, line: preview }, 'bad line from board ignored')
+    this.warnLimited.warn(
+      'garbage',
+      { board: this.name, port: this.cfg.port, error, line: preview },
+      'bad line from board ignored',
+    )
   }
 
   private open(firstAttempt?: () => void): void {
@@ -147,12 +159,18 @@ export class SerialLink implements LineSink {
       autoOpen: false,
     })
     // Errors also arrive as open/close callbacks; an unhandled 'error' event would crash the hub.
-    port.on('error', (err: Error) => this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err.message }, 'serial port error'))
+    port.on('error', (err: Error) =>
+      this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err.message }, 'serial port error'),
+    )
     port.open((err) => {
       if (err || this.stopped) {
         if (!err) port.close(() => undefined)
         if (err && this.state !== 'offline' && this.state !== 'connecting') this.state = 'offline'
-        if (err) this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err.message, retryMs: this.delay }, 'cannot open serial port; retrying')
+        if (err)
+          this.deps.log.warn(
+            { board: this.name, port: this.cfg.port, err: err.message, retryMs: this.delay },
+            'cannot open serial port; retrying',
+          )
         this.scheduleReopen()
         return firstAttempt?.()
       }
@@ -231,7 +249,10 @@ export class SerialLink implements LineSink {
           // same as a gone one. Reopening would only make it flap online/offline; keep it.
           if (!this.warnedMuteBoard) {
             this.warnedMuteBoard = true
-            this.deps.log.warn({ board: this.name, port: this.cfg.port }, 'board has sent nothing and does not answer ping; heartbeat cannot tell if it is there (set heartbeatMs = 0 to stop pinging)')
+            this.deps.log.warn(
+              { board: this.name, port: this.cfg.port },
+              'board has sent nothing and does not answer ping; heartbeat cannot tell if it is there (set heartbeatMs = 0 to stop pinging)',
+            )
           }
           return
         }

@@ -53,12 +53,18 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
     try {
       res = await doFetch(endpoint, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) },
+        headers: {
+          'content-type': 'application/json',
+          ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}),
+        },
         body: JSON.stringify({ model: opts.model, temperature: 0, ...body }),
         signal: AbortSignal.any([signal, timeout]),
       })
     } catch (err) {
-      return { ok: false, error: `agent endpoint ${endpoint} unreachable: ${err instanceof Error ? err.message : String(err)}` }
+      return {
+        ok: false,
+        error: `agent endpoint ${endpoint} unreachable: ${err instanceof Error ? err.message : String(err)}`,
+      }
     }
     const text = await res.text().catch(() => '')
     if (!res.ok) return { ok: false, error: `agent endpoint answered ${res.status}: ${text.slice(0, 200)}` }
@@ -84,27 +90,46 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
         },
         {
           role: 'user',
-          content: [`Step ${req.step.number}: ${req.step.title}`, req.step.body, req.step.prompt ?? '', `Input: ${JSON.stringify(req.input)}`].filter((s) => s !== '').join('\n\n'),
+          content: [
+            `Step ${req.step.number}: ${req.step.title}`,
+            req.step.body,
+            req.step.prompt ?? '',
+            `Input: ${JSON.stringify(req.input)}`,
+          ]
+            .filter((s) => s !== '')
+            .join('\n\n'),
         },
       ]
-      const tools = req.tools.map((t) => ({ type: 'function', function: { name: t.name, description: t.description, parameters: t.parameters } }))
+      const tools = req.tools.map((t) => ({
+        type: 'function',
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      }))
       for (let round = 0; round < maxRounds; round++) {
         const r = await complete({ messages, ...(tools.length > 0 ? { tools } : {}) }, req.signal)
         if (!r.ok) return r
         const msg = r.value
         const calls = Array.isArray(msg.tool_calls) ? msg.tool_calls : []
-        if (calls.length === 0) return { ok: true, value: asOutput(typeof msg.content === 'string' ? msg.content : '') }
+        if (calls.length === 0)
+          return { ok: true, value: asOutput(typeof msg.content === 'string' ? msg.content : '') }
         messages.push({ role: 'assistant', content: msg.content ?? null, tool_calls: calls })
         for (const c of calls) {
           let args: Json
           try {
             args = JSON.parse(c.function?.arguments || '{}') as Json
           } catch {
-            messages.push({ role: 'tool', tool_call_id: c.id, content: JSON.stringify({ error: 'arguments are not valid JSON' }) })
+            messages.push({
+              role: 'tool',
+              tool_call_id: c.id,
+              content: JSON.stringify({ error: 'arguments are not valid JSON' }),
+            })
             continue
           }
           const out = await req.callTool(String(c.function?.name ?? ''), args)
-          messages.push({ role: 'tool', tool_call_id: c.id, content: JSON.stringify(out.ok ? out.output : { error: out.error }) })
+          messages.push({
+            role: 'tool',
+            tool_call_id: c.id,
+            content: JSON.stringify(out.ok ? out.output : { error: out.error }),
+          })
         }
       }
       return { ok: false, error: `the model was still calling tools after ${maxRounds} rounds` }
@@ -114,8 +139,14 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
       const r = await complete(
         {
           messages: [
-            { role: 'system', content: `You decide for the procedure "${req.sop.name}": ${req.sop.description}\nAnswer with exactly one word: yes or no.` },
-            { role: 'user', content: `Question: ${req.question}\nTriggering event (${req.trigger.type} from ${req.trigger.source}): ${typeof req.trigger.payload === 'string' ? req.trigger.payload : JSON.stringify(req.trigger.payload)}` },
+            {
+              role: 'system',
+              content: `You decide for the procedure "${req.sop.name}": ${req.sop.description}\nAnswer with exactly one word: yes or no.`,
+            },
+            {
+              role: 'user',
+              content: `Question: ${req.question}\nTriggering event (${req.trigger.type} from ${req.trigger.source}): ${typeof req.trigger.payload === 'string' ? req.trigger.payload : JSON.stringify(req.trigger.payload)}`,
+            },
           ],
         },
         req.signal,

@@ -11,8 +11,16 @@ export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo }
 
 // Route schemas as JSON Schema literals, not typebox's Type builders: Fastify hands them to ajv
 // either way, and the builders' module (~300 files) is not worth loading at hub start for these.
-const Id = { type: 'object', required: ['id'], properties: { id: { type: 'string', minLength: 1, maxLength: 200 } } } as const
-const Name = { type: 'object', required: ['name'], properties: { name: { type: 'string', minLength: 1, maxLength: 200 } } } as const
+const Id = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', minLength: 1, maxLength: 200 } },
+} as const
+const Name = {
+  type: 'object',
+  required: ['name'],
+  properties: { name: { type: 'string', minLength: 1, maxLength: 200 } },
+} as const
 const Approve = {
   type: 'object',
   properties: {
@@ -22,10 +30,21 @@ const Approve = {
   },
   additionalProperties: false,
 } as const
-const Deny = { type: 'object', properties: { by: { type: 'string', minLength: 1, maxLength: 200 }, note: { type: 'string', maxLength: 2000 } }, additionalProperties: false } as const
+const Deny = {
+  type: 'object',
+  properties: {
+    by: { type: 'string', minLength: 1, maxLength: 200 },
+    note: { type: 'string', maxLength: 2000 },
+  },
+  additionalProperties: false,
+} as const
 const List = {
   type: 'object',
-  properties: { sop: { type: 'string', minLength: 1 }, state: { type: 'string', enum: [...RUN_STATES] }, limit: { type: 'integer', minimum: 1, maximum: 1000 } },
+  properties: {
+    sop: { type: 'string', minLength: 1 },
+    state: { type: 'string', enum: [...RUN_STATES] },
+    limit: { type: 'integer', minimum: 1, maximum: 1000 },
+  },
   additionalProperties: false,
 } as const
 const TriggerBody = { type: 'object', properties: { payload: {} }, additionalProperties: false } as const
@@ -36,14 +55,25 @@ function sameToken(given: string, token: string): boolean {
   return a.length === b.length && timingSafeEqual(a, b)
 }
 
-export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLimit?: number }): FastifyInstance {
+export function createLocalApi(opts: {
+  engine: HubEngine
+  token: string
+  bodyLimit?: number
+}): FastifyInstance {
   const { engine, token } = opts
   // Reject unknown fields rather than strip them silently (DESIGN: every rejection says what was wrong).
-  const app = Fastify({ bodyLimit: opts.bodyLimit ?? 64 * 1024, logger: false, ajv: { customOptions: { removeAdditional: false } } })
+  const app = Fastify({
+    bodyLimit: opts.bodyLimit ?? 64 * 1024,
+    logger: false,
+    ajv: { customOptions: { removeAdditional: false } },
+  })
 
   app.addHook('onRequest', async (req, reply) => {
     const h = req.headers.authorization
-    if (typeof h !== 'string' || !h.startsWith('Bearer ')) return reply.code(401).send({ error: 'missing bearer token (Authorization: Bearer <token from the hub token file>)' })
+    if (typeof h !== 'string' || !h.startsWith('Bearer '))
+      return reply
+        .code(401)
+        .send({ error: 'missing bearer token (Authorization: Bearer <token from the hub token file>)' })
     if (!sameToken(h.slice(7).trim(), token)) return reply.code(401).send({ error: 'bad bearer token' })
   })
   // A POST with no body is an empty object: `svc sop approve <id>` needs nothing more.
@@ -51,13 +81,24 @@ export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLim
     if (req.method === 'POST' && (req.body === undefined || req.body === null)) req.body = {}
   })
   app.setErrorHandler((err: { statusCode?: number; message: string; validation?: unknown }, _req, reply) => {
-    if (err.validation && /enum|allowed values/.test(err.message)) err.message += ` (${RUN_STATES.join(', ')})`
-    const extra = Array.isArray(err.validation) ? (err.validation as { params?: { additionalProperty?: string } }[]).find((v) => v.params?.additionalProperty)?.params?.additionalProperty : undefined
+    if (err.validation && /enum|allowed values/.test(err.message))
+      err.message += ` (${RUN_STATES.join(', ')})`
+    const extra = Array.isArray(err.validation)
+      ? (err.validation as { params?: { additionalProperty?: string } }[]).find(
+          (v) => v.params?.additionalProperty,
+        )?.params?.additionalProperty
+      : undefined
     if (extra !== undefined) err.message += `: "${extra}"`
-    const status = err.validation ? 400 : err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
+    const status = err.validation
+      ? 400
+      : err.statusCode && err.statusCode >= 400 && err.statusCode < 600
+        ? err.statusCode
+        : 500
     return reply.code(status).send({ error: status === 500 ? 'internal error' : err.message })
   })
-  app.setNotFoundHandler((req, reply) => reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }))
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }),
+  )
 
   app.get('/sop/pending', async () => ({ runs: engine.pending() }))
 
@@ -81,8 +122,15 @@ export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLim
   app.post('/sop/runs/:id/approve', { schema: { params: Id, body: Approve } }, async (req, reply) => {
     const { id } = req.params as { id: string }
     const b = (req.body ?? {}) as { by?: string; note?: string; decisions?: Record<string, boolean> }
-    const decisions = b.decisions ? Object.fromEntries(Object.entries(b.decisions).map(([k, v]) => [Number(k), v])) : undefined
-    const r = await engine.approve(id, { by: b.by ?? 'operator (local API)', ...(b.note !== undefined ? { note: b.note } : {}), ...(decisions ? { decisions } : {}), via: 'operator' })
+    const decisions = b.decisions
+      ? Object.fromEntries(Object.entries(b.decisions).map(([k, v]) => [Number(k), v]))
+      : undefined
+    const r = await engine.approve(id, {
+      by: b.by ?? 'operator (local API)',
+      ...(b.note !== undefined ? { note: b.note } : {}),
+      ...(decisions ? { decisions } : {}),
+      via: 'operator',
+    })
     if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
     return { run: r.run }
   })
@@ -90,7 +138,10 @@ export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLim
   app.post('/sop/runs/:id/deny', { schema: { params: Id, body: Deny } }, async (req, reply) => {
     const { id } = req.params as { id: string }
     const b = (req.body ?? {}) as { by?: string; note?: string }
-    const r = await engine.deny(id, { by: b.by ?? 'operator (local API)', ...(b.note !== undefined ? { note: b.note } : {}) })
+    const r = await engine.deny(id, {
+      by: b.by ?? 'operator (local API)',
+      ...(b.note !== undefined ? { note: b.note } : {}),
+    })
     if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
     return { run: r.run }
   })
@@ -98,7 +149,12 @@ export function createLocalApi(opts: { engine: HubEngine; token: string; bodyLim
   app.post('/sop/:name/trigger', { schema: { params: Name, body: TriggerBody } }, async (req, reply) => {
     const { name } = req.params as { name: string }
     const b = (req.body ?? {}) as { payload?: unknown }
-    const d = await engine.trigger(name, { type: 'manual', source: 'local API', payload: (b.payload ?? {}) as Json, at: Date.now() })
+    const d = await engine.trigger(name, {
+      type: 'manual',
+      source: 'local API',
+      payload: (b.payload ?? {}) as Json,
+      at: Date.now(),
+    })
     if (d.reason.startsWith('no SOP named')) return reply.code(404).send({ error: d.reason })
     return d
   })

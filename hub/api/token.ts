@@ -29,11 +29,19 @@ export async function readApiToken(path = svcPaths().apiToken): Promise<Read<str
   try {
     st = await stat(path)
   } catch {
-    return { ok: false, error: `no hub is running (no token file at ${path}); start one with \`svc hub run\`` }
+    return {
+      ok: false,
+      error: `no hub is running (no token file at ${path}); start one with \`svc hub run\``,
+    }
   }
-  if ((st.mode & 0o077) !== 0) return { ok: false, error: `the token file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it` }
+  if ((st.mode & 0o077) !== 0)
+    return {
+      ok: false,
+      error: `the token file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it`,
+    }
   const token = (await readFile(path, 'utf8')).trim()
-  if (!/^[0-9a-f]{64}$/.test(token)) return { ok: false, error: `the token file ${path} does not hold a token` }
+  if (!/^[0-9a-f]{64}$/.test(token))
+    return { ok: false, error: `the token file ${path} does not hold a token` }
   return { ok: true, value: token }
 }
 
@@ -54,7 +62,8 @@ export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<{ url
   }
   try {
     const v = JSON.parse(text) as { url?: unknown }
-    if (typeof v.url === 'string' && /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(v.url)) return { ok: true, value: { url: v.url } }
+    if (typeof v.url === 'string' && /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(v.url))
+      return { ok: true, value: { url: v.url } }
   } catch {
     // fall through
   }

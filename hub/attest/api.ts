@@ -22,15 +22,24 @@ const ExportBody = {
 export function attestRoutes(store: AttestStore): (app: FastifyInstance) => void {
   return (app) => {
     app.get('/attest/status', async () => store.counts())
-    app.post<{ Body: { out: string; from?: number; to?: number } }>('/attest/export', { schema: { body: ExportBody } }, async (req, reply) => {
-      const { out, from, to } = req.body
-      if (!isAbsolute(out)) return reply.code(400).send({ error: `out must be an absolute path (got "${out}")` })
-      if (from !== undefined && to !== undefined && to < from) return reply.code(400).send({ error: 'to must not be before from' })
-      try {
-        return await exportAttestations(store, out, { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) })
-      } catch (err) {
-        return reply.code(500).send({ error: `export to ${out} failed: ${(err as Error).message}` })
-      }
-    })
+    app.post<{ Body: { out: string; from?: number; to?: number } }>(
+      '/attest/export',
+      { schema: { body: ExportBody } },
+      async (req, reply) => {
+        const { out, from, to } = req.body
+        if (!isAbsolute(out))
+          return reply.code(400).send({ error: `out must be an absolute path (got "${out}")` })
+        if (from !== undefined && to !== undefined && to < from)
+          return reply.code(400).send({ error: 'to must not be before from' })
+        try {
+          return await exportAttestations(store, out, {
+            ...(from !== undefined ? { from } : {}),
+            ...(to !== undefined ? { to } : {}),
+          })
+        } catch (err) {
+          return reply.code(500).send({ error: `export to ${out} failed: ${(err as Error).message}` })
+        }
+      },
+    )
   }
 }

@@ -24,7 +24,11 @@ export interface ExportResult {
 export const DATA_FILE = 'operations.jsonl'
 export const REQUESTS_FILE = 'operation-requests.txt'
 
-export async function exportAttestations(store: AttestStore, outDir: string, range: ExportRange = {}): Promise<ExportResult> {
+export async function exportAttestations(
+  store: AttestStore,
+  outDir: string,
+  range: ExportRange = {},
+): Promise<ExportResult> {
   await mkdir(outDir, { recursive: true })
   const dataPath = join(outDir, DATA_FILE)
   const requestsPath = join(outDir, REQUESTS_FILE)

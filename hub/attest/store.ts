@@ -13,7 +13,10 @@ import { requestHashFor } from '../../records/request-hash.ts'
 import { type AttestCounts, type AttestRecord, type AttestState, emptyCounts } from './record.ts'
 
 /** What the tool hands the store; the store assigns seq, requestHash, createdAt and state. */
-export type AppendInput = Pick<AttestRecord, 'idempotencyKey' | 'action' | 'requestUri' | 'line' | 'paramsHash' | 'signature' | 'signer'>
+export type AppendInput = Pick<
+  AttestRecord,
+  'idempotencyKey' | 'action' | 'requestUri' | 'line' | 'paramsHash' | 'signature' | 'signer'
+>
 
 export interface AppendResult {
   record: AttestRecord
@@ -105,7 +108,8 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
             done.push(() => job.resolve({ record: rec, created: true }))
           } else {
             for (const rec of job.records) {
-              const old = touched.get(rec.seq) ?? ((await db.get(lineKey(rec.seq))) as AttestRecord | undefined)
+              const old =
+                touched.get(rec.seq) ?? ((await db.get(lineKey(rec.seq))) as AttestRecord | undefined)
               if (!old) {
                 job.reject(new Error(`attest store: no record ${rec.seq}`))
                 continue
@@ -161,7 +165,9 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
       const p = (async (): Promise<AppendResult> => {
         const existing = await byIdempotencyKey(input.idempotencyKey)
         if (existing) return { record: existing, created: false }
-        return new Promise<AppendResult>((resolve, reject) => enqueue({ kind: 'append', input, resolve, reject }))
+        return new Promise<AppendResult>((resolve, reject) =>
+          enqueue({ kind: 'append', input, resolve, reject }),
+        )
       })()
       inflight.set(input.idempotencyKey, p)
       const clear = () => inflight.delete(input.idempotencyKey)
@@ -174,7 +180,8 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     },
     async *range(from = 0, to = Number.MAX_SAFE_INTEGER) {
       if (to <= from) return
-      for await (const v of db.values({ gte: lineKey(from), lt: lineKey(Math.min(to, 1e12 - 1)) })) yield v as AttestRecord
+      for await (const v of db.values({ gte: lineKey(from), lt: lineKey(Math.min(to, 1e12 - 1)) }))
+        yield v as AttestRecord
     },
     async queue(limit, fromSeq = 0) {
       const out: AttestRecord[] = []

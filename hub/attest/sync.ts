@@ -86,7 +86,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       if (row.kind === 'unknown') return 'none'
       throw new SyncError(`chain: ${row.error}`)
     }
-    if (row.value.validator.toLowerCase() === attestor.toLowerCase() && row.value.agentId === agentId) return 'ours'
+    if (row.value.validator.toLowerCase() === attestor.toLowerCase() && row.value.agentId === agentId)
+      return 'ours'
     return `request hash ${rec.requestHash} is held by another request (validator ${row.value.validator}, agent ${row.value.agentId})`
   }
 
@@ -112,12 +113,23 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     if (toSign.length) {
       const account = opts.signer.account
       const saved = batch.reduce((m, r) => (r.requestTx ? Math.max(m, r.requestTx.nonce + 1) : m), 0)
-      let nonce = Math.max(saved, await pub.getTransactionCount({ address: account.address, blockTag: 'pending' }))
+      let nonce = Math.max(
+        saved,
+        await pub.getTransactionCount({ address: account.address, blockTag: 'pending' }),
+      )
       const fees = await pub.estimateFeesPerGas()
       const signed: AttestRecord[] = []
       const argsOf = (rec: AttestRecord) => [attestor, agentId, rec.requestUri, rec.requestHash] as const
       const gases = await Promise.all(
-        toSign.map((rec) => pub.estimateContractGas({ address: opts.chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: argsOf(rec), account })),
+        toSign.map((rec) =>
+          pub.estimateContractGas({
+            address: opts.chain.validationRegistry,
+            abi: validationRegistryAbi,
+            functionName: 'validationRequest',
+            args: argsOf(rec),
+            account,
+          }),
+        ),
       )
       for (const [i, rec] of toSign.entries()) {
         const args = argsOf(rec)
@@ -137,7 +149,9 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       }
       // Saved before broadcast: this is what makes a restart re-send the same transaction.
       await opts.store.update(signed)
-      log.info?.(`signed requests for lines ${signed[0]!.seq + 1}..${signed[signed.length - 1]!.seq + 1}, nonces ${signed[0]!.requestTx!.nonce}..${nonce - 1}`)
+      log.info?.(
+        `signed requests for lines ${signed[0]!.seq + 1}..${signed[signed.length - 1]!.seq + 1}, nonces ${signed[0]!.requestTx!.nonce}..${nonce - 1}`,
+      )
       batch = batch.map((r) => signed.find((s) => s.seq === r.seq) ?? r)
     }
 
@@ -154,7 +168,12 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         if (receipt.status === 'success') return { ...rec, state: 'requested' }
         const owner = await rowIsOurs(rec)
         if (owner === 'ours') return { ...rec, state: 'requested' }
-        return { ...rec, state: 'failed', error: owner === 'none' ? `validationRequest reverted (${hash}, nonce ${rec.requestTx!.nonce})` : owner }
+        return {
+          ...rec,
+          state: 'failed',
+          error:
+            owner === 'none' ? `validationRequest reverted (${hash}, nonce ${rec.requestTx!.nonce})` : owner,
+        }
       }),
     )
     await opts.store.update(done)
@@ -174,11 +193,16 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   async function unmined(rec: AttestRecord): Promise<AttestRecord> {
     const tx = rec.requestTx!
     const mined = await pub.getTransactionCount({ address: opts.signer.account.address, blockTag: 'latest' })
-    if (mined <= tx.nonce) throw new SyncError(`request of line ${rec.seq + 1} (${tx.hash}, nonce ${tx.nonce}) is not mined yet; will re-send the same transaction`)
+    if (mined <= tx.nonce)
+      throw new SyncError(
+        `request of line ${rec.seq + 1} (${tx.hash}, nonce ${tx.nonce}) is not mined yet; will re-send the same transaction`,
+      )
     const owner = await rowIsOurs(rec)
     if (owner === 'ours') return { ...rec, state: 'requested' }
     if (owner !== 'none') return { ...rec, state: 'failed', error: owner }
-    log.warn?.(`line ${rec.seq + 1}: nonce ${tx.nonce} was used by another transaction; signing a new request`)
+    log.warn?.(
+      `line ${rec.seq + 1}: nonce ${tx.nonce} was used by another transaction; signing a new request`,
+    )
     const { requestTx: _dropped, ...rest } = rec
     return { ...rest, state: 'pending' }
   }
@@ -208,13 +232,17 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       res = await doFetch(new URL(ATTEST_PATH, opts.attestorUrl), {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ agentId: opts.chain.agentId, items: todo.map((r) => ({ requestHash: r.requestHash, line: r.line, signature: r.signature })) }),
+        body: JSON.stringify({
+          agentId: opts.chain.agentId,
+          items: todo.map((r) => ({ requestHash: r.requestHash, line: r.line, signature: r.signature })),
+        }),
       })
     } catch (err) {
       throw new SyncError(`attestor unreachable at ${opts.attestorUrl}: ${(err as Error).message}`)
     }
     const body = (await res.json().catch(() => ({}))) as { results?: ItemResult[]; error?: string }
-    if (!res.ok || !Array.isArray(body.results)) throw new SyncError(`attestor answered ${res.status}: ${body.error ?? 'no results'}`)
+    if (!res.ok || !Array.isArray(body.results))
+      throw new SyncError(`attestor answered ${res.status}: ${body.error ?? 'no results'}`)
     const byHash = new Map(body.results.map((r) => [r.requestHash.toLowerCase(), r]))
     const updates: AttestRecord[] = []
     let attested = 0
@@ -249,7 +277,9 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         report.requested += rq.requested
         report.failed += rq.failed
         log.progress?.({ phase: 'request', done: done + rq.requested + rq.failed, total })
-        const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter((r): r is AttestRecord => r !== undefined)
+        const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter(
+          (r): r is AttestRecord => r !== undefined,
+        )
         const at = await attest(fresh)
         report.attested += at.attested
         done += batch.length
@@ -274,7 +304,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       try {
         const r = await runOnce()
         backoff = opts.backoffMinMs ?? 500
-        if (r.requested + r.attested > 0) log.info?.(`sync: ${r.requested} requested, ${r.attested} attested, ${r.remaining} remaining`)
+        if (r.requested + r.attested > 0)
+          log.info?.(`sync: ${r.requested} requested, ${r.attested} attested, ${r.remaining} remaining`)
       } catch (err) {
         log.warn?.(`sync failed, retrying in ${backoff} ms: ${(err as Error).message}`)
         wait = backoff + Math.floor(Math.random() * backoff * 0.2)

@@ -22,26 +22,76 @@ export interface VerifyLineInput {
 
 export type VerifyLineResult =
   | { ok: true; paramsHash: Hex; requestHash: Hex; row: ValidationRow }
-  | { ok: false; step: 1 | 2 | 3 | 4; condition?: RowCondition; error: string; paramsHash?: Hex; requestHash?: Hex; unreachable?: boolean }
+  | {
+      ok: false
+      step: 1 | 2 | 3 | 4
+      condition?: RowCondition
+      error: string
+      paramsHash?: Hex
+      requestHash?: Hex
+      unreachable?: boolean
+    }
 
 export async function verifyLine(i: VerifyLineInput): Promise<VerifyLineResult> {
   const data = splitLines(i.dataText)
   const reqs = splitLines(i.requestsText)
-  if (!Number.isInteger(i.line) || i.line < 1) return { ok: false, step: 1, error: `--line must be a whole number from 1 (got ${i.line})` }
+  if (!Number.isInteger(i.line) || i.line < 1)
+    return { ok: false, step: 1, error: `--line must be a whole number from 1 (got ${i.line})` }
   const text = data[i.line - 1]
-  if (text === undefined) return { ok: false, step: 1, error: `the data file has ${data.length} lines; there is no line ${i.line}` }
+  if (text === undefined)
+    return { ok: false, step: 1, error: `the data file has ${data.length} lines; there is no line ${i.line}` }
   const paramsHash = lineHash(text)
   const req = reqs[i.line - 1]?.trim()
-  if (req === undefined) return { ok: false, step: 2, paramsHash, error: `the request list has ${reqs.length} lines; there is no line ${i.line}` }
-  if (req === '') return { ok: false, step: 2, paramsHash, error: `request line ${i.line} is blank: the line is not attested yet` }
-  if (!isHash(req)) return { ok: false, step: 2, paramsHash, error: `request line ${i.line} is not a 0x-prefixed 32-byte hash` }
+  if (req === undefined)
+    return {
+      ok: false,
+      step: 2,
+      paramsHash,
+      error: `the request list has ${reqs.length} lines; there is no line ${i.line}`,
+    }
+  if (req === '')
+    return {
+      ok: false,
+      step: 2,
+      paramsHash,
+      error: `request line ${i.line} is blank: the line is not attested yet`,
+    }
+  if (!isHash(req))
+    return {
+      ok: false,
+      step: 2,
+      paramsHash,
+      error: `request line ${i.line} is not a 0x-prefixed 32-byte hash`,
+    }
   const requestHash = req as Hex
   const row = await readValidationStatus(i.client, i.validationRegistry, requestHash)
   if (!row.ok) {
-    if (row.kind === 'unknown') return { ok: false, step: 3, paramsHash, requestHash, error: `the registry holds no validation under ${requestHash}` }
-    return { ok: false, step: 3, paramsHash, requestHash, unreachable: row.kind === 'unreachable', error: `could not read the registry: ${row.error}` }
+    if (row.kind === 'unknown')
+      return {
+        ok: false,
+        step: 3,
+        paramsHash,
+        requestHash,
+        error: `the registry holds no validation under ${requestHash}`,
+      }
+    return {
+      ok: false,
+      step: 3,
+      paramsHash,
+      requestHash,
+      unreachable: row.kind === 'unreachable',
+      error: `could not read the registry: ${row.error}`,
+    }
   }
   const check = checkValidationRow(row.value, { agentId: i.agentId, attestor: i.attestor, paramsHash })
-  if (!check.ok) return { ok: false, step: 4, condition: check.condition, paramsHash, requestHash, error: `condition ${check.condition} failed: ${check.error}` }
+  if (!check.ok)
+    return {
+      ok: false,
+      step: 4,
+      condition: check.condition,
+      paramsHash,
+      requestHash,
+      error: `condition ${check.condition} failed: ${check.error}`,
+    }
   return { ok: true, paramsHash, requestHash, row: row.value }
 }

@@ -16,7 +16,15 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 export type DistBuild = { ok: true; outDir: string; entry: string } | { ok: false; error: string }
 
 /** Native addons (LevelDB, serial ports, libsecp256k1) and packages that read their own files. */
-export const EXTERNAL = ['classic-level', 'level', 'serialport', '@serialport/*', 'johnny-five', 'secp256k1', 'viem']
+export const EXTERNAL = [
+  'classic-level',
+  'level',
+  'serialport',
+  '@serialport/*',
+  'johnny-five',
+  'secp256k1',
+  'viem',
+]
 
 /** Bundles the `svc` CLI (and every module `svc hub` loads) into `outDir`. */
 export async function buildDist(outDir: string): Promise<DistBuild> {
@@ -35,7 +43,9 @@ export async function buildDist(outDir: string): Promise<DistBuild> {
       sourcemap: 'linked',
       external: EXTERNAL,
       // CommonJS packages inside an ES module bundle still call require().
-      banner: { js: "import { createRequire as __svcRequire } from 'node:module'; const require = __svcRequire(import.meta.url);" },
+      banner: {
+        js: "import { createRequire as __svcRequire } from 'node:module'; const require = __svcRequire(import.meta.url);",
+      },
       logLevel: 'silent',
     })
   } catch (err) {
@@ -45,9 +55,11 @@ export async function buildDist(outDir: string): Promise<DistBuild> {
   await writeFile(join(outDir, 'package.json'), '{ "type": "module" }\n')
   // Outside the project folder the externals need node_modules beside the bundle.
   if (!outDir.startsWith(root)) {
-    await symlink(join(root, 'node_modules'), join(outDir, 'node_modules'), 'dir').catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'EEXIST') throw err
-    })
+    await symlink(join(root, 'node_modules'), join(outDir, 'node_modules'), 'dir').catch(
+      (err: NodeJS.ErrnoException) => {
+        if (err.code !== 'EEXIST') throw err
+      },
+    )
   }
   return { ok: true, outDir, entry: join(outDir, 'main.js') }
 }

@@ -58,7 +58,11 @@ type Values = ReturnType<typeof parseOptions<typeof SPEC>>['values']
  * Runs `fn` on the store, or, when the running hub holds the store's lock, `viaHub` (its local
  * API). Without `viaHub` a locked store is an error naming the cause.
  */
-async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>, viaHub?: () => Promise<T>): Promise<T> {
+async function withStore<T>(
+  io: CliIo,
+  fn: (s: AttestStore) => Promise<T>,
+  viaHub?: () => Promise<T>,
+): Promise<T> {
   const path = attestStorePath(svcPaths(io.env).data)
   let store: AttestStore
   try {
@@ -67,7 +71,9 @@ async function withStore<T>(io: CliIo, fn: (s: AttestStore) => Promise<T>, viaHu
     const cause = (err as { cause?: { code?: string } }).cause
     if ((err as { code?: string }).code === 'LEVEL_DATABASE_NOT_OPEN' && cause?.code === 'LEVEL_LOCKED') {
       if (viaHub) return viaHub()
-      throw new UserError(`the attestation store ${path} is in use by the running hub, which syncs it by itself (see \`svc attest status\`); stop the hub to sync by hand`)
+      throw new UserError(
+        `the attestation store ${path} is in use by the running hub, which syncs it by itself (see \`svc attest status\`); stop the hub to sync by hand`,
+      )
     }
     throw new UserError(`cannot open the attestation store ${path}: ${(err as Error).message}`)
   }
@@ -88,11 +94,17 @@ async function chainInfo(io: CliIo, v: Values): Promise<ChainInfo> {
 const abs = (io: CliIo, p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
 
 async function status(io: CliIo, v: Values): Promise<number> {
-  const c = await withStore(io, async (s) => s.counts(), async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts)
+  const c = await withStore(
+    io,
+    async (s) => s.counts(),
+    async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts,
+  )
   if (v.json) io.out(JSON.stringify(c))
   else {
     io.out(`lines      ${c.total}`)
-    io.out(`pending    ${c.pending + c.sending}${c.sending ? ` (${c.sending} request transactions out)` : ''}`)
+    io.out(
+      `pending    ${c.pending + c.sending}${c.sending ? ` (${c.sending} request transactions out)` : ''}`,
+    )
     io.out(`requested  ${c.requested}`)
     io.out(`attested   ${c.attested}`)
     if (c.failed) io.out(`failed     ${c.failed}`)
@@ -104,7 +116,8 @@ async function exportCmd(io: CliIo, v: Values): Promise<number> {
   if (!v.out) throw new UsageError('export needs --out DIR')
   const from = intOption(v.from, 'from', 1)
   const to = intOption(v.to, 'to', 1)
-  if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from')
+  if (from !== undefined && to !== undefined && to < from)
+    throw new UsageError('--to must not be before --from')
   const out = abs(io, v.out)
   const range = { ...(from ? { from: from - 1 } : {}), ...(to ? { to } : {}) }
   const r = await withStore(
@@ -120,7 +133,8 @@ async function exportCmd(io: CliIo, v: Values): Promise<number> {
 async function syncCmd(io: CliIo, v: Values): Promise<number> {
   const chain = await chainInfo(io, v)
   const attestorUrl = v.attestor ?? chain.attestorUrl
-  if (!attestorUrl) throw new UsageError('no attestor URL: pass --attestor URL or put attestorUrl in the chain file')
+  if (!attestorUrl)
+    throw new UsageError('no attestor URL: pass --attestor URL or put attestorUrl in the chain file')
   const batchSize = intOption(v.batch, 'batch', 1) ?? 50
   const signer = await loadOrCreateDeviceKey(svcPaths(io.env).deviceKey)
   const report = await withStore(io, async (store) => {
@@ -142,14 +156,19 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
     }
   })
   if (v.json) io.out(JSON.stringify(report))
-  else io.out(`${report.requested} requested, ${report.attested} attested, ${report.failed} failed, ${report.remaining} remaining`)
+  else
+    io.out(
+      `${report.requested} requested, ${report.attested} attested, ${report.failed} failed, ${report.remaining} remaining`,
+    )
   return report.remaining === 0 && report.failed === 0 ? EXIT_OK : EXIT_FAIL
 }
 
 async function verifyCmd(io: CliIo, v: Values): Promise<number> {
-  for (const k of ['data', 'requests', 'line', 'agent'] as const) if (!v[k]) throw new UsageError(`verify-line needs --${k}`)
+  for (const k of ['data', 'requests', 'line', 'agent'] as const)
+    if (!v[k]) throw new UsageError(`verify-line needs --${k}`)
   const line = intOption(v.line, 'line', 1)!
-  if (!/^(0|[1-9][0-9]*)$/.test(v.agent!)) throw new UsageError(`--agent must be a decimal agent id (got "${v.agent}")`)
+  if (!/^(0|[1-9][0-9]*)$/.test(v.agent!))
+    throw new UsageError(`--agent must be a decimal agent id (got "${v.agent}")`)
   let rpc = v.rpc
   let registry = v.registry
   let attestor = v.attestor
@@ -165,7 +184,9 @@ async function verifyCmd(io: CliIo, v: Values): Promise<number> {
     try {
       return await readFile(abs(io, p), 'utf8')
     } catch (err) {
-      throw new UserError(`cannot read the ${what} file ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`)
+      throw new UserError(
+        `cannot read the ${what} file ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      )
     }
   }
   const r = await verifyLine({
@@ -185,7 +206,9 @@ async function verifyCmd(io: CliIo, v: Values): Promise<number> {
     io.out(`line ${line}: verified`)
     io.out(`  paramsHash   ${r.paramsHash}`)
     io.out(`  requestHash  ${r.requestHash}`)
-    io.out(`  validator ${r.row.validator}, agent ${r.row.agentId}, response ${r.row.response}, tag "${r.row.tag}"`)
+    io.out(
+      `  validator ${r.row.validator}, agent ${r.row.agentId}, response ${r.row.response}, tag "${r.row.tag}"`,
+    )
     return EXIT_OK
   }
   io.out(`line ${line}: NOT verified (step ${r.step}${r.condition ? `, condition ${r.condition}` : ''})`)
@@ -200,7 +223,8 @@ export const command: Command = async (argv, io) => {
     io.out(ATTEST_HELP)
     return values.help ? EXIT_OK : 2
   }
-  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}" (see svc attest --help)`)
+  if (positionals.length > 1)
+    throw new UsageError(`unexpected argument "${positionals[1]}" (see svc attest --help)`)
   switch (sub) {
     case 'status':
       return status(io, values)

@@ -24,14 +24,22 @@ options:
 export const command: Command = async (argv, io) => {
   const { values, positionals } = parseOptions(
     argv,
-    { chain: { type: 'string' }, 'key-file': { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, 'uri-base': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    {
+      chain: { type: 'string' },
+      'key-file': { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      'uri-base': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     'svc attestor --help',
   )
   if (values.help) {
     io.out(ATTESTOR_HELP)
     return EXIT_OK
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}" (see svc attestor --help)`)
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}" (see svc attestor --help)`)
   const abs = (p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
   const chainPath = abs(values.chain ?? chainFilePath(svcPaths(io.env).home))
   const chain = await readChainFile(chainPath)
@@ -43,7 +51,10 @@ export const command: Command = async (argv, io) => {
     ...(values['uri-base'] ? { uriBase: values['uri-base'] } : {}),
   })
   if (!cfg.ok) throw new UserError(cfg.error)
-  const srv = await startAttestorServer(cfg.config, { host: values.host ?? '127.0.0.1', port: intOption(values.port, 'port') ?? 8790 })
+  const srv = await startAttestorServer(cfg.config, {
+    host: values.host ?? '127.0.0.1',
+    port: intOption(values.port, 'port') ?? 8790,
+  })
   io.out(`attestor ${srv.address} listening on ${srv.url} (registry ${cfg.config.validationRegistry})`)
   await untilStopSignal()
   await srv.close()

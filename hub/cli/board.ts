@@ -64,11 +64,13 @@ async function simulate(argv: string[], io: CliIo): Promise<number> {
   }
   if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"\n\n${HELP}`)
   const rate = values.rate === undefined ? 1 : Number(values.rate)
-  if (!Number.isFinite(rate) || rate < 0 || rate > 100_000) throw new UsageError(`--rate: must be a number from 0 to 100000, got "${values.rate}"`)
+  if (!Number.isFinite(rate) || rate < 0 || rate > 100_000)
+    throw new UsageError(`--rate: must be a number from 0 to 100000, got "${values.rate}"`)
   const name = values.name ?? 'vend1'
   if (!NAME_RE.test(name)) throw new UsageError(`--name: must match [A-Za-z0-9_.-]{1,64}, got "${name}"`)
   const signal = values.signal ?? 'coin'
-  if (!NAME_RE.test(signal)) throw new UsageError(`--signal: must match [A-Za-z0-9_.-]{1,64}, got "${signal}"`)
+  if (!NAME_RE.test(signal))
+    throw new UsageError(`--signal: must match [A-Za-z0-9_.-]{1,64}, got "${signal}"`)
 
   let pair: PtyPair | undefined
   let dir: string | undefined
@@ -97,14 +99,18 @@ async function simulate(argv: string[], io: CliIo): Promise<number> {
   }
   io.out(`simulating board ${name} on ${path}: ${rate} ${signal} event(s)/s; Ctrl-C to stop`)
   if (pair) {
-    io.out(`connect the hub to ${pair.hub}, e.g. in hub.toml:\n\n[[boards]]\nname = "${name}"\nport = "${pair.hub}"\n`)
+    io.out(
+      `connect the hub to ${pair.hub}, e.g. in hub.toml:\n\n[[boards]]\nname = "${name}"\nport = "${pair.hub}"\n`,
+    )
   }
   const why = await untilStopped(sim.closed)
   await sim.stop()
   await pair?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })
   const s = sim.board.stats()
-  io.out(`stopped (${why === 'signal' ? 'signal' : 'port closed'}): ${s.emitted} events sent, ${s.answered} commands answered`)
+  io.out(
+    `stopped (${why === 'signal' ? 'signal' : 'port closed'}): ${s.emitted} events sent, ${s.answered} commands answered`,
+  )
   return EXIT_OK
 }
 

@@ -45,7 +45,8 @@ export const command: Command = async (argv, io) => {
     io.out(CHAIN_HELP)
     return values.help ? EXIT_OK : 2
   }
-  if (positionals[0] !== 'dev' || positionals.length > 1) throw new UsageError(`unknown command "${positionals.join(' ')}" (see svc chain --help)`)
+  if (positionals[0] !== 'dev' || positionals.length > 1)
+    throw new UsageError(`unknown command "${positionals.join(' ')}" (see svc chain --help)`)
   const port = intOption(values.port, 'port')
   const attestorPort = intOption(values['attestor-port'], 'attestor-port')
   const host = values.host ?? '127.0.0.1'
@@ -63,7 +64,10 @@ export const command: Command = async (argv, io) => {
     if (!values['no-attestor']) {
       const cfg = await loadAttestorConfig({ chain: chain.info })
       if (!cfg.ok) throw new Error(cfg.error)
-      const srv = await startAttestorServer(cfg.config, { host, ...(attestorPort !== undefined ? { port: attestorPort } : {}) })
+      const srv = await startAttestorServer(cfg.config, {
+        host,
+        ...(attestorPort !== undefined ? { port: attestorPort } : {}),
+      })
       closeAttestor = srv.close
       info.attestorUrl = srv.url
     }

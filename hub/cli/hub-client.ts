@@ -4,7 +4,12 @@ import { readApiInfo, readApiToken } from '../api/token.ts'
 import { svcPaths } from '../paths.ts'
 import { type CliIo, UserError } from './io.ts'
 
-export async function callHub(io: CliIo, method: 'GET' | 'POST', path: string, body?: object): Promise<unknown> {
+export async function callHub(
+  io: CliIo,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+): Promise<unknown> {
   const paths = svcPaths(io.env)
   const info = await readApiInfo(paths.apiInfo)
   if (!info.ok) throw new UserError(info.error)
@@ -14,12 +19,17 @@ export async function callHub(io: CliIo, method: 'GET' | 'POST', path: string, b
   try {
     res = await fetch(info.value.url + path, {
       method,
-      headers: { authorization: `Bearer ${token.value}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${token.value}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body ? { body: JSON.stringify(body) } : {}),
       signal: AbortSignal.timeout(10_000),
     })
   } catch {
-    throw new UserError(`no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``)
+    throw new UserError(
+      `no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``,
+    )
   }
   const text = await res.text()
   let parsed: unknown

@@ -38,9 +38,15 @@ function parse(argv: string[]) {
 
 /** The config as shown to a person: secrets hidden, nulls left out. */
 export function printableConfig(c: HubConfig): Record<string, unknown> {
-  const broker: Record<string, unknown> = { ...c.broker, password: c.broker.password === undefined ? undefined : '***' }
+  const broker: Record<string, unknown> = {
+    ...c.broker,
+    password: c.broker.password === undefined ? undefined : '***',
+  }
   const out: Record<string, unknown> = { ...c, broker }
-  return JSON.parse(JSON.stringify(out, (_k, v: unknown) => (v === null ? undefined : v))) as Record<string, unknown>
+  return JSON.parse(JSON.stringify(out, (_k, v: unknown) => (v === null ? undefined : v))) as Record<
+    string,
+    unknown
+  >
 }
 
 export async function resolveCliConfig(
@@ -52,12 +58,15 @@ export async function resolveCliConfig(
   const config = loaded.config
   const level = values['log-level']
   if (level !== undefined) {
-    if (!(LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level: must be one of ${LEVELS.join(', ')}`)
+    if (!(LEVELS as readonly string[]).includes(level))
+      throw new UsageError(`--log-level: must be one of ${LEVELS.join(', ')}`)
     config.logLevel = level as HubConfig['logLevel']
   }
   for (const name of values.simulate ?? []) {
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) throw new UsageError(`--simulate: board name "${name}" must match [A-Za-z0-9_.-]{1,64}`)
-    if (config.boards.some((b) => b.name === name)) throw new UsageError(`--simulate: board "${name}" is already configured`)
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name))
+      throw new UsageError(`--simulate: board name "${name}" must match [A-Za-z0-9_.-]{1,64}`)
+    if (config.boards.some((b) => b.name === name))
+      throw new UsageError(`--simulate: board "${name}" is already configured`)
     config.boards.push({ name, port: `/dev/svc-sim-${name}`, simulate: true })
   }
   return config
@@ -86,7 +95,10 @@ export const command: Command = async (argv, io) => {
     hub = await startHub(config, log, realParts(io.env, config))
   } catch (err) {
     const e = err as NodeJS.ErrnoException
-    const msg = e.code === 'EADDRINUSE' ? `a port is already in use (${e.message}); set another port in hub.toml (port = 0 picks a free one)` : e.message
+    const msg =
+      e.code === 'EADDRINUSE'
+        ? `a port is already in use (${e.message}); set another port in hub.toml (port = 0 picks a free one)`
+        : e.message
     throw new UserError(`could not start: ${msg}`)
   }
   const running = hub

@@ -17,7 +17,12 @@ export const KEY_HELP = `usage: svc key set <svc_key> [--market URL]
 export const command: Command = async (argv, io) => {
   const { values, positionals } = parseOptions(
     argv,
-    { market: { type: 'string' }, stdin: { type: 'boolean' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+    {
+      market: { type: 'string' },
+      stdin: { type: 'boolean' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
     'svc key --help',
   )
   if (values.help || positionals.length === 0) {
@@ -26,7 +31,8 @@ export const command: Command = async (argv, io) => {
   }
   const [sub, ...rest] = positionals
   if (sub === 'set') {
-    if (rest.length > 1 || (rest.length === 1) === Boolean(values.stdin)) throw new UsageError('set needs the key as one argument, or --stdin')
+    if (rest.length > 1 || (rest.length === 1) === Boolean(values.stdin))
+      throw new UsageError('set needs the key as one argument, or --stdin')
     const raw = values.stdin ? await readStdin() : rest[0]!
     const k = checkKey(raw)
     if (!k.ok) throw new UserError(k.error)
@@ -37,7 +43,9 @@ export const command: Command = async (argv, io) => {
       market = m.url
     }
     await saveKey(io.env, k.key, market)
-    io.out(`key ${k.key.slice(0, 12)}… stored in ${svcPaths(io.env).marketKey} (mode 0600)${market ? `; market ${market}` : ''}`)
+    io.out(
+      `key ${k.key.slice(0, 12)}… stored in ${svcPaths(io.env).marketKey} (mode 0600)${market ? `; market ${market}` : ''}`,
+    )
     return EXIT_OK
   }
   if (sub === 'show') {
@@ -46,7 +54,9 @@ export const command: Command = async (argv, io) => {
     const market = await readMarketUrl(io.env)
     if (values.json) io.out(JSON.stringify({ key: key ? key.slice(0, 12) : null, market }))
     else {
-      io.out(`key     ${key ? `${key.slice(0, 12)}… (${svcPaths(io.env).marketKey})` : 'none (svc key set <svc_key>)'}`)
+      io.out(
+        `key     ${key ? `${key.slice(0, 12)}… (${svcPaths(io.env).marketKey})` : 'none (svc key set <svc_key>)'}`,
+      )
       io.out(`market  ${market ?? 'not set (svc key set … --market URL)'}`)
     }
     return key ? EXIT_OK : EXIT_FAIL

@@ -77,44 +77,71 @@ async function tryStore(io: CliIo): Promise<{ store: AttestStore | null; agentId
 
 function summaryLines(s: ListingSyncSummary): string[] {
   const out = s.posted.map((e) => `posted ${e.id}: ${e.url}`)
-  out.push(`${s.posted.length} posted, ${s.retrying} waiting to retry, ${s.failed} refused, ${s.waiting} waiting (no key, or a draft for the hub)`)
+  out.push(
+    `${s.posted.length} posted, ${s.retrying} waiting to retry, ${s.failed} refused, ${s.waiting} waiting (no key, or a draft for the hub)`,
+  )
   return out
 }
 
 async function create(io: CliIo, v: Values): Promise<number> {
   const from = intOption(v.from, 'from', 1)
   const to = intOption(v.to, 'to', 1)
-  if (from !== undefined && to !== undefined && to < from) throw new UsageError('--to must not be before --from')
+  if (from !== undefined && to !== undefined && to < from)
+    throw new UsageError('--to must not be before --from')
   const marketRaw = v.market ?? (await readMarketUrl(io.env))
-  if (!marketRaw) throw new UsageError('no market: pass --market URL, or store one with svc key set <key> --market URL')
+  if (!marketRaw)
+    throw new UsageError('no market: pass --market URL, or store one with svc key set <key> --market URL')
   const market = checkMarketUrl(marketRaw)
   if (!market.ok) throw new UsageError(`--market: ${market.error}`)
-  if (v.agent !== undefined && !/^(0|[1-9][0-9]{0,77})$/.test(v.agent)) throw new UsageError(`--agent must be a decimal agent id (got "${v.agent}")`)
+  if (v.agent !== undefined && !/^(0|[1-9][0-9]{0,77})$/.test(v.agent))
+    throw new UsageError(`--agent must be a decimal agent id (got "${v.agent}")`)
   const home = svcPaths(io.env).home
   const { store, agentId: found } = await tryStore(io)
   const agentId = v.agent ?? found
   try {
     // A draft is built by the running hub, for the agent in its own [chain] section.
-    if (agentId === null && store !== null) throw new UsageError('no agent id: pass --agent ID, set [chain] agent_id in hub.toml, or run svc chain dev')
+    if (agentId === null && store !== null)
+      throw new UsageError(
+        'no agent id: pass --agent ID, set [chain] agent_id in hub.toml, or run svc chain dev',
+      )
     const r = await createListing({
       home,
-      fields: { title: v.title, summary: v.summary, description: v.description, machineType: v['machine-type'], license: v.license, priceNative: v.price },
+      fields: {
+        title: v.title,
+        summary: v.summary,
+        description: v.description,
+        machineType: v['machine-type'],
+        license: v.license,
+        priceNative: v.price,
+      },
       range: { ...(from !== undefined ? { from: from - 1 } : {}), ...(to !== undefined ? { to } : {}) },
       market: market.url,
-      ...(v.image !== undefined ? { imagePath: isAbsolute(v.image) ? v.image : resolve(io.cwd, v.image) } : {}),
+      ...(v.image !== undefined
+        ? { imagePath: isAbsolute(v.image) ? v.image : resolve(io.cwd, v.image) }
+        : {}),
       store,
       agentId,
     })
     if (!r.ok) throw new UserError(`refused: ${r.error}`)
     let entry: ListingEntry = r.entry
     if (entry.state === 'queued' && !v['no-sync']) {
-      const s = await syncListings({ home, key: () => readKey(io.env), log: { info: () => undefined, warn: () => undefined } }, { force: true })
-      entry = s.posted.find((e) => e.id === entry.id) ?? (await loadAll(home)).flatMap((l) => (l.ok && l.entry.id === entry.id ? [l.entry] : []))[0] ?? entry
+      const s = await syncListings(
+        { home, key: () => readKey(io.env), log: { info: () => undefined, warn: () => undefined } },
+        { force: true },
+      )
+      entry =
+        s.posted.find((e) => e.id === entry.id) ??
+        (await loadAll(home)).flatMap((l) => (l.ok && l.entry.id === entry.id ? [l.entry] : []))[0] ??
+        entry
     }
     if (v.json) io.out(JSON.stringify(entry))
     else if (entry.state === 'posted') io.out(`listed: ${entry.url}`)
-    else if (entry.state === 'draft') io.out(`queued ${entry.id} as a draft: the running hub builds and posts it (svc listing status)`)
-    else io.out(`queued ${entry.id} (${entry.rows} rows)${entry.lastError ? `; not posted yet: ${entry.lastError}` : ''}; svc listing sync posts it, and the hub does when running`)
+    else if (entry.state === 'draft')
+      io.out(`queued ${entry.id} as a draft: the running hub builds and posts it (svc listing status)`)
+    else
+      io.out(
+        `queued ${entry.id} (${entry.rows} rows)${entry.lastError ? `; not posted yet: ${entry.lastError}` : ''}; svc listing sync posts it, and the hub does when running`,
+      )
     return EXIT_OK
   } finally {
     await store?.close()
@@ -124,14 +151,23 @@ async function create(io: CliIo, v: Values): Promise<number> {
 async function sync(io: CliIo, v: Values): Promise<number> {
   const home = svcPaths(io.env).home
   const key = await readKey(io.env)
-  if (key === null) throw new UserError(`no market key: store one with svc key set <svc_key> (looked in ${svcPaths(io.env).marketKey})`)
+  if (key === null)
+    throw new UserError(
+      `no market key: store one with svc key set <svc_key> (looked in ${svcPaths(io.env).marketKey})`,
+    )
   const { store, agentId } = await tryStore(io)
   try {
     const s = await syncListings(
-      { home, key: async () => key, ...(store && agentId !== null ? { builder: { store, agentId } } : {}), log: { info: () => undefined, warn: (m) => io.err(m) } },
+      {
+        home,
+        key: async () => key,
+        ...(store && agentId !== null ? { builder: { store, agentId } } : {}),
+        log: { info: () => undefined, warn: (m) => io.err(m) },
+      },
       { force: true },
     )
-    if (v.json) io.out(JSON.stringify({ ...s, posted: s.posted.map((e) => ({ id: e.id, slug: e.slug, url: e.url })) }))
+    if (v.json)
+      io.out(JSON.stringify({ ...s, posted: s.posted.map((e) => ({ id: e.id, slug: e.slug, url: e.url })) }))
     else for (const l of summaryLines(s)) io.out(l)
     return s.retrying === 0 && s.failed === 0 ? EXIT_OK : EXIT_FAIL
   } finally {
@@ -152,8 +188,17 @@ async function status(io: CliIo, v: Values): Promise<number> {
       continue
     }
     const e = l.entry
-    const what = e.state === 'posted' ? e.url : e.lastError ? `${e.lastError}${e.nextAttemptAt ? ` (next try ${e.nextAttemptAt})` : ''}` : e.state === 'draft' ? 'the hub builds it' : 'waiting to post'
-    io.out(`${e.state.padEnd(7)}  ${e.id}  ${String(e.rows ?? '-').padStart(5)} rows  ${e.attempts} tries  ${e.fields.title}  ${what}`)
+    const what =
+      e.state === 'posted'
+        ? e.url
+        : e.lastError
+          ? `${e.lastError}${e.nextAttemptAt ? ` (next try ${e.nextAttemptAt})` : ''}`
+          : e.state === 'draft'
+            ? 'the hub builds it'
+            : 'waiting to post'
+    io.out(
+      `${e.state.padEnd(7)}  ${e.id}  ${String(e.rows ?? '-').padStart(5)} rows  ${e.attempts} tries  ${e.fields.title}  ${what}`,
+    )
   }
   return EXIT_OK
 }
@@ -164,7 +209,8 @@ export const command: Command = async (argv, io) => {
     io.out(LISTING_HELP)
     return values.help ? EXIT_OK : 2
   }
-  if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}" (see svc listing --help)`)
+  if (positionals.length > 1)
+    throw new UsageError(`unexpected argument "${positionals[1]}" (see svc listing --help)`)
   switch (positionals[0]) {
     case 'create':
       return create(io, values)

@@ -21,19 +21,34 @@ options:
 export const command: Command = async (argv, io) => {
   const { values, positionals } = parseOptions(
     argv,
-    { config: { type: 'string' }, host: { type: 'string' }, port: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    {
+      config: { type: 'string' },
+      host: { type: 'string' },
+      port: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
     'svc market --help',
   )
   if (values.help) {
     io.out(MARKET_HELP)
     return EXIT_OK
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}" (see svc market --help)`)
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}" (see svc market --help)`)
   const port = intOption(values.port, 'port')
-  const file = values.config === undefined ? undefined : isAbsolute(values.config) ? values.config : resolve(io.cwd, values.config)
+  const file =
+    values.config === undefined
+      ? undefined
+      : isAbsolute(values.config)
+        ? values.config
+        : resolve(io.cwd, values.config)
   const loaded = await loadMarketConfig({ home: svcPaths(io.env).home, ...(file ? { file } : {}) })
   if (!loaded.ok) throw new UserError(loaded.error)
-  const config = { ...loaded.config, ...(values.host ? { host: values.host } : {}), ...(port !== undefined ? { port } : {}) }
+  const config = {
+    ...loaded.config,
+    ...(values.host ? { host: values.host } : {}),
+    ...(port !== undefined ? { port } : {}),
+  }
   let running
   try {
     running = await startMarketServer(config, { pages: marketPages })

@@ -40,7 +40,15 @@ interface Flags {
   decide: Record<number, boolean>
 }
 
-const VALUE_FLAGS = new Set(['--by', '--note', '--payload', '--sops-dir', '--agent-url', '--agent-model', '--decide'])
+const VALUE_FLAGS = new Set([
+  '--by',
+  '--note',
+  '--payload',
+  '--sops-dir',
+  '--agent-url',
+  '--agent-model',
+  '--decide',
+])
 
 function parseFlags(sub: string, argv: string[], allowed: string[]): Flags {
   const f: Flags = { positional: [], json: false, approveAll: false, decide: {} }
@@ -57,7 +65,8 @@ function parseFlags(sub: string, argv: string[], allowed: string[]): Flags {
       f.positional.push(a)
       continue
     }
-    if (!allowed.includes(a)) throw new UsageError(`unknown option "${a}" for "sop ${sub}" (see svc sop ${sub} --help)`)
+    if (!allowed.includes(a))
+      throw new UsageError(`unknown option "${a}" for "sop ${sub}" (see svc sop ${sub} --help)`)
     if (a === '--json') f.json = true
     else if (a === '--approve-all') f.approveAll = true
     else {
@@ -79,12 +88,12 @@ function parseFlags(sub: string, argv: string[], allowed: string[]): Flags {
 }
 
 function one(sub: string, f: Flags, what: string): string {
-  if (f.positional.length !== 1) throw new UsageError(`sop ${sub} takes exactly one ${what} (got ${f.positional.length})`)
+  if (f.positional.length !== 1)
+    throw new UsageError(`sop ${sub} takes exactly one ${what} (got ${f.positional.length})`)
   return f.positional[0]!
 }
 
 // ---- talking to the hub -----------------------------------------------------------------------
-
 
 function age(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000))
@@ -96,16 +105,25 @@ export function pendingText(runs: RunSummary[], now: number): string {
   const lines: string[] = []
   for (const r of runs) {
     const g = r.gate
-    lines.push(`${r.id}  ${r.sop}  ${r.state}  step ${g?.step ?? r.current ?? '-'}  waiting ${age(now - (g?.since ?? r.updatedAt))}  ${g?.reason ?? ''}${g?.operatorOnly ? '  [operator only]' : ''}`)
+    lines.push(
+      `${r.id}  ${r.sop}  ${r.state}  step ${g?.step ?? r.current ?? '-'}  waiting ${age(now - (g?.since ?? r.updatedAt))}  ${g?.reason ?? ''}${g?.operatorOnly ? '  [operator only]' : ''}`,
+    )
     if (g?.prompt) lines.push(`    prompt: ${g.prompt}`)
-    for (const q of g?.questions ?? []) lines.push(`    question for step ${q.step}: ${q.question}  (answer with --decide ${q.step}=yes|no)`)
-    for (const req of g?.requests ?? []) lines.push(`    approval requested by ${req.by}${req.note ? `: ${req.note}` : ''}`)
+    for (const q of g?.questions ?? [])
+      lines.push(`    question for step ${q.step}: ${q.question}  (answer with --decide ${q.step}=yes|no)`)
+    for (const req of g?.requests ?? [])
+      lines.push(`    approval requested by ${req.by}${req.note ? `: ${req.note}` : ''}`)
   }
   return lines.join('\n')
 }
 
 export function logText(log: LogEntry[]): string {
-  return log.map((l) => `${new Date(l.at).toISOString()}  ${l.step === 0 ? 'run   ' : `step ${String(l.step).padEnd(2)}`}  ${l.level.padEnd(5)}  ${l.msg}`).join('\n')
+  return log
+    .map(
+      (l) =>
+        `${new Date(l.at).toISOString()}  ${l.step === 0 ? 'run   ' : `step ${String(l.step).padEnd(2)}`}  ${l.level.padEnd(5)}  ${l.msg}`,
+    )
+    .join('\n')
 }
 
 // ---- dry run --------------------------------------------------------------------------------
@@ -151,7 +169,8 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
       throw new UsageError(`--payload is not JSON: ${(e as Error).message}`)
     }
   }
-  if ((f.agentUrl === undefined) !== (f.agentModel === undefined)) throw new UsageError('--agent-url and --agent-model go together')
+  if ((f.agentUrl === undefined) !== (f.agentModel === undefined))
+    throw new UsageError('--agent-url and --agent-model go together')
   const all = await loadAll(sopsDir)
   const parsed = all.parsed.find((p) => p.named && p.sop.name === name)
   if (!parsed) throw new UserError(`no SOP named "${name}" in ${sopsDir}`)
@@ -171,11 +190,18 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
     sops: [sop],
     tools: recorderTools(sop, record),
     dbPath: dir,
-    ...(f.agentUrl && f.agentModel ? { agent: createOpenAiAgent({ url: f.agentUrl, model: f.agentModel }) } : {}),
+    ...(f.agentUrl && f.agentModel
+      ? { agent: createOpenAiAgent({ url: f.agentUrl, model: f.agentModel }) }
+      : {}),
   })
   let run: RunRecord | undefined
   try {
-    const d = await engine.trigger(name, { type: 'manual', source: 'svc sop run (dry run)', payload, at: Date.now() })
+    const d = await engine.trigger(name, {
+      type: 'manual',
+      source: 'svc sop run (dry run)',
+      payload,
+      at: Date.now(),
+    })
     if (!d.runId) throw new UserError(`not started: ${d.reason}`)
     for (;;) {
       await engine.idle()
@@ -184,10 +210,14 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
       const g = run.gate!
       const missing = (g.questions ?? []).filter((q) => f.decide[q.step] === undefined)
       if (missing.length > 0) {
-        print(`[dry run] step ${g.step}: needs answers: ${missing.map((q) => `--decide ${q.step}=yes|no ("${q.question}")`).join(', ')}`)
+        print(
+          `[dry run] step ${g.step}: needs answers: ${missing.map((q) => `--decide ${q.step}=yes|no ("${q.question}")`).join(', ')}`,
+        )
         break
       }
-      print(`[dry run] step ${g.step}: approved (--approve-all): ${g.reason}${g.prompt ? ` — ${g.prompt}` : ''}`)
+      print(
+        `[dry run] step ${g.step}: approved (--approve-all): ${g.reason}${g.prompt ? ` — ${g.prompt}` : ''}`,
+      )
       const r = await engine.approve(run.id, { by: 'svc sop run --approve-all', decisions: f.decide })
       if (!r.ok) throw new UserError(r.error)
     }
@@ -224,12 +254,26 @@ export async function runsCommand(sub: string, argv: string[], io: CliIo): Promi
     }
     case 'approve':
     case 'deny': {
-      const f = parseFlags(sub, argv, sub === 'approve' ? ['--json', '--by', '--note', '--decide'] : ['--json', '--by', '--note'])
+      const f = parseFlags(
+        sub,
+        argv,
+        sub === 'approve' ? ['--json', '--by', '--note', '--decide'] : ['--json', '--by', '--note'],
+      )
       const id = one(sub, f, 'run id')
       const by = f.by ?? io.env.USER ?? 'operator'
-      const body = { by, ...(f.note !== undefined ? { note: f.note } : {}), ...(sub === 'approve' && Object.keys(f.decide).length > 0 ? { decisions: f.decide } : {}) }
-      const r = (await callHub(io, 'POST', `/sop/runs/${encodeURIComponent(id)}/${sub}`, body)) as { run: RunRecord }
-      io.out(f.json ? JSON.stringify(r.run, null, 2) : `${sub === 'approve' ? 'approved' : 'denied'} run ${r.run.id} (${r.run.sop}): now ${r.run.state}`)
+      const body = {
+        by,
+        ...(f.note !== undefined ? { note: f.note } : {}),
+        ...(sub === 'approve' && Object.keys(f.decide).length > 0 ? { decisions: f.decide } : {}),
+      }
+      const r = (await callHub(io, 'POST', `/sop/runs/${encodeURIComponent(id)}/${sub}`, body)) as {
+        run: RunRecord
+      }
+      io.out(
+        f.json
+          ? JSON.stringify(r.run, null, 2)
+          : `${sub === 'approve' ? 'approved' : 'denied'} run ${r.run.id} (${r.run.sop}): now ${r.run.state}`,
+      )
       return EXIT_OK
     }
     case 'logs': {
@@ -240,7 +284,18 @@ export async function runsCommand(sub: string, argv: string[], io: CliIo): Promi
       return EXIT_OK
     }
     case 'run':
-      return dryRun(parseFlags(sub, argv, ['--json', '--payload', '--approve-all', '--sops-dir', '--agent-url', '--agent-model', '--decide']), io)
+      return dryRun(
+        parseFlags(sub, argv, [
+          '--json',
+          '--payload',
+          '--approve-all',
+          '--sops-dir',
+          '--agent-url',
+          '--agent-model',
+          '--decide',
+        ]),
+        io,
+      )
     default:
       throw new UsageError(`unknown command "sop ${sub}"\n${RUNS_HELP}`)
   }

@@ -49,14 +49,14 @@ function parseOptions(argv: string[], io: CliIo): Options {
     } else if (a.startsWith('--sops-dir=')) {
       sopsDir = a.slice('--sops-dir='.length)
       if (sopsDir === '') throw new UsageError('--sops-dir needs a directory')
-    } else if (a.startsWith('-') && a !== '-') throw new UsageError(`unknown option "${a}" (see svc sop --help)`)
+    } else if (a.startsWith('-') && a !== '-')
+      throw new UsageError(`unknown option "${a}" (see svc sop --help)`)
     else positional.push(a)
   }
   // --sops-dir wins over SVC_SOPS_DIR, which wins over the per-user default.
   const chosen = sopsDir ?? svcPaths(io.env).sops
   return { sopsDir: isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen), json, positional }
 }
-
 
 function looksLikePath(arg: string): boolean {
   return arg.includes('/') || arg.includes('\\') || arg.startsWith('.')
@@ -88,10 +88,18 @@ async function select(arg: string, opts: Options): Promise<Selection> {
   const all = await loadAll(opts.sopsDir)
   const parsed = all.parsed.filter((p) => p.named && p.sop.name === arg)
   if (parsed.length === 0) {
-    if (!(await isDir(opts.sopsDir))) throw new UserError(`no SOP named "${arg}": sops directory ${opts.sopsDir} does not exist`)
-    const unnamed = all.diagnostics.filter((d) => d.severity === 'error' && !all.parsed.some((p) => p.named && (p.sop.tomlPath === d.file || p.sop.mdPath === d.file)))
+    if (!(await isDir(opts.sopsDir)))
+      throw new UserError(`no SOP named "${arg}": sops directory ${opts.sopsDir} does not exist`)
+    const unnamed = all.diagnostics.filter(
+      (d) =>
+        d.severity === 'error' &&
+        !all.parsed.some((p) => p.named && (p.sop.tomlPath === d.file || p.sop.mdPath === d.file)),
+    )
     const files = new Set(unnamed.map((d) => d.file)).size
-    const hint = files > 0 ? `; ${files} file${files === 1 ? '' : 's'} there failed to load, svc sop list shows why` : '; svc sop list shows what is there'
+    const hint =
+      files > 0
+        ? `; ${files} file${files === 1 ? '' : 's'} there failed to load, svc sop list shows why`
+        : '; svc sop list shows what is there'
     throw new UserError(`no SOP named "${arg}" in ${opts.sopsDir}${hint}`)
   }
   const files = new Set(parsed.flatMap((p) => [p.sop.tomlPath, p.sop.mdPath]))
@@ -142,11 +150,13 @@ function stepText(s: Step): string[] {
   if (s.input) p('input', JSON.stringify(s.input))
   if (s.output) p('output', JSON.stringify(s.output))
   if (s.when !== undefined) p('when', s.when)
-  if (s.switch.length) p('switch', s.switch.map((x) => `${x.name}>${x.condition}>${x.target ?? ''}`).join('; '))
+  if (s.switch.length)
+    p('switch', s.switch.map((x) => `${x.name}>${x.condition}>${x.target ?? ''}`).join('; '))
   if (s.next !== undefined) p('next', String(s.next))
   if (s.dependsOn.length) p('depends_on', s.dependsOn.join(', '))
   if (s.terminal) p('terminal', 'true')
-  if (s.onFailure.kind !== 'fail') p('on_failure', s.onFailure.kind === 'retry' ? `retry:${s.onFailure.count}` : `goto:${s.onFailure.step}`)
+  if (s.onFailure.kind !== 'fail')
+    p('on_failure', s.onFailure.kind === 'retry' ? `retry:${s.onFailure.count}` : `goto:${s.onFailure.step}`)
   if (s.mode) p('mode', s.mode)
   if (s.agent) p('agent', s.agent)
   if (s.prompt) p('prompt', s.prompt)
@@ -163,7 +173,9 @@ function showText(sop: Sop): string {
     `  agent: ${sop.agent ?? '(none)'}${sop.package ? `, package: ${sop.package}` : ''}`,
     `  dir: ${sop.dir}`,
     `triggers:`,
-    ...(sop.triggers.length ? sop.triggers.map((t, i) => `  ${i + 1}. ${triggerText(t)}`) : ['  (none: start it with sop_execute)']),
+    ...(sop.triggers.length
+      ? sop.triggers.map((t, i) => `  ${i + 1}. ${triggerText(t)}`)
+      : ['  (none: start it with sop_execute)']),
     `steps:`,
     ...sop.steps.flatMap(stepText),
   ]
@@ -194,9 +206,26 @@ async function list(opts: Options, io: CliIo): Promise<number> {
   }
   if (rows.length === 0) io.out(`no SOPs in ${opts.sopsDir}`)
   else {
-    const table = [['NAME', 'STATUS', 'MODE', 'PRIORITY', 'TRIGGERS', 'STEPS', 'PACKAGE'], ...rows.map((r) => [r.name, r.valid ? 'ok' : 'INVALID', r.executionMode, r.priority, r.triggers.join(',') || '-', String(r.steps), r.package ?? '-'])]
+    const table = [
+      ['NAME', 'STATUS', 'MODE', 'PRIORITY', 'TRIGGERS', 'STEPS', 'PACKAGE'],
+      ...rows.map((r) => [
+        r.name,
+        r.valid ? 'ok' : 'INVALID',
+        r.executionMode,
+        r.priority,
+        r.triggers.join(',') || '-',
+        String(r.steps),
+        r.package ?? '-',
+      ]),
+    ]
     const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => (row[c] ?? '').length)))
-    io.out(table.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c] ?? 0))).join('  ')).join('\n'))
+    io.out(
+      table
+        .map((row) =>
+          row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c] ?? 0))).join('  '),
+        )
+        .join('\n'),
+    )
   }
   printDiagnostics(io, all.diagnostics)
   if (all.diagnostics.length) io.err(summary(all.diagnostics))
@@ -211,7 +240,21 @@ async function validate(opts: Options, io: CliIo): Promise<number> {
   const nothing = sel.parsed.length === 0 && !hasErrors(sel.diagnostics)
   const valid = !nothing && !hasErrors(sel.diagnostics)
   if (opts.json) {
-    io.out(JSON.stringify({ valid, sops: sel.parsed.map((p) => ({ name: p.sop.name, dir: p.sop.dir, valid: !hasErrors(p.diagnostics) })), diagnostics: sel.diagnostics }, null, 2))
+    io.out(
+      JSON.stringify(
+        {
+          valid,
+          sops: sel.parsed.map((p) => ({
+            name: p.sop.name,
+            dir: p.sop.dir,
+            valid: !hasErrors(p.diagnostics),
+          })),
+          diagnostics: sel.diagnostics,
+        },
+        null,
+        2,
+      ),
+    )
     return valid ? EXIT_OK : EXIT_FAIL
   }
   printDiagnostics(io, sel.diagnostics)
@@ -237,7 +280,10 @@ async function one(opts: Options, verb: string): Promise<{ parsed: ParsedSop; di
     throw new UserError(first ? `cannot ${verb}: ${formatDiagnostic(first)}` : `no SOP found in ${sel.label}`)
   }
   if (sel.parsed.length > 1) {
-    if (sel.parsed.every((p) => p.sop.name === parsed.sop.name)) throw new UserError(`${sel.parsed.length} SOPs are named "${parsed.sop.name}": ${sel.parsed.map((p) => p.sop.dir).join(', ')}`)
+    if (sel.parsed.every((p) => p.sop.name === parsed.sop.name))
+      throw new UserError(
+        `${sel.parsed.length} SOPs are named "${parsed.sop.name}": ${sel.parsed.map((p) => p.sop.dir).join(', ')}`,
+      )
     throw new UserError(`${sel.label} holds ${sel.parsed.length} SOPs; name one`)
   }
   return { parsed, diagnostics: sel.diagnostics }
@@ -257,7 +303,10 @@ async function show(opts: Options, io: CliIo): Promise<number> {
 async function graph(opts: Options, io: CliIo): Promise<number> {
   const { parsed, diagnostics } = await one(opts, 'graph')
   const valid = !hasErrors(diagnostics)
-  if (opts.json) io.out(JSON.stringify({ valid, name: parsed.sop.name, steps: stepRoutes(parsed.sop), diagnostics }, null, 2))
+  if (opts.json)
+    io.out(
+      JSON.stringify({ valid, name: parsed.sop.name, steps: stepRoutes(parsed.sop), diagnostics }, null, 2),
+    )
   else {
     io.out(graphText(parsed.sop))
     printDiagnostics(io, diagnostics)

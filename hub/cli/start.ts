@@ -78,28 +78,44 @@ export interface StartPorts {
   webhook: number
 }
 
-export function portsFrom(v: Partial<Record<'port-base' | 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port', string>>): StartPorts {
+export function portsFrom(
+  v: Partial<
+    Record<'port-base' | 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port', string>
+  >,
+): StartPorts {
   const base = intOption(v['port-base'], 'port-base', 1)
-  if (base !== undefined && base + 4 > 65535) throw new UsageError(`--port-base must leave room for 5 ports (at most 65531, got ${base})`)
-  const one = (name: 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port', offset: number): number => {
+  if (base !== undefined && base + 4 > 65535)
+    throw new UsageError(`--port-base must leave room for 5 ports (at most 65531, got ${base})`)
+  const one = (
+    name: 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port',
+    offset: number,
+  ): number => {
     const p = intOption(v[name], name)
-    if (p !== undefined && p > 65535) throw new UsageError(`--${name} must be a port from 0 to 65535 (got ${p})`)
+    if (p !== undefined && p > 65535)
+      throw new UsageError(`--${name} must be a port from 0 to 65535 (got ${p})`)
     return p ?? (base !== undefined ? base + offset : 0)
   }
-  return { rpc: one('rpc-port', 0), market: one('market-port', 1), mqtt: one('mqtt-port', 2), api: one('api-port', 3), webhook: one('webhook-port', 4) }
+  return {
+    rpc: one('rpc-port', 0),
+    market: one('market-port', 1),
+    mqtt: one('mqtt-port', 2),
+    api: one('api-port', 3),
+    webhook: one('webhook-port', 4),
+  }
 }
 
 /** The website (market/pages), when that part of the product is present in this tree. */
 async function loadPages(): Promise<((ctx: MarketContext) => FastifyPluginAsync) | undefined> {
   const file = fileURLToPath(new URL('../../market/pages/index.ts', import.meta.url))
   if (!existsSync(file)) return undefined
-  const mod = (await import(pathToFileURL(file).href)) as { marketPages?: (ctx: MarketContext) => FastifyPluginAsync }
+  const mod = (await import(pathToFileURL(file).href)) as {
+    marketPages?: (ctx: MarketContext) => FastifyPluginAsync
+  }
   return mod.marketPages
 }
 
 type Closer = { name: string; fn: () => Promise<unknown> }
 type ListingParts = HubExtras & { store?: AttestStore; listings?: () => ListingSyncLoop | null }
-
 
 export const command: Command = async (argv, io) => {
   const { values, positionals } = parseOptions(argv, SPEC, 'svc start --help')
@@ -107,12 +123,17 @@ export const command: Command = async (argv, io) => {
     io.out(START_HELP)
     return EXIT_OK
   }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}" (see svc start --help)`)
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument "${positionals[0]}" (see svc start --help)`)
   const ports = portsFrom(values)
   const minLines = intOption(values.lines, 'lines', 1) ?? 3
   const level = (values['log-level'] ?? 'warn') as Level
   if (!LEVELS.includes(level)) throw new UsageError(`--log-level: must be one of ${LEVELS.join(', ')}`)
-  const sopsDir = values.sops ? (isAbsolute(values.sops) ? values.sops : resolve(io.cwd, values.sops)) : fileURLToPath(new URL('../../sops/examples', import.meta.url))
+  const sopsDir = values.sops
+    ? isAbsolute(values.sops)
+      ? values.sops
+      : resolve(io.cwd, values.sops)
+    : fileURLToPath(new URL('../../sops/examples', import.meta.url))
   if (!existsSync(sopsDir)) throw new UsageError(`--sops: ${sopsDir} does not exist`)
 
   const stop = new AbortController()
@@ -148,7 +169,9 @@ export const command: Command = async (argv, io) => {
   if (failure !== null) {
     if (failure instanceof UserError) throw failure
     const e = failure as NodeJS.ErrnoException
-    throw new UserError(`could not start: ${e.code === 'EADDRINUSE' ? `a port is already in use (${e.message}); pick others with --port-base N` : e.message}`)
+    throw new UserError(
+      `could not start: ${e.code === 'EADDRINUSE' ? `a port is already in use (${e.message}); pick others with --port-base N` : e.message}`,
+    )
   }
   io.out('stopped.')
   return EXIT_OK
@@ -177,18 +200,31 @@ async function run(r: RunInput): Promise<void> {
   if (signal.aborted) return
   // The hub's own device key is the agent's wallet and operator (as `svc chain dev` does).
   await loadOrCreateDeviceKey(paths.deviceKey)
-  await enrolDevice(chain.info as Required<typeof chain.info>, (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`)
+  await enrolDevice(
+    chain.info as Required<typeof chain.info>,
+    (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`,
+  )
 
   const attestorCfg = await loadAttestorConfig({ chain: chain.info, env })
   if (!attestorCfg.ok) throw new UserError(attestorCfg.error)
   const attestor = createAttestor(attestorCfg.config)
   const attestorRoutes: FastifyPluginAsync = async (app) => {
-    await app.register(attestorPlugin, { attestor, validationRegistry: attestorCfg.config.validationRegistry })
+    await app.register(attestorPlugin, {
+      attestor,
+      validationRegistry: attestorCfg.config.validationRegistry,
+    })
   }
-  const mc = chainFromInfo({ ...defaultConfig(join(paths.home, 'market')), host, port: r.ports.market }, chain.info)
+  const mc = chainFromInfo(
+    { ...defaultConfig(join(paths.home, 'market')), host, port: r.ports.market },
+    chain.info,
+  )
   if (!mc.ok) throw new UserError(mc.error)
   const pages = await loadPages()
-  const market = await buildMarketApp({ config: mc.config, plugins: [attestorRoutes], ...(pages ? { pages } : {}) })
+  const market = await buildMarketApp({
+    config: mc.config,
+    plugins: [attestorRoutes],
+    ...(pages ? { pages } : {}),
+  })
   closers.push({ name: 'market', fn: () => market.close() })
   const marketUrl = await market.app.listen({ host, port: r.ports.market })
   const info = { ...chain.info, attestorUrl: marketUrl }
@@ -216,7 +252,8 @@ async function run(r: RunInput): Promise<void> {
     attestor_address: info.attestorAddress,
     attestor_url: marketUrl,
   }
-  if (!config.boards.some((b) => b.name === 'vend1')) config.boards.push({ name: 'vend1', port: '/dev/svc-sim-vend1', simulate: true })
+  if (!config.boards.some((b) => b.name === 'vend1'))
+    config.boards.push({ name: 'vend1', port: '/dev/svc-sim-vend1', simulate: true })
   // Keep a handle on the attestation parts: the demo lists from the hub's own store.
   const base = realParts(env, config)
   let extras: ListingParts | null = null
@@ -245,10 +282,19 @@ async function run(r: RunInput): Promise<void> {
     ].join('\n'),
   )
   if (r.demo) await demo(r, hub, () => extras, marketUrl, info.agentId, sessionStart)
-  await new Promise<void>((done) => (signal.aborted ? done() : signal.addEventListener('abort', () => done(), { once: true })))
+  await new Promise<void>((done) =>
+    signal.aborted ? done() : signal.addEventListener('abort', () => done(), { once: true }),
+  )
 }
 
-async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | null, marketUrl: string, agentId: string, from: number): Promise<void> {
+async function demo(
+  r: RunInput,
+  hub: RunningHub,
+  extras: () => ListingParts | null,
+  marketUrl: string,
+  agentId: string,
+  from: number,
+): Promise<void> {
   const { io, signal } = r
   let told = false
   // The checkpoint in vending-dispense waits for a person; the demo stands in, visibly.
@@ -256,10 +302,14 @@ async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | n
     while (!signal.aborted) {
       for (const run of hub.engine.pending()) {
         if (!told) {
-          io.out(`demo       approving operator checkpoints automatically (run ${run.id} of ${run.sop} and later ones); a real operator uses svc sop approve <run>`)
+          io.out(
+            `demo       approving operator checkpoints automatically (run ${run.id} of ${run.sop} and later ones); a real operator uses svc sop approve <run>`,
+          )
           told = true
         }
-        await hub.engine.approve(run.id, { by: 'svc start (demo)', note: 'approved automatically by the npm start demo' }).catch(() => undefined)
+        await hub.engine
+          .approve(run.id, { by: 'svc start (demo)', note: 'approved automatically by the npm start demo' })
+          .catch(() => undefined)
       }
       await sleep(250, signal)
     }
@@ -271,7 +321,15 @@ async function demo(r: RunInput, hub: RunningHub, extras: () => ListingParts | n
     return
   }
   io.out(`demo       waiting for ${r.minLines} attested lines, then listing them`)
-  const q = await queueDemoListing({ home: svcPaths(io.env).home, store: x.store, agentId, market: marketUrl, min: r.minLines, from, signal })
+  const q = await queueDemoListing({
+    home: svcPaths(io.env).home,
+    store: x.store,
+    agentId,
+    market: marketUrl,
+    min: r.minLines,
+    from,
+    signal,
+  })
   if (!q.ok) {
     if (!signal.aborted) io.err(`demo: listing refused: ${q.error}`)
     return

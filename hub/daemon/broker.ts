@@ -57,10 +57,18 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
   await db.open()
   const once = forwardOnce()
-  const aedes = await Aedes.createBroker({ persistence: aedesPersistenceLevel(db) as unknown, preConnect: once.preConnect, authorizeForward: once.authorizeForward })
+  const aedes = await Aedes.createBroker({
+    persistence: aedesPersistenceLevel(db) as unknown,
+    preConnect: once.preConnect,
+    authorizeForward: once.authorizeForward,
+  })
   // A misbehaving client is its own problem: log it, never let it reach the process.
-  aedes.on('clientError', (client, err) => log[clientErrorLevel(err.message)]({ client: client?.id, err: err.message }, 'mqtt client error'))
-  aedes.on('connectionError', (client, err) => log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'))
+  aedes.on('clientError', (client, err) =>
+    log[clientErrorLevel(err.message)]({ client: client?.id, err: err.message }, 'mqtt client error'),
+  )
+  aedes.on('connectionError', (client, err) =>
+    log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'),
+  )
 
   const tcp = createTcpServer(aedes.handle)
   tcp.on('error', (err) => log.error({ err: err.message }, 'broker tcp server error'))
@@ -101,7 +109,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
         if (http) servers.push(closeServer(http))
         // A client that just disconnected still has persistence work in flight (its will, its
         // session); give it a bounded moment so that work never lands on a closed database.
-        for (let i = 0; i < 100 && aedes.connectedClients > 0; i++) await new Promise((r) => setTimeout(r, 10))
+        for (let i = 0; i < 100 && aedes.connectedClients > 0; i++)
+          await new Promise((r) => setTimeout(r, 10))
         await new Promise<void>((resolve) => aedes.close(() => resolve()))
         await new Promise((r) => setTimeout(r, 20))
         await Promise.all(servers)

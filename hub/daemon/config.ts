@@ -19,7 +19,12 @@ import { mqttUrlOptions } from './mqtt-url.ts'
 // typebox/value's Errors is typebox/schema's Errors, so every message is the same.
 const Port = { type: 'integer', minimum: 0, maximum: 65535 } as const
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
-const LogLevel = { anyOf: LOG_LEVELS.map((l) => ({ type: 'string', const: l })) as { type: 'string'; const: (typeof LOG_LEVELS)[number] }[] } as const
+const LogLevel = {
+  anyOf: LOG_LEVELS.map((l) => ({ type: 'string', const: l })) as {
+    type: 'string'
+    const: (typeof LOG_LEVELS)[number]
+  }[],
+} as const
 
 const BoardSchema = {
   type: 'object',
@@ -30,7 +35,12 @@ const BoardSchema = {
     baud: { type: 'integer', minimum: 50, maximum: 4_000_000 },
     line_cap: { type: 'integer', minimum: 16, maximum: 1_048_576 },
     heartbeat_ms: { type: 'integer', minimum: 0 },
-    kind: { anyOf: [{ type: 'string', const: 'serial' }, { type: 'string', const: 'firmata' }] },
+    kind: {
+      anyOf: [
+        { type: 'string', const: 'serial' },
+        { type: 'string', const: 'firmata' },
+      ],
+    },
     profile: FirmataProfile,
     simulate: { type: 'boolean' },
   },
@@ -43,7 +53,11 @@ export const HubTomlSchema = {
   properties: {
     hub: {
       type: 'object',
-      properties: { sops_dir: { type: 'string', minLength: 1 }, data_dir: { type: 'string', minLength: 1 }, log_level: LogLevel },
+      properties: {
+        sops_dir: { type: 'string', minLength: 1 },
+        data_dir: { type: 'string', minLength: 1 },
+        log_level: LogLevel,
+      },
       additionalProperties: false,
     },
     broker: {
@@ -71,8 +85,16 @@ export const HubTomlSchema = {
       },
       additionalProperties: false,
     },
-    cron: { type: 'object', properties: { timezone: { type: 'string', minLength: 1 }, catch_up: { type: 'boolean' } }, additionalProperties: false },
-    filesystem: { type: 'object', properties: { debounce_ms: { type: 'integer', minimum: 0, maximum: 60_000 } }, additionalProperties: false },
+    cron: {
+      type: 'object',
+      properties: { timezone: { type: 'string', minLength: 1 }, catch_up: { type: 'boolean' } },
+      additionalProperties: false,
+    },
+    filesystem: {
+      type: 'object',
+      properties: { debounce_ms: { type: 'integer', minimum: 0, maximum: 60_000 } },
+      additionalProperties: false,
+    },
     tools: {
       type: 'object',
       properties: {
@@ -114,7 +136,15 @@ export interface HubConfig {
   dataDir: string
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** `clientId`: the hub's MQTT session (persistent, so an external broker queues QoS 1 events while the hub is off). */
-  broker: { url: string | null; host: string; port: number; wsPort: number | null; clientId: string; username?: string; password?: string }
+  broker: {
+    url: string | null
+    host: string
+    port: number
+    wsPort: number | null
+    clientId: string
+    username?: string
+    password?: string
+  }
   api: { port: number }
   /** `rateLimit`: requests per minute per client address, 0 = off. */
   webhook: { enabled: boolean; host: string; port: number; bodyLimit: number; rateLimit: number }
@@ -182,20 +212,26 @@ export function schemaErrors(value: unknown): string[] {
 }
 
 /** Check a parsed TOML document and fill in every default. Pure apart from reading `env`. */
-export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.ProcessEnv = process.env): ConfigResult {
+export function resolveConfig(
+  doc: unknown,
+  file: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigResult {
   const where = file ?? 'hub.toml'
   const errors = schemaErrors(doc)
   if (errors.length > 0) return { ok: false, error: `${where}: ${errors.join('; ')}` }
   const t = doc as HubToml
   const base = file ? dirname(file) : process.cwd()
-  const path = (p: string | undefined, fallback: string): string => (p === undefined ? fallback : isAbsolute(p) ? p : resolve(base, p))
+  const path = (p: string | undefined, fallback: string): string =>
+    p === undefined ? fallback : isAbsolute(p) ? p : resolve(base, p)
   const paths = svcPaths(env)
   const timezone = t.cron?.timezone ?? systemTimezone()
   const tzErr = timezoneError(timezone)
   if (tzErr) return { ok: false, error: `${where}: cron.timezone: ${tzErr}` }
   const names = new Set<string>()
   for (const [i, b] of (t.boards ?? []).entries()) {
-    if (names.has(b.name)) return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
+    if (names.has(b.name))
+      return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
     names.add(b.name)
   }
   const url = t.broker?.url ?? null
@@ -258,13 +294,18 @@ export function resolveConfig(doc: unknown, file: string | null, env: NodeJS.Pro
   }
 }
 
-export function parseConfig(text: string, file: string | null, env: NodeJS.ProcessEnv = process.env): ConfigResult {
+export function parseConfig(
+  text: string,
+  file: string | null,
+  env: NodeJS.ProcessEnv = process.env,
+): ConfigResult {
   let doc: unknown
   try {
     doc = parseToml(text)
   } catch (err) {
     const where = file ?? 'hub.toml'
-    if (err instanceof TomlError) return { ok: false, error: `${where}:${err.line}:${err.column}: ${err.message.split('\n')[0]}` }
+    if (err instanceof TomlError)
+      return { ok: false, error: `${where}:${err.line}:${err.column}: ${err.message.split('\n')[0]}` }
     return { ok: false, error: `${where}: ${err instanceof Error ? err.message : String(err)}` }
   }
   return resolveConfig(doc, file, env)
@@ -274,7 +315,10 @@ export function parseConfig(text: string, file: string | null, env: NodeJS.Proce
  * `--config PATH` must exist; without it, `<SVC_HOME>/hub.toml` is read when present, else the
  * defaults apply.
  */
-export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<ConfigResult> {
+export async function loadConfig(
+  path: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<ConfigResult> {
   const file = path ?? join(svcPaths(env).home, 'hub.toml')
   if (path === undefined && !existsSync(file)) return resolveConfig({}, null, env)
   let text: string
@@ -282,7 +326,13 @@ export async function loadConfig(path: string | undefined, env: NodeJS.ProcessEn
     text = await readFile(file, 'utf8')
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
-    return { ok: false, error: code === 'ENOENT' ? `config file ${file} does not exist` : `cannot read config file ${file}: ${String(err)}` }
+    return {
+      ok: false,
+      error:
+        code === 'ENOENT'
+          ? `config file ${file} does not exist`
+          : `cannot read config file ${file}: ${String(err)}`,
+    }
   }
   return parseConfig(text, resolve(file), env)
 }

@@ -22,7 +22,11 @@ const neverSeen: Record<string, number> = new Proxy(Object.create(null) as Recor
 })
 
 export interface ForwardOnce {
-  preConnect(client: Client, packet: ConnectPacket, callback: (error: Error | null, success: boolean) => void): void
+  preConnect(
+    client: Client,
+    packet: ConnectPacket,
+    callback: (error: Error | null, success: boolean) => void,
+  ): void
   authorizeForward(client: Client, packet: AedesPublishPacket): AedesPublishPacket | null
 }
 
@@ -35,7 +39,10 @@ export function forwardOnce(window = FORWARD_WINDOW): ForwardOnce {
       callback(null, true)
     },
     authorizeForward(client, packet) {
-      const { brokerId, brokerCounter } = packet as AedesPublishPacket & { brokerId?: string; brokerCounter?: number }
+      const { brokerId, brokerCounter } = packet as AedesPublishPacket & {
+        brokerId?: string
+        brokerCounter?: number
+      }
       if (!brokerId) return packet
       const key = `${brokerId}:${brokerCounter}`
       let keys = sent.get(client)

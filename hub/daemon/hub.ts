@@ -44,14 +44,23 @@ export interface LocalApiParts {
 
 /** The parts composed by the hub; `hub/daemon/parts.ts` gives the real ones. */
 export interface HubParts {
-  createBridge?: (o: { boards: BoardEntry[]; publish: PublishPort; log: Log }) => BridgeLike | Promise<BridgeLike>
+  createBridge?: (o: {
+    boards: BoardEntry[]
+    publish: PublishPort
+    log: Log
+  }) => BridgeLike | Promise<BridgeLike>
   localApi?: LocalApiParts
   agent?: AgentAdapter
   /**
    * Seam for tools and loops that land later (chain_attest and its sync, sop_*): built before the
    * engine, closed after it.
    */
-  extras?: (o: { publish: PublishPort; config: HubConfig; sops: readonly Sop[]; log: Log }) => Promise<HubExtras>
+  extras?: (o: {
+    publish: PublishPort
+    config: HubConfig
+    sops: readonly Sop[]
+    log: Log
+  }) => Promise<HubExtras>
 }
 
 export interface HubExtras {
@@ -94,11 +103,22 @@ async function loadAndReport(dir: string, log: Log): Promise<{ sops: Sop[]; diag
   await mkdir(dir, { recursive: true })
   const loaded = await loadSops(dir)
   logDiagnostics(log, loaded.diagnostics)
-  log.info({ dir, loaded: loaded.sops.map((s) => s.name), errors: loaded.diagnostics.filter((d) => d.severity === 'error').length }, 'SOPs loaded')
+  log.info(
+    {
+      dir,
+      loaded: loaded.sops.map((s) => s.name),
+      errors: loaded.diagnostics.filter((d) => d.severity === 'error').length,
+    },
+    'SOPs loaded',
+  )
   return loaded
 }
 
-export async function startHub(config: HubConfig, log: Logger | Log, parts: HubParts = {}): Promise<RunningHub> {
+export async function startHub(
+  config: HubConfig,
+  log: Logger | Log,
+  parts: HubParts = {},
+): Promise<RunningHub> {
   const closers: { name: string; fn: () => Promise<unknown> }[] = []
   const closeAll = async (): Promise<void> => {
     for (const c of closers.splice(0).reverse()) {
@@ -116,7 +136,13 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
     let broker: EmbeddedBroker | null = null
     let brokerUrl = config.broker.url
     if (brokerUrl === null) {
-      broker = await startBroker({ host: config.broker.host, port: config.broker.port, wsPort: config.broker.wsPort, dbPath: join(config.dataDir, 'broker'), log })
+      broker = await startBroker({
+        host: config.broker.host,
+        port: config.broker.port,
+        wsPort: config.broker.wsPort,
+        dbPath: join(config.dataDir, 'broker'),
+        log,
+      })
       const b = broker
       closers.push({ name: 'broker', fn: () => b.close() })
       brokerUrl = broker.url
@@ -145,7 +171,9 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
         ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
       })
       .catch((err: unknown) => {
-        throw new Error(`cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`)
+        throw new Error(
+          `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
+        )
       })
     client.on('error', (err) => log.warn({ err: err.message }, 'mqtt session error'))
     client.on('offline', () => log.warn('mqtt session offline; reconnecting'))
@@ -161,12 +189,18 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       bridge = await parts.createBridge({ boards: config.boards, publish, log })
     }
 
-    const extras: HubExtras = parts.extras ? await parts.extras({ publish, config, sops, log }) : { tools: [] }
+    const extras: HubExtras = parts.extras
+      ? await parts.extras({ publish, config, sops, log })
+      : { tools: [] }
     if (extras.close) closers.push({ name: 'extras', fn: () => extras.close!() })
     // The sop_* tools reach the engine they are registered in, so they get it late, through a getter.
     let engineRef: HubEngine | undefined
     const getEngine = (): HubEngine | undefined => engineRef
-    const sopTools = [createSopExecuteTool(getEngine), createSopStatusTool(getEngine), createSopApproveTool(getEngine)]
+    const sopTools = [
+      createSopExecuteTool(getEngine),
+      createSopStatusTool(getEngine),
+      createSopApproveTool(getEngine),
+    ]
     const registry = buildToolRegistry({
       publish,
       ...(bridge ? { boards: bridge } : {}),
@@ -192,8 +226,21 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
       matches,
       log,
       mqtt: client,
-      cron: { timezone: config.cron.timezone, catchUp: config.cron.catchUp, statePath: join(config.dataDir, 'cron-state.json') },
-      ...(config.webhook.enabled ? { webhook: { host: config.webhook.host, port: config.webhook.port, bodyLimit: config.webhook.bodyLimit, rateLimit: config.webhook.rateLimit } } : {}),
+      cron: {
+        timezone: config.cron.timezone,
+        catchUp: config.cron.catchUp,
+        statePath: join(config.dataDir, 'cron-state.json'),
+      },
+      ...(config.webhook.enabled
+        ? {
+            webhook: {
+              host: config.webhook.host,
+              port: config.webhook.port,
+              bodyLimit: config.webhook.bodyLimit,
+              rateLimit: config.webhook.rateLimit,
+            },
+          }
+        : {}),
       filesystem: { debounceMs: config.filesystem.debounceMs },
     })
     closers.push({ name: 'triggers', fn: () => router.stop() })
@@ -219,7 +266,16 @@ export async function startHub(config: HubConfig, log: Logger | Log, parts: HubP
     }
 
     extras.start?.()
-    log.info({ broker: brokerUrl, webhook: router.webhookUrl, api: apiUrl, sops: sops.length, boards: config.boards.map((b) => b.name) }, 'hub started')
+    log.info(
+      {
+        broker: brokerUrl,
+        webhook: router.webhookUrl,
+        api: apiUrl,
+        sops: sops.length,
+        boards: config.boards.map((b) => b.name),
+      },
+      'hub started',
+    )
     let closing: Promise<void> | null = null
     return {
       config,

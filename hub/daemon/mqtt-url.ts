@@ -7,7 +7,14 @@ import type { MqttProtocol } from 'mqtt'
  * The schemes broker.url may use: TCP, TLS and WebSocket brokers. `tls:` is what mqtt.js treats
  * as `mqtts:` (same TLS stream, same default port 8883) but leaves out of its types.
  */
-const SCHEMES: Readonly<Record<string, MqttProtocol>> = { mqtt: 'mqtt', tcp: 'tcp', mqtts: 'mqtts', tls: 'mqtts', ws: 'ws', wss: 'wss' }
+const SCHEMES: Readonly<Record<string, MqttProtocol>> = {
+  mqtt: 'mqtt',
+  tcp: 'tcp',
+  mqtts: 'mqtts',
+  tls: 'mqtts',
+  ws: 'ws',
+  wss: 'wss',
+}
 
 export interface MqttUrlOptions {
   protocol: MqttProtocol
@@ -31,7 +38,11 @@ export function mqttUrlOptions(url: string): MqttUrlResult {
   if (!u.hostname) return { ok: false, error: `no host in ${JSON.stringify(url)}` }
   const scheme = u.protocol.replace(/:$/, '')
   const protocol = Object.hasOwn(SCHEMES, scheme) ? SCHEMES[scheme] : undefined
-  if (!protocol) return { ok: false, error: `${JSON.stringify(scheme)} is not a broker scheme (${Object.keys(SCHEMES).join(', ')})` }
+  if (!protocol)
+    return {
+      ok: false,
+      error: `${JSON.stringify(scheme)} is not a broker scheme (${Object.keys(SCHEMES).join(', ')})`,
+    }
   const opts: MqttUrlOptions = {
     protocol,
     // WHATWG keeps the brackets of an IPv6 host; sockets want the bare address.

@@ -8,7 +8,11 @@ export interface Stoppable {
   reload?(): Promise<void>
 }
 
-export function installSignalHandlers(hub: Stoppable, log: Log, exit: (code: number) => void = (c) => process.exit(c)): () => void {
+export function installSignalHandlers(
+  hub: Stoppable,
+  log: Log,
+  exit: (code: number) => void = (c) => process.exit(c),
+): () => void {
   let stopping = false
   const onStop = (signal: NodeJS.Signals): void => {
     if (stopping) {
@@ -29,7 +33,11 @@ export function installSignalHandlers(hub: Stoppable, log: Log, exit: (code: num
   const onHup = (): void => {
     if (!hub.reload || stopping) return
     log.info('SIGHUP: reloading SOPs')
-    hub.reload().catch((err: unknown) => log.error({ err: String(err) }, 'reload failed; the previous SOPs stay loaded'))
+    hub
+      .reload()
+      .catch((err: unknown) =>
+        log.error({ err: String(err) }, 'reload failed; the previous SOPs stay loaded'),
+      )
   }
   process.on('SIGTERM', onStop)
   process.on('SIGINT', onStop)

@@ -27,7 +27,13 @@ export function toolRefusal(step: Step, tool: string): string | null {
 }
 
 /** One checked call: refusal, unknown tool, schema, then run (a throwing tool is a failure, not a crash). */
-export async function callTool(tools: ToolRegistry, scope: CallScope, index: number, name: string, args: Json): Promise<ToolResult> {
+export async function callTool(
+  tools: ToolRegistry,
+  scope: CallScope,
+  index: number,
+  name: string,
+  args: Json,
+): Promise<ToolResult> {
   const refused = toolRefusal(scope.step, name)
   if (refused) return { ok: false, error: refused }
   const tool: Tool | undefined = tools.get(name)
@@ -48,13 +54,20 @@ export async function callTool(tools: ToolRegistry, scope: CallScope, index: num
     return { ok: false, error: `${name} threw: ${err instanceof Error ? err.message : String(err)}` }
   }
   // A plugin tool may break its contract; the run records that instead of storing garbage.
-  if (typeof r !== 'object' || r === null || typeof r.ok !== 'boolean') return { ok: false, error: `${name} returned no { ok, output } result` }
-  if (!r.ok) return { ok: false, error: typeof r.error === 'string' && r.error !== '' ? r.error : `${name} failed without saying why` }
+  if (typeof r !== 'object' || r === null || typeof r.ok !== 'boolean')
+    return { ok: false, error: `${name} returned no { ok, output } result` }
+  if (!r.ok)
+    return {
+      ok: false,
+      error: typeof r.error === 'string' && r.error !== '' ? r.error : `${name} failed without saying why`,
+    }
   if (r.output === undefined) return { ok: true, output: null }
   return r
 }
 
-export type CallsOutcome = { ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }
+export type CallsOutcome =
+  | { ok: true; output: Json; calls: Json[] }
+  | { ok: false; error: string; calls: Json[] }
 
 /** Runs the planned calls in order; the step output is the last call's output. */
 export async function runPlannedCalls(tools: ToolRegistry, scope: CallScope): Promise<CallsOutcome> {

@@ -4,21 +4,49 @@
 import { Compile } from 'typebox/schema'
 import type { Contract, Json } from '../../sops/types.ts'
 
-type Validator = { Check(v: unknown): boolean; Errors(v: unknown): [boolean, { instancePath: string; message: string }[]] }
+type Validator = {
+  Check(v: unknown): boolean
+  Errors(v: unknown): [boolean, { instancePath: string; message: string }[]]
+}
 
 const TYPE_NAMES = new Set(['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'])
-const SCHEMA_KEYS = new Set(['type', 'properties', 'required', 'items', 'enum', 'const', 'anyOf', 'oneOf', 'allOf', 'not', '$ref', 'minimum', 'maximum', 'pattern', 'additionalProperties'])
+const SCHEMA_KEYS = new Set([
+  'type',
+  'properties',
+  'required',
+  'items',
+  'enum',
+  'const',
+  'anyOf',
+  'oneOf',
+  'allOf',
+  'not',
+  '$ref',
+  'minimum',
+  'maximum',
+  'pattern',
+  'additionalProperties',
+])
 
 export function contractSchema(contract: Contract): Json {
   const entries = Object.entries(contract)
-  const shorthand = entries.length > 0 && entries.every(([k, v]) => !SCHEMA_KEYS.has(k) && typeof v === 'string' && TYPE_NAMES.has(v))
+  const shorthand =
+    entries.length > 0 &&
+    entries.every(([k, v]) => !SCHEMA_KEYS.has(k) && typeof v === 'string' && TYPE_NAMES.has(v))
   if (!shorthand) return contract
-  return { type: 'object', required: entries.map(([k]) => k), properties: Object.fromEntries(entries.map(([k, v]) => [k, { type: v }])) }
+  return {
+    type: 'object',
+    required: entries.map(([k]) => k),
+    properties: Object.fromEntries(entries.map(([k, v]) => [k, { type: v }])),
+  }
 }
 
 const cache = new WeakMap<object, { ok: true; v: Validator } | { ok: false; error: string }>()
 
-function compiled(schema: object, source: object = schema): { ok: true; v: Validator } | { ok: false; error: string } {
+function compiled(
+  schema: object,
+  source: object = schema,
+): { ok: true; v: Validator } | { ok: false; error: string } {
   let c = cache.get(source)
   if (!c) {
     try {
@@ -37,7 +65,9 @@ export function schemaProblem(schema: object, value: unknown, source?: object): 
   if (!c.ok) return c.error
   if (c.v.Check(value)) return null
   const [, errors] = c.v.Errors(value)
-  const parts = errors.slice(0, 3).map((e) => `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message}`)
+  const parts = errors
+    .slice(0, 3)
+    .map((e) => `${e.instancePath === '' ? '(root)' : e.instancePath} ${e.message}`)
   return parts.length > 0 ? parts.join('; ') : 'does not match'
 }
 

@@ -7,7 +7,15 @@ import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
-import { type LogEntry, MAX_COALESCED_KEPT, type RunRecord, type StepRecord, appendLog, newRun, payloadAsInput } from '../../sops/run/record.ts'
+import {
+  type LogEntry,
+  MAX_COALESCED_KEPT,
+  type RunRecord,
+  type StepRecord,
+  appendLog,
+  newRun,
+  payloadAsInput,
+} from '../../sops/run/record.ts'
 import {
   type GuardContext,
   MAX_VISITS,
@@ -27,11 +35,24 @@ import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
 import { type AdmissionRecord, EngineStore, type KeptTrigger } from './store.ts'
-import type { ApproveOptions, EngineLog, EngineOptions, HubEngine, RunFilter, RunResult, RunSummary } from './types.ts'
+import type {
+  ApproveOptions,
+  EngineLog,
+  EngineOptions,
+  HubEngine,
+  RunFilter,
+  RunResult,
+  RunSummary,
+} from './types.ts'
 
 const silent: EngineLog = { info() {}, warn() {}, error() {} }
 
-function summary(run: Pick<RunRecord, 'id' | 'sop' | 'state' | 'current' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'gate' | 'error'>): RunSummary {
+function summary(
+  run: Pick<
+    RunRecord,
+    'id' | 'sop' | 'state' | 'current' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'gate' | 'error'
+  >,
+): RunSummary {
   return {
     id: run.id,
     sop: run.sop,
@@ -134,7 +155,10 @@ export class Engine implements HubEngine {
 
   private spawn(run: RunRecord): void {
     const p = this.drive(run).catch((err: unknown) => {
-      this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
+      this.log.error(
+        { run: run.id, err: err instanceof Error ? err.message : String(err) },
+        'run driver crashed',
+      )
     })
     this.executing.add(p)
     void p.finally(() => this.executing.delete(p))
@@ -170,7 +194,14 @@ export class Engine implements HubEngine {
       }
       case 'deferred':
       case 'held': {
-        const kept: KeptTrigger = { key: this.store.newKeptKey(this.now()), sop: sop.name, kind: verdict.outcome, event, reason: verdict.reason, at: this.now() }
+        const kept: KeptTrigger = {
+          key: this.store.newKeptKey(this.now()),
+          sop: sop.name,
+          kind: verdict.outcome,
+          event,
+          reason: verdict.reason,
+          at: this.now(),
+        }
         const q = this.keptFor(sop.name)
         q.push(kept)
         const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
@@ -248,12 +279,25 @@ export class Engine implements HubEngine {
       }
       q.shift()
       const run = this.createRun(sop, head.event, 'started')
-      const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: `released: was ${head.kind} (${head.reason})` }
+      const d: AdmissionDecision = {
+        outcome: 'started',
+        runId: run.id,
+        reason: `released: was ${head.kind} (${head.reason})`,
+      }
       this.note(run, 0, 'info', d.reason)
-      const write = this.durable(run.id, [this.store.unkeepOp(head.key), ...this.store.runOps(run), this.admissionOp(sopName, head.event, d)])
-      const p = write.then(() => (this.closed ? undefined : this.drive(run))).catch((err: unknown) => {
-        this.log.error({ run: run.id, err: err instanceof Error ? err.message : String(err) }, 'run driver crashed')
-      })
+      const write = this.durable(run.id, [
+        this.store.unkeepOp(head.key),
+        ...this.store.runOps(run),
+        this.admissionOp(sopName, head.event, d),
+      ])
+      const p = write
+        .then(() => (this.closed ? undefined : this.drive(run)))
+        .catch((err: unknown) => {
+          this.log.error(
+            { run: run.id, err: err instanceof Error ? err.message : String(err) },
+            'run driver crashed',
+          )
+        })
       this.executing.add(p)
       void p.finally(() => this.executing.delete(p))
     }
@@ -264,7 +308,13 @@ export class Engine implements HubEngine {
   /** Routing reached step n: count the visit and reset its attempt (SOP-NOTES: 256-visit cap). */
   private enter(run: RunRecord, n: number): void {
     const prev = run.steps[n]
-    const rec: StepRecord = { number: n, status: 'running', visits: (prev?.visits ?? 0) + 1, attempts: 0, calls: [] }
+    const rec: StepRecord = {
+      number: n,
+      status: 'running',
+      visits: (prev?.visits ?? 0) + 1,
+      attempts: 0,
+      calls: [],
+    }
     run.steps[n] = rec
     run.current = n
     run.passedGates = run.passedGates.filter((g) => g !== n)
@@ -272,13 +322,15 @@ export class Engine implements HubEngine {
 
   private guardContext(run: RunRecord): GuardContext {
     const steps: Record<string, Json> = {}
-    for (const [k, s] of Object.entries(run.steps)) if (s.status === 'completed' && s.output !== undefined) steps[k] = s.output
+    for (const [k, s] of Object.entries(run.steps))
+      if (s.status === 'completed' && s.output !== undefined) steps[k] = s.output
     return { steps, trigger: payloadAsInput(run.trigger.payload), decisions: run.decisions }
   }
 
   private stepOutputs(run: RunRecord): Record<number, Json> {
     const out: Record<number, Json> = {}
-    for (const [k, s] of Object.entries(run.steps)) if (s.status === 'completed' && s.output !== undefined) out[Number(k)] = s.output
+    for (const [k, s] of Object.entries(run.steps))
+      if (s.status === 'completed' && s.output !== undefined) out[Number(k)] = s.output
     return out
   }
 
@@ -298,11 +350,16 @@ export class Engine implements HubEngine {
     for (let tries = 0; ; tries++) {
       try {
         await this.store.write(ops)
-        if (tries > 0) this.log.info({ run: runId, tries: tries + 1 }, 'run checkpoint written; the run goes on')
+        if (tries > 0)
+          this.log.info({ run: runId, tries: tries + 1 }, 'run checkpoint written; the run goes on')
         return
       } catch (err) {
         if (this.closed || !isStoreIoError(err)) throw err
-        if (tries === 0) this.log.error({ run: runId, err: (err as Error).message }, 'cannot write the run checkpoint (disk full?); retrying until it can')
+        if (tries === 0)
+          this.log.error(
+            { run: runId, err: (err as Error).message },
+            'cannot write the run checkpoint (disk full?); retrying until it can',
+          )
         await new Promise((r) => setTimeout(r, wait).unref())
         wait = Math.min(wait * 2, 5000)
       }
@@ -324,7 +381,10 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     run.updatedAt = this.now()
-    await this.durable(run.id, [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)])
+    await this.durable(run.id, [
+      ...this.store.finishOps(run, summary(run)),
+      this.store.lastFinishedOp(run.sop, run.finishedAt),
+    ])
     this.store.forget(run.id)
     this.release(run.sop)
   }
@@ -352,20 +412,41 @@ export class Engine implements HubEngine {
   private async startRun(run: RunRecord, sop: Sop): Promise<boolean> {
     const deterministic = effectiveMode(sop, undefined) === 'deterministic'
     const trigger = run.trigger.payload as Json
-    const plan = planDecisions(sop, { deterministic, hasAgent: this.agent !== undefined, trigger, isCondition: (q) => this.isCondition(q), evalCond: this.evalCond })
+    const plan = planDecisions(sop, {
+      deterministic,
+      hasAgent: this.agent !== undefined,
+      trigger,
+      isCondition: (q) => this.isCondition(q),
+      evalCond: this.evalCond,
+    })
     let changed = false
     for (const d of plan.decided) {
       run.decisions[d.step] = d.value
       run.decidedBy[d.step] = d.by
-      this.note(run, d.step, 'info', `decide: "${stepByNumber(sop, d.step)?.decide ?? ''}" → ${d.value ? 'yes' : 'no'} (${d.by})`)
+      this.note(
+        run,
+        d.step,
+        'info',
+        `decide: "${stepByNumber(sop, d.step)?.decide ?? ''}" → ${d.value ? 'yes' : 'no'} (${d.by})`,
+      )
       changed = true
     }
     for (const q of plan.agent) {
       const ac = this.abortFor(run)
-      const ans = await this.agent!.decide({ sop: { name: sop.name, description: sop.description }, question: q.question, trigger: run.trigger, ...agentAlias(sop, stepByNumber(sop, q.step)), signal: ac.signal })
+      const ans = await this.agent!.decide({
+        sop: { name: sop.name, description: sop.description },
+        question: q.question,
+        trigger: run.trigger,
+        ...agentAlias(sop, stepByNumber(sop, q.step)),
+        signal: ac.signal,
+      })
       if (this.closed) return false
       if (!ans.ok) {
-        await this.finish(run, 'fail', `step ${q.step}: the agent could not answer decide: "${q.question}": ${ans.error}`)
+        await this.finish(
+          run,
+          'fail',
+          `step ${q.step}: the agent could not answer decide: "${q.question}": ${ans.error}`,
+        )
         return false
       }
       run.decisions[q.step] = ans.value
@@ -377,7 +458,12 @@ export class Engine implements HubEngine {
     if (plan.operator.length > 0 && run.current !== null) {
       const step = stepByNumber(sop, run.current)!
       const own = gateBefore(sop, step, run)
-      const gate = own ?? { step: step.number, kind: 'decision' as const, operatorOnly: true, reason: 'questions for the operator (no agent configured and not written as a condition)' }
+      const gate = own ?? {
+        step: step.number,
+        kind: 'decision' as const,
+        operatorOnly: true,
+        reason: 'questions for the operator (no agent configured and not written as a condition)',
+      }
       // Questions only the operator can answer make the gate operator-only, whatever its kind.
       await this.park(run, { ...gate, operatorOnly: true, questions: plan.operator, since: this.now() })
       return false
@@ -403,7 +489,15 @@ export class Engine implements HubEngine {
       if (run.current === null) return this.finish(run, 'end', 'no step left')
       const step = stepByNumber(sop, run.current)
       if (!step) return this.finish(run, 'fail', `step ${run.current} does not exist in SOP "${sop.name}"`)
-      const rec = run.steps[step.number] ?? (run.steps[step.number] = { number: step.number, status: 'running', visits: 1, attempts: 0, calls: [] })
+      const rec =
+        run.steps[step.number] ??
+        (run.steps[step.number] = {
+          number: step.number,
+          status: 'running',
+          visits: 1,
+          attempts: 0,
+          calls: [],
+        })
 
       const ctx = this.guardContext(run)
       const skip = skipReason(step, ctx, (n) => run.steps[n]?.status === 'completed', this.evalCond)
@@ -426,7 +520,11 @@ export class Engine implements HubEngine {
           rec.status = 'failed'
           rec.error = `input contract: ${bad}`
           // Retrying cannot change the input, so a failing input contract fails the run (SOP-NOTES).
-          return this.finish(run, 'fail', `step ${step.number}: input does not match its input contract: ${bad}`)
+          return this.finish(
+            run,
+            'fail',
+            `step ${step.number}: input does not match its input contract: ${bad}`,
+          )
         }
       }
 
@@ -435,7 +533,12 @@ export class Engine implements HubEngine {
       let outcome = result
       if (outcome.ok && step.output) {
         const bad = contractProblem(step.output, outcome.output)
-        if (bad !== null) outcome = { ok: false, error: `output does not match its output contract: ${bad}`, calls: outcome.calls }
+        if (bad !== null)
+          outcome = {
+            ok: false,
+            error: `output does not match its output contract: ${bad}`,
+            calls: outcome.calls,
+          }
       }
       rec.calls = outcome.calls
       if (outcome.ok) {
@@ -463,30 +566,58 @@ export class Engine implements HubEngine {
     }
   }
 
-  private async execute(run: RunRecord, sop: Sop, step: Step, input: Json): Promise<{ ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }> {
+  private async execute(
+    run: RunRecord,
+    sop: Sop,
+    step: Step,
+    input: Json,
+  ): Promise<{ ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }> {
     const signal = this.abortFor(run).signal
-    const scope = { runId: run.id, sop: sop.name, step, steps: this.stepOutputs(run), trigger: payloadAsInput(run.trigger.payload), signal }
+    const scope = {
+      runId: run.id,
+      sop: sop.name,
+      step,
+      steps: this.stepOutputs(run),
+      trigger: payloadAsInput(run.trigger.payload),
+      signal,
+    }
     if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
     const mode = effectiveMode(sop, step)
     if (mode === 'deterministic') {
       // A checkpoint with no call passes its input through; any other step needs a call (SOP-NOTES: Runs).
       if (step.kind === 'checkpoint') return { ok: true, output: input, calls: [] }
-      return { ok: false, error: `step ${step.number} has no call: and a deterministic run makes no model round-trips`, calls: [] }
+      return {
+        ok: false,
+        error: `step ${step.number} has no call: and a deterministic run makes no model round-trips`,
+        calls: [],
+      }
     }
     if (!this.agent) return { ok: false, error: 'no agent configured', calls: [] }
-    const offered = [...this.tools.values()].filter((t) => toolRefusal(step, t.name) === null && (step.tools.length === 0 || step.tools.includes(t.name)))
+    const offered = [...this.tools.values()].filter(
+      (t) => toolRefusal(step, t.name) === null && (step.tools.length === 0 || step.tools.includes(t.name)),
+    )
     let k = 0
     const calls: Json[] = []
     const r = await this.agent.runStep({
       sop: { name: sop.name, description: sop.description },
-      step: { number: step.number, title: step.title, body: step.body, ...(step.prompt !== undefined ? { prompt: step.prompt } : {}) },
+      step: {
+        number: step.number,
+        title: step.title,
+        body: step.body,
+        ...(step.prompt !== undefined ? { prompt: step.prompt } : {}),
+      },
       ...agentAlias(sop, step),
       input,
       tools: offered.map((t) => ({ name: t.name, description: t.description, parameters: t.schema })),
       callTool: async (name, args) => {
         const res = await callTool(this.tools, scope, k++, name, args)
         if (res.ok) calls.push(res.output)
-        this.note(run, step.number, res.ok ? 'info' : 'warn', `agent called ${name}: ${res.ok ? 'ok' : res.error}`)
+        this.note(
+          run,
+          step.number,
+          res.ok ? 'info' : 'warn',
+          `agent called ${name}: ${res.ok ? 'ok' : res.error}`,
+        )
         return res
       },
       signal,
@@ -503,17 +634,32 @@ export class Engine implements HubEngine {
     const gate = run!.gate!
     if (opts.via === 'agent' && gate.operatorOnly) {
       // SOP-NOTES: no tool call or agent reply passes such a gate; the request is kept for the operator.
-      const req = { by: opts.by ?? 'agent', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() }
+      const req = {
+        by: opts.by ?? 'agent',
+        ...(opts.note !== undefined ? { note: opts.note } : {}),
+        at: this.now(),
+      }
       gate.requests = [...(gate.requests ?? []), req]
-      this.note(run!, gate.step, 'info', `approval requested by ${req.by}; the gate needs an operator (${gate.reason})`)
+      this.note(
+        run!,
+        gate.step,
+        'info',
+        `approval requested by ${req.by}; the gate needs an operator (${gate.reason})`,
+      )
       await this.persist(run!)
-      return { ok: false, error: `run ${runId} waits at step ${gate.step} for an operator (${gate.reason}); the request is recorded, approve it with \`svc sop approve ${runId}\`` }
+      return {
+        ok: false,
+        error: `run ${runId} waits at step ${gate.step} for an operator (${gate.reason}); the request is recorded, approve it with \`svc sop approve ${runId}\``,
+      }
     }
     const answers: Record<string, boolean> = {}
     for (const q of gate.questions ?? []) {
       const a = opts.decisions?.[q.step] ?? opts.decisions?.[String(q.step) as unknown as number]
       if (typeof a !== 'boolean') {
-        return { ok: false, error: `run ${runId} needs an answer to step ${q.step}'s question "${q.question}" (decisions: { "${q.step}": true|false })` }
+        return {
+          ok: false,
+          error: `run ${runId} needs an answer to step ${q.step}'s question "${q.question}" (decisions: { "${q.step}": true|false })`,
+        }
       }
       answers[q.step] = a
     }
@@ -523,12 +669,24 @@ export class Engine implements HubEngine {
       r.decidedBy[k] = `operator ${opts.by ?? 'operator'}`
       this.note(r, Number(k), 'info', `decide: answered ${v ? 'yes' : 'no'} by ${opts.by ?? 'operator'}`)
     }
-    r.approvals.push({ step: gate.step, kind: gate.kind, decision: 'approved', by: opts.by ?? 'operator', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() })
+    r.approvals.push({
+      step: gate.step,
+      kind: gate.kind,
+      decision: 'approved',
+      by: opts.by ?? 'operator',
+      ...(opts.note !== undefined ? { note: opts.note } : {}),
+      at: this.now(),
+    })
     if (gate.kind !== 'decision') r.passedGates.push(gate.step)
     r.runApproved = true
     delete r.gate
     this.move(r, 'approve')
-    this.note(r, gate.step, 'info', `approved by ${opts.by ?? 'operator'}${opts.note ? `: ${opts.note}` : ''}`)
+    this.note(
+      r,
+      gate.step,
+      'info',
+      `approved by ${opts.by ?? 'operator'}${opts.note ? `: ${opts.note}` : ''}`,
+    )
     await this.persist(r)
     if (!this.closed) this.spawn(r)
     return { ok: true, run: r }
@@ -540,14 +698,27 @@ export class Engine implements HubEngine {
     if (bad) return bad
     const r = run!
     const gate = r.gate!
-    r.approvals.push({ step: gate.step, kind: gate.kind, decision: 'denied', by: opts.by ?? 'operator', ...(opts.note !== undefined ? { note: opts.note } : {}), at: this.now() })
-    await this.finish(r, 'deny', `denied by ${opts.by ?? 'operator'} before step ${gate.step}${opts.note ? `: ${opts.note}` : ''}`)
+    r.approvals.push({
+      step: gate.step,
+      kind: gate.kind,
+      decision: 'denied',
+      by: opts.by ?? 'operator',
+      ...(opts.note !== undefined ? { note: opts.note } : {}),
+      at: this.now(),
+    })
+    await this.finish(
+      r,
+      'deny',
+      `denied by ${opts.by ?? 'operator'} before step ${gate.step}${opts.note ? `: ${opts.note}` : ''}`,
+    )
     return { ok: true, run: r }
   }
 
   /** Synchronous re-check after an await: a concurrent approve/deny may have moved the run meanwhile. */
   private stillWaiting(runId: string, run: RunRecord | undefined): RunResult | null {
-    return run && isParked(run.state) && run.gate ? null : { ok: false, error: `run ${runId} is not waiting for approval (it is ${run?.state ?? 'gone'})` }
+    return run && isParked(run.state) && run.gate
+      ? null
+      : { ok: false, error: `run ${runId} is not waiting for approval (it is ${run?.state ?? 'gone'})` }
   }
 
   private async notWaiting(runId: string, run: RunRecord | undefined): Promise<RunResult | null> {
@@ -561,7 +732,10 @@ export class Engine implements HubEngine {
   // ---- queries ----------------------------------------------------------------------------
 
   pending(): RunSummary[] {
-    return [...this.live.values()].filter((r) => isParked(r.state)).map(summary).sort((a, b) => a.createdAt - b.createdAt)
+    return [...this.live.values()]
+      .filter((r) => isParked(r.state))
+      .map(summary)
+      .sort((a, b) => a.createdAt - b.createdAt)
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
@@ -575,7 +749,8 @@ export class Engine implements HubEngine {
       if (filter.sop !== undefined && r.sop !== filter.sop) continue
       out.set(r.id, r)
     }
-    for (const r of this.live.values()) if (filter.sop === undefined || r.sop === filter.sop) out.set(r.id, summary(r))
+    for (const r of this.live.values())
+      if (filter.sop === undefined || r.sop === filter.sop) out.set(r.id, summary(r))
     let list = [...out.values()]
     if (filter.state !== undefined) list = list.filter((r) => r.state === filter.state)
     list.sort((a, b) => b.createdAt - a.createdAt)
@@ -601,7 +776,11 @@ export class Engine implements HubEngine {
 
   /** Group-commit counters, for the bench. */
   get writeStats(): { batches: number; ops: number; busyMs: number } {
-    return { batches: this.store.committer.batches, ops: this.store.committer.ops, busyMs: this.store.committer.busyMs }
+    return {
+      batches: this.store.committer.batches,
+      ops: this.store.committer.ops,
+      busyMs: this.store.committer.busyMs,
+    }
   }
 
   async idle(): Promise<void> {
@@ -638,11 +817,26 @@ export class Engine implements HubEngine {
       // The stored record of the current step may be from an earlier visit (entering a step is
       // not written on its own): re-enter it, counting the visit, keeping its retry count.
       const cur = r.current !== null ? r.steps[r.current] : undefined
-      if (r.current !== null && (r.state === 'running' || r.state === 'pending' || isParked(r.state)) && cur?.status !== 'running') {
-        r.steps[r.current] = { number: r.current, status: 'running', visits: (cur?.visits ?? 0) + 1, attempts: 0, calls: [] }
+      if (
+        r.current !== null &&
+        (r.state === 'running' || r.state === 'pending' || isParked(r.state)) &&
+        cur?.status !== 'running'
+      ) {
+        r.steps[r.current] = {
+          number: r.current,
+          status: 'running',
+          visits: (cur?.visits ?? 0) + 1,
+          attempts: 0,
+          calls: [],
+        }
       }
       if (r.state === 'running') {
-        this.note(r, r.current ?? 0, 'warn', `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`)
+        this.note(
+          r,
+          r.current ?? 0,
+          'warn',
+          `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`,
+        )
       }
       if (r.state === 'running' || r.state === 'pending') this.spawn(r)
     }

@@ -5,9 +5,13 @@
 // A put's value may be a function, serialised when its batch is cut: several state changes of
 // one run waiting for the same batch then cost one serialisation and one put (the latest state,
 // which is a state the run really reached; in JS nothing runs between the cut and the write).
-export type BatchOp = { type: 'put'; key: string; value: string | (() => string) } | { type: 'del'; key: string }
+export type BatchOp =
+  | { type: 'put'; key: string; value: string | (() => string) }
+  | { type: 'del'; key: string }
 
-export type WriteBatch = (ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[]) => Promise<void>
+export type WriteBatch = (
+  ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[],
+) => Promise<void>
 
 interface Pending {
   ops: Map<string, BatchOp>
@@ -52,7 +56,9 @@ export class GroupCommitter {
       const t0 = performance.now()
       try {
         const ops = [...batch.ops.values()].map((op) =>
-          op.type === 'put' && typeof op.value === 'function' ? { type: 'put' as const, key: op.key, value: op.value() } : (op as { type: 'put'; key: string; value: string } | { type: 'del'; key: string }),
+          op.type === 'put' && typeof op.value === 'function'
+            ? { type: 'put' as const, key: op.key, value: op.value() }
+            : (op as { type: 'put'; key: string; value: string } | { type: 'del'; key: string }),
         )
         await this.writeBatch(ops)
         this.busyMs += performance.now() - t0

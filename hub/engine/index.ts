@@ -2,7 +2,15 @@
 import { Engine } from './engine.ts'
 import type { EngineOptions, HubEngine } from './types.ts'
 
-export type { ApproveOptions, EngineLog, EngineOptions, HubEngine, RunFilter, RunResult, RunSummary } from './types.ts'
+export type {
+  ApproveOptions,
+  EngineLog,
+  EngineOptions,
+  HubEngine,
+  RunFilter,
+  RunResult,
+  RunSummary,
+} from './types.ts'
 export type { AdmissionRecord, KeptTrigger } from './store.ts'
 export type { AgentAdapter } from '../agent/types.ts'
 

@@ -40,7 +40,10 @@ const deltaKey = (id: string, seq: number) => `${RUN}${id}!${seq.toString(36).pa
 /** What never changes after a run is created. */
 type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
 /** What changes with the run's state: small, carried whole by every delta. */
-export type RunStateRecord = Omit<RunRecord, 'id' | 'mode' | 'trigger' | 'admission' | 'steps' | 'log' | 'lastOutput'>
+export type RunStateRecord = Omit<
+  RunRecord,
+  'id' | 'mode' | 'trigger' | 'admission' | 'steps' | 'log' | 'lastOutput'
+>
 
 /**
  * One write of a run: the state record whole, the step records that changed, the log entries
@@ -83,7 +86,9 @@ export class EngineStore {
    * form under 1 µs (bench: the engine's batches hold hundreds of operations), and both are the
    * same one atomic, synced WriteBatch.
    */
-  private async writeSynced(ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[]): Promise<void> {
+  private async writeSynced(
+    ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[],
+  ): Promise<void> {
     const batch = this.db.batch()
     try {
       for (const op of ops) {
@@ -118,7 +123,14 @@ export class EngineStore {
     if (!w) {
       w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
-      const head: RunHead = { id: run.id, sop: run.sop, mode: run.mode, trigger: run.trigger, createdAt: run.createdAt, admission: run.admission }
+      const head: RunHead = {
+        id: run.id,
+        sop: run.sop,
+        mode: run.mode,
+        trigger: run.trigger,
+        createdAt: run.createdAt,
+        admission: run.admission,
+      }
       json += `"head":${JSON.stringify(head)},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '' })
     }
@@ -142,7 +154,8 @@ export class EngineStore {
       changed += `${changed === '' ? '' : ','}${JSON.stringify(String(n))}:${v}`
     }
     if (changed !== '') json += `,"steps":{${changed}}`
-    if (run.logSeq > w.logSeq) json += `,"log":${JSON.stringify(log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq))))}`
+    if (run.logSeq > w.logSeq)
+      json += `,"log":${JSON.stringify(log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq))))}`
     w.logSeq = run.logSeq
     json += '}'
     ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: json })
@@ -151,7 +164,11 @@ export class EngineStore {
 
   /** With the final delta: a summary for listings, and the `open!` marker removed. */
   finishOps(run: RunRecord, summary: object): BatchOp[] {
-    return [...this.runOps(run), { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) }, { type: 'del', key: OPEN + run.id }]
+    return [
+      ...this.runOps(run),
+      { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
+      { type: 'del', key: OPEN + run.id },
+    ]
   }
 
   /** A finished run is no longer written; drop what was remembered about it. */
@@ -201,7 +218,8 @@ export class EngineStore {
     if (!head || !st) return undefined
     // Keep the same bound as the live log (record.ts: MAX_LOG_ENTRIES).
     if (log.length > MAX_LOG_ENTRIES) log.splice(0, log.length - MAX_LOG_ENTRIES)
-    const lastOutput = st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
+    const lastOutput =
+      st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
     return { run: { ...head, ...st, steps, log, lastOutput }, deltas }
   }
 
@@ -221,7 +239,12 @@ export class EngineStore {
       const r = await this.replay(k.slice(OPEN.length))
       if (!r) continue
       out.push(r.run)
-      const steps = new Map(Object.entries(r.run.steps).map(([n, rec]) => [Number(n), { rec, json: JSON.stringify(rec), settled: settled(rec) }]))
+      const steps = new Map(
+        Object.entries(r.run.steps).map(([n, rec]) => [
+          Number(n),
+          { rec, json: JSON.stringify(rec), settled: settled(rec) },
+        ]),
+      )
       this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
     }
     return out
@@ -229,19 +252,22 @@ export class EngineStore {
 
   async kept(): Promise<KeptTrigger[]> {
     const out: KeptTrigger[] = []
-    for await (const v of this.db.values({ gt: KEPT, lt: KEPT + '\xff' })) out.push(JSON.parse(v) as KeptTrigger)
+    for await (const v of this.db.values({ gt: KEPT, lt: KEPT + '\xff' }))
+      out.push(JSON.parse(v) as KeptTrigger)
     return out
   }
 
   async admissions(limit = 1000): Promise<AdmissionRecord[]> {
     const out: AdmissionRecord[] = []
-    for await (const v of this.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit })) out.push(JSON.parse(v) as AdmissionRecord)
+    for await (const v of this.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit }))
+      out.push(JSON.parse(v) as AdmissionRecord)
     return out.reverse()
   }
 
   async lastFinished(): Promise<Map<string, number>> {
     const out = new Map<string, number>()
-    for await (const [k, v] of this.db.iterator({ gt: LAST, lt: LAST + '\xff' })) out.set(k.slice(LAST.length), Number(v))
+    for await (const [k, v] of this.db.iterator({ gt: LAST, lt: LAST + '\xff' }))
+      out.set(k.slice(LAST.length), Number(v))
     return out
   }
 

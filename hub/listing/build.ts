@@ -27,13 +27,22 @@ export async function manifestFromFiles(dir: string, agentId: string, firstLine 
   }
   const lines = splitLines(data)
   if (lines.length === 0) return { ok: false, error: 'no attested lines in the range: nothing to list' }
-  if (lines.length > MAX_MANIFEST_ROWS) return { ok: false, error: `${lines.length} lines: a listing holds at most ${MAX_MANIFEST_ROWS} (use --from/--to)` }
+  if (lines.length > MAX_MANIFEST_ROWS)
+    return {
+      ok: false,
+      error: `${lines.length} lines: a listing holds at most ${MAX_MANIFEST_ROWS} (use --from/--to)`,
+    }
   const manifest = buildManifest(agentId, lines, checked.hashes as Hex[])
   await writeFileDurable(join(dir, MANIFEST_FILE), JSON.stringify(manifest) + '\n')
   return { ok: true, rows: lines.length }
 }
 
-export async function buildListingFiles(store: AttestStore, dir: string, range: ListingRange, agentId: string): Promise<BuildResult> {
+export async function buildListingFiles(
+  store: AttestStore,
+  dir: string,
+  range: ListingRange,
+  agentId: string,
+): Promise<BuildResult> {
   await exportAttestations(store, dir, range)
   return manifestFromFiles(dir, agentId, (range.from ?? 0) + 1)
 }

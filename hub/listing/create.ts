@@ -34,7 +34,10 @@ export async function createListing(i: CreateInput): Promise<CreateResult> {
     try {
       bytes = await readFile(i.imagePath)
     } catch (err) {
-      return { ok: false, error: `--image ${i.imagePath}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}` }
+      return {
+        ok: false,
+        error: `--image ${i.imagePath}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
+      }
     }
     const c = checkImage(bytes, basename(i.imagePath))
     if (!c.ok) return c

@@ -45,9 +45,12 @@ export const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true })
   })
 
-export async function queueDemoListing(i: DemoListingInput): Promise<{ ok: true; entry: ListingEntry } | { ok: false; error: string }> {
+export async function queueDemoListing(
+  i: DemoListingInput,
+): Promise<{ ok: true; entry: ListingEntry } | { ok: false; error: string }> {
   let prefix = 0
-  while (!i.signal.aborted && (prefix = await attestedPrefix(i.store, i.from)) < i.min) await sleep(i.pollMs ?? 500, i.signal)
+  while (!i.signal.aborted && (prefix = await attestedPrefix(i.store, i.from)) < i.min)
+    await sleep(i.pollMs ?? 500, i.signal)
   if (i.signal.aborted) return { ok: false, error: 'stopped' }
   const r = await createListing({
     home: i.home,
@@ -57,7 +60,8 @@ export async function queueDemoListing(i: DemoListingInput): Promise<{ ok: true;
     range: { from: i.from, to: i.from + prefix },
     fields: {
       title: 'Vending machine vend1: attested dispenses',
-      summary: 'Coin, operator check and dispense runs of the vending-dispense SOP, each line attested on chain.',
+      summary:
+        'Coin, operator check and dispense runs of the vending-dispense SOP, each line attested on chain.',
       description:
         'Operation lines written by the svc hub demo (`npm start`): a simulated vending board sends coin events, the vending-dispense SOP reads the slot sensor, waits for an operator checkpoint, dispenses and attests the sale. Every line is signed by the device key and validated by the attestor on the local chain.',
       machineType: 'vending',

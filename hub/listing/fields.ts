@@ -10,13 +10,27 @@ export function checkListingText(f: Partial<Record<keyof ListingText, string>>):
   const r = checkListingFields(f)
   if (!r.ok) return r
   const v = r.value
-  return { ok: true, value: { title: v.title, summary: v.summary, description: v.description, machineType: v.machineType, license: v.license, priceNative: v.priceNative } }
+  return {
+    ok: true,
+    value: {
+      title: v.title,
+      summary: v.summary,
+      description: v.description,
+      machineType: v.machineType,
+      license: v.license,
+      priceNative: v.priceNative,
+    },
+  }
 }
 
 const EXT = { 'image/jpeg': '.jpg', 'image/png': '.png', 'image/webp': '.webp' } as const
 
-export function checkImage(bytes: Uint8Array, name: string): { ok: true; type: string; ext: string } | { ok: false; error: string } {
-  if (bytes.length > LIMITS.imageBytes) return { ok: false, error: `--image ${name}: ${bytes.length} bytes, at most ${LIMITS.imageBytes}` }
+export function checkImage(
+  bytes: Uint8Array,
+  name: string,
+): { ok: true; type: string; ext: string } | { ok: false; error: string } {
+  if (bytes.length > LIMITS.imageBytes)
+    return { ok: false, error: `--image ${name}: ${bytes.length} bytes, at most ${LIMITS.imageBytes}` }
   const type = sniffImage(bytes)
   if (!type) return { ok: false, error: `--image ${name}: not a JPEG, PNG or WebP file` }
   return { ok: true, type, ext: EXT[type] }

@@ -16,12 +16,18 @@ async function json(res: Response): Promise<Record<string, unknown>> {
   }
 }
 
-export async function issueMarketKey(market: string, ownerKey: Hex, agentId: string, fetchImpl: typeof fetch = fetch): Promise<IssueResult> {
+export async function issueMarketKey(
+  market: string,
+  ownerKey: Hex,
+  agentId: string,
+  fetchImpl: typeof fetch = fetch,
+): Promise<IssueResult> {
   const owner = privateKeyToAccount(ownerKey)
   const at = (p: string): string => new URL(p, market).href
   const nonceRes = await fetchImpl(at('/api/auth/nonce'))
   const nonce = (await json(nonceRes)).nonce
-  if (nonceRes.status !== 200 || typeof nonce !== 'string') return { ok: false, error: `sign-in nonce: market answered ${nonceRes.status}` }
+  if (nonceRes.status !== 200 || typeof nonce !== 'string')
+    return { ok: false, error: `sign-in nonce: market answered ${nonceRes.status}` }
   const message = createSiweMessage({
     domain: new URL(market).host,
     address: owner.address,
@@ -36,16 +42,33 @@ export async function issueMarketKey(market: string, ownerKey: Hex, agentId: str
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ message, signature: await owner.signMessage({ message }) }),
   })
-  if (signIn.status !== 200) return { ok: false, error: `sign-in: market answered ${signIn.status}: ${String((await json(signIn)).error ?? '')}` }
-  const cookie = signIn.headers.getSetCookie().find((c) => c.startsWith('svc_session='))?.split(';')[0]
+  if (signIn.status !== 200)
+    return {
+      ok: false,
+      error: `sign-in: market answered ${signIn.status}: ${String((await json(signIn)).error ?? '')}`,
+    }
+  const cookie = signIn.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('svc_session='))
+    ?.split(';')[0]
   if (!cookie) return { ok: false, error: 'sign-in: no svc_session cookie in the answer' }
   const headers = { 'content-type': 'application/json', cookie }
-  const ch = await fetchImpl(at('/api/marketplace/challenges'), { method: 'POST', headers, body: JSON.stringify({ kind: 'key', agentId, wallet: owner.address }) })
+  const ch = await fetchImpl(at('/api/marketplace/challenges'), {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ kind: 'key', agentId, wallet: owner.address }),
+  })
   const chBody = await json(ch)
-  if (ch.status !== 201 || typeof chBody.message !== 'string') return { ok: false, error: `key challenge: market answered ${ch.status}: ${String(chBody.error ?? '')}` }
+  if (ch.status !== 201 || typeof chBody.message !== 'string')
+    return { ok: false, error: `key challenge: market answered ${ch.status}: ${String(chBody.error ?? '')}` }
   const signature = await owner.signMessage({ message: chBody.message })
-  const k = await fetchImpl(at('/api/marketplace/keys'), { method: 'POST', headers, body: JSON.stringify({ challengeId: chBody.id, signature }) })
+  const k = await fetchImpl(at('/api/marketplace/keys'), {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ challengeId: chBody.id, signature }),
+  })
   const kBody = await json(k)
-  if (k.status !== 201 || typeof kBody.key !== 'string') return { ok: false, error: `key issue: market answered ${k.status}: ${String(kBody.error ?? '')}` }
+  if (k.status !== 201 || typeof kBody.key !== 'string')
+    return { ok: false, error: `key issue: market answered ${k.status}: ${String(kBody.error ?? '')}` }
   return { ok: true, key: kBody.key, id: String(kBody.id), prefix: String(kBody.prefix) }
 }

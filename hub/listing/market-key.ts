@@ -11,7 +11,8 @@ export const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{16,200}$/
 export function checkKey(key: string): { ok: true; key: string } | { ok: false; error: string } {
   const k = key.trim()
   if (!k.startsWith('svc_')) return { ok: false, error: 'a market key starts with "svc_"' }
-  if (!KEY_PATTERN.test(k)) return { ok: false, error: 'a market key is "svc_" followed by 16 to 200 letters, digits, "_" or "-"' }
+  if (!KEY_PATTERN.test(k))
+    return { ok: false, error: 'a market key is "svc_" followed by 16 to 200 letters, digits, "_" or "-"' }
   return { ok: true, key: k }
 }
 
@@ -22,7 +23,8 @@ export function checkMarketUrl(url: string): { ok: true; url: string } | { ok: f
   } catch {
     return { ok: false, error: `market URL "${url}": not an absolute URL` }
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return { ok: false, error: `market URL "${url}": must be http or https` }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:')
+    return { ok: false, error: `market URL "${url}": must be http or https` }
   return { ok: true, url: u.origin }
 }
 

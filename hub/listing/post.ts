@@ -15,7 +15,12 @@ export type PostOutcome =
 
 export type Fetch = typeof fetch
 
-export async function postListing(dir: string, entry: ListingEntry, key: string, opts: { fetch?: Fetch; timeoutMs?: number } = {}): Promise<PostOutcome> {
+export async function postListing(
+  dir: string,
+  entry: ListingEntry,
+  key: string,
+  opts: { fetch?: Fetch; timeoutMs?: number } = {},
+): Promise<PostOutcome> {
   let form: FormData
   try {
     form = await formFor(dir, entry)
@@ -34,7 +39,10 @@ export async function postListing(dir: string, entry: ListingEntry, key: string,
     })
   } catch (err) {
     const e = err as Error & { cause?: { code?: string } }
-    return { kind: 'retry', error: `${endpoint}: ${e.cause?.code ?? (e.name === 'TimeoutError' ? 'timed out' : e.message)}` }
+    return {
+      kind: 'retry',
+      error: `${endpoint}: ${e.cause?.code ?? (e.name === 'TimeoutError' ? 'timed out' : e.message)}`,
+    }
   }
   const text = await res.text().catch(() => '')
   let body: Record<string, unknown> = {}
@@ -48,7 +56,8 @@ export async function postListing(dir: string, entry: ListingEntry, key: string,
     // marketplace-api: the device makes an absolute link by putting {base_url} in front of `url`.
     return { kind: 'posted', slug: body.slug, url: new URL(body.url, entry.market).href }
   }
-  if (res.status >= 500 || res.status === 408 || res.status === 429) return { kind: 'retry', error: `market answered ${res.status}: ${error}` }
+  if (res.status >= 500 || res.status === 408 || res.status === 429)
+    return { kind: 'retry', error: `market answered ${res.status}: ${error}` }
   return { kind: 'refused', error: `market answered ${res.status}: ${error}` }
 }
 
@@ -61,8 +70,21 @@ async function formFor(dir: string, entry: ListingEntry): Promise<FormData> {
   form.set('machineType', f.machineType)
   form.set('license', f.license)
   form.set('priceNative', f.priceNative)
-  form.set('manifest', new Blob([await readFile(join(dir, MANIFEST_FILE))], { type: 'application/json' }), 'manifest.json')
-  form.set('data', new Blob([await readFile(join(dir, 'operations.jsonl'))], { type: 'application/x-ndjson' }), 'operations.jsonl')
-  if (entry.image) form.set('image', new Blob([await readFile(join(dir, entry.image.file))], { type: entry.image.type }), entry.image.file)
+  form.set(
+    'manifest',
+    new Blob([await readFile(join(dir, MANIFEST_FILE))], { type: 'application/json' }),
+    'manifest.json',
+  )
+  form.set(
+    'data',
+    new Blob([await readFile(join(dir, 'operations.jsonl'))], { type: 'application/x-ndjson' }),
+    'operations.jsonl',
+  )
+  if (entry.image)
+    form.set(
+      'image',
+      new Blob([await readFile(join(dir, entry.image.file))], { type: entry.image.type }),
+      entry.image.file,
+    )
   return form
 }

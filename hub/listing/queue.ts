@@ -17,7 +17,10 @@ export function listingsDir(home: string): string {
 
 /** Sortable by creation time, unique, safe as a folder name and an Idempotency-Key. */
 export function newListingId(now: Date = new Date()): string {
-  const t = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')
+  const t = now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')
   return `${t}-${randomBytes(6).toString('hex')}`
 }
 
@@ -38,12 +41,15 @@ export async function saveEntry(dir: string, entry: ListingEntry): Promise<void>
   await writeFileDurable(join(dir, ENTRY_FILE), JSON.stringify(entry, null, 2) + '\n')
 }
 
-export type LoadedEntry = { ok: true; dir: string; entry: ListingEntry } | { ok: false; dir: string; error: string }
+export type LoadedEntry =
+  | { ok: true; dir: string; entry: ListingEntry }
+  | { ok: false; dir: string; error: string }
 
 export async function loadEntry(dir: string): Promise<LoadedEntry> {
   try {
     const e = JSON.parse(await readFile(join(dir, ENTRY_FILE), 'utf8')) as ListingEntry
-    if (e.version !== 1 || typeof e.id !== 'string' || typeof e.state !== 'string') return { ok: false, dir, error: `${join(dir, ENTRY_FILE)}: not a listing entry` }
+    if (e.version !== 1 || typeof e.id !== 'string' || typeof e.state !== 'string')
+      return { ok: false, dir, error: `${join(dir, ENTRY_FILE)}: not a listing entry` }
     return { ok: true, dir, entry: e }
   } catch (err) {
     return { ok: false, dir, error: `${join(dir, ENTRY_FILE)}: ${(err as Error).message}` }

@@ -17,7 +17,10 @@ export interface ListingSeamOptions {
   intervalMs?: number
 }
 
-export function withListingSync(base: HubExtras, o: ListingSeamOptions): HubExtras & { listings: () => ListingSyncLoop | null } {
+export function withListingSync(
+  base: HubExtras,
+  o: ListingSeamOptions,
+): HubExtras & { listings: () => ListingSyncLoop | null } {
   const env = o.env ?? process.env
   let loop: ListingSyncLoop | null = null
   return {

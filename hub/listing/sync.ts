@@ -42,7 +42,10 @@ export function backoffMs(attempts: number, min: number, max: number): number {
 // at once (and across processes the market's Idempotency-Key makes a second post harmless).
 let chain: Promise<unknown> = Promise.resolve()
 
-export function syncListings(deps: ListingSyncDeps, opts: { force?: boolean } = {}): Promise<ListingSyncSummary> {
+export function syncListings(
+  deps: ListingSyncDeps,
+  opts: { force?: boolean } = {},
+): Promise<ListingSyncSummary> {
   const run = chain.then(() => pass(deps, opts))
   chain = run.catch(() => undefined)
   return run
@@ -67,7 +70,15 @@ async function pass(deps: ListingSyncDeps, opts: { force?: boolean }): Promise<L
   return sum
 }
 
-async function passOne(deps: ListingSyncDeps, opts: { force?: boolean }, dir: string, entry: ListingEntry, sum: ListingSyncSummary, key: string | null, now: () => number): Promise<void> {
+async function passOne(
+  deps: ListingSyncDeps,
+  opts: { force?: boolean },
+  dir: string,
+  entry: ListingEntry,
+  sum: ListingSyncSummary,
+  key: string | null,
+  now: () => number,
+): Promise<void> {
   let e = entry
   if (e.state === 'draft') {
     if (!deps.builder) {
@@ -93,10 +104,22 @@ async function passOne(deps: ListingSyncDeps, opts: { force?: boolean }, dir: st
     sum.waiting++
     return
   }
-  const out = await postListing(dir, e, key, { ...(deps.fetch ? { fetch: deps.fetch } : {}), ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}) })
+  const out = await postListing(dir, e, key, {
+    ...(deps.fetch ? { fetch: deps.fetch } : {}),
+    ...(deps.timeoutMs ? { timeoutMs: deps.timeoutMs } : {}),
+  })
   const attempts = e.attempts + 1
   if (out.kind === 'posted') {
-    e = { ...e, state: 'posted', attempts, slug: out.slug, url: out.url, postedAt: new Date(now()).toISOString(), lastError: null, nextAttemptAt: null }
+    e = {
+      ...e,
+      state: 'posted',
+      attempts,
+      slug: out.slug,
+      url: out.url,
+      postedAt: new Date(now()).toISOString(),
+      lastError: null,
+      nextAttemptAt: null,
+    }
     sum.posted.push(e)
     deps.log.info(`listing ${e.id} posted: ${out.url}`)
   } else if (out.kind === 'refused') {

@@ -14,7 +14,13 @@ export interface ChannelPostResult {
   runs: { sop: string; outcome: string; runId: string | null; error?: string }[]
 }
 
-export async function postToChannel(plan: TriggerPlan, firer: Firer, channel: string, payload: string | Json, at: number): Promise<ChannelPostResult> {
+export async function postToChannel(
+  plan: TriggerPlan,
+  firer: Firer,
+  channel: string,
+  payload: string | Json,
+  at: number,
+): Promise<ChannelPostResult> {
   const listeners = plan.channel.get(channel) ?? []
   const text = payloadText(payload)
   const runs: ChannelPostResult['runs'] = []
@@ -22,8 +28,17 @@ export async function postToChannel(plan: TriggerPlan, firer: Firer, channel: st
   for (const l of listeners) {
     if (fired.has(l.sop) || !firer.matches(l.trigger.condition, text)) continue
     fired.add(l.sop)
-    const r: FireResult = await firer.fire(l.sop, { type: 'channel', source: `channel ${channel}`, payload, at })
-    runs.push(r.ok ? { sop: l.sop, outcome: r.decision.outcome, runId: r.decision.runId ?? null } : { sop: l.sop, outcome: 'error', runId: null, error: r.error })
+    const r: FireResult = await firer.fire(l.sop, {
+      type: 'channel',
+      source: `channel ${channel}`,
+      payload,
+      at,
+    })
+    runs.push(
+      r.ok
+        ? { sop: l.sop, outcome: r.decision.outcome, runId: r.decision.runId ?? null }
+        : { sop: l.sop, outcome: 'error', runId: null, error: r.error },
+    )
   }
   return { channel, runs }
 }
@@ -32,14 +47,23 @@ export async function postToChannel(plan: TriggerPlan, firer: Firer, channel: st
  * Adds `POST /channels/:name` to the local API (which owns authentication). 404 when no SOP
  * listens on the channel, else 200 with the runs it started (possibly none, when no condition matched).
  */
-export function registerChannelRoute(app: FastifyInstance, getPlan: () => TriggerPlan, firer: Firer, now: () => number = Date.now): void {
+export function registerChannelRoute(
+  app: FastifyInstance,
+  getPlan: () => TriggerPlan,
+  firer: Firer,
+  now: () => number = Date.now,
+): void {
   app.post<{ Params: { name: string } }>('/channels/:name', async (req, reply) => {
     const name = req.params.name
-    if (!CHANNEL_NAME.test(name)) return reply.code(400).send({ error: `channel name "${name}" must be 1-64 letters, digits, ".", "_" or "-"` })
+    if (!CHANNEL_NAME.test(name))
+      return reply
+        .code(400)
+        .send({ error: `channel name "${name}" must be 1-64 letters, digits, ".", "_" or "-"` })
     const plan = getPlan()
     if (!plan.channel.has(name)) return reply.code(404).send({ error: `no SOP listens on channel "${name}"` })
     const body = req.body
-    const payload: string | Json = body === undefined || body === null ? '' : typeof body === 'string' ? body : (body as Json)
+    const payload: string | Json =
+      body === undefined || body === null ? '' : typeof body === 'string' ? body : (body as Json)
     return reply.send(await postToChannel(plan, firer, name, payload, now()))
   })
 }

@@ -53,7 +53,8 @@ async function readState(path: string | undefined, log: Log): Promise<CronState>
     }
     log.warn({ path }, 'cron state file is not an object; starting without catch-up memory')
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') log.warn({ path, err: String(err) }, 'cron state file unreadable; starting without catch-up memory')
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      log.warn({ path, err: String(err) }, 'cron state file unreadable; starting without catch-up memory')
   }
   return {}
 }
@@ -68,10 +69,12 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
     const path = opts.statePath
     if (!path) return Promise.resolve()
     // Serialised, and written to a temp file then renamed, so a crash never leaves half a file.
-    writing = writing.then(async () => {
-      await writeFile(`${path}.tmp`, JSON.stringify(state), 'utf8')
-      await rename(`${path}.tmp`, path)
-    }).catch((err: unknown) => log.error({ path, err: String(err) }, 'could not save cron state'))
+    writing = writing
+      .then(async () => {
+        await writeFile(`${path}.tmp`, JSON.stringify(state), 'utf8')
+        await rename(`${path}.tmp`, path)
+      })
+      .catch((err: unknown) => log.error({ path, err: String(err) }, 'could not save cron state'))
     return writing
   }
 
@@ -99,14 +102,22 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
       if (jobs.has(key)) continue
       const expression = c.trigger.expression.trim()
       const job = schedule.scheduleJob({ rule: expression, tz: opts.timezone }, (fireDate: Date) => {
-        run(c.sop, expression, fireDate.getTime(), false).catch((err: unknown) => log.error({ sop: c.sop, err: String(err) }, 'cron run failed'))
+        run(c.sop, expression, fireDate.getTime(), false).catch((err: unknown) =>
+          log.error({ sop: c.sop, err: String(err) }, 'cron run failed'),
+        )
       })
       if (!job) {
-        log.error({ sop: c.sop, expression, file: c.trigger.origin.file, line: c.trigger.origin.line }, 'cron schedule has no future time; skipped')
+        log.error(
+          { sop: c.sop, expression, file: c.trigger.origin.file, line: c.trigger.origin.line },
+          'cron schedule has no future time; skipped',
+        )
         continue
       }
       jobs.set(key, job)
-      log.info({ sop: c.sop, expression, timezone: opts.timezone, next: job.nextInvocation()?.toISOString() }, 'cron scheduled')
+      log.info(
+        { sop: c.sop, expression, timezone: opts.timezone, next: job.nextInvocation()?.toISOString() },
+        'cron scheduled',
+      )
       const last = state[key]
       if (last === undefined) {
         // First sight of this schedule: remember now, so only later misses are caught up.
@@ -115,7 +126,10 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
       } else if (opts.catchUp) {
         const missed = missedSince(expression, opts.timezone, last, t)
         if (missed !== null) {
-          log.info({ sop: c.sop, expression, missed: new Date(missed).toISOString() }, 'cron schedule missed while the hub was off: one catch-up run')
+          log.info(
+            { sop: c.sop, expression, missed: new Date(missed).toISOString() },
+            'cron schedule missed while the hub was off: one catch-up run',
+          )
           await run(c.sop, expression, missed, true)
         }
       }

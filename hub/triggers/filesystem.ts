@@ -76,7 +76,9 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
     const merged: 'rename' | 'change' = prev?.kind === 'rename' ? 'rename' : kind
     const timer = setTimeout(() => {
       pending.delete(abs)
-      emit(abs, merged).catch((err: unknown) => log.error({ path: abs, err: String(err) }, 'filesystem trigger failed'))
+      emit(abs, merged).catch((err: unknown) =>
+        log.error({ path: abs, err: String(err) }, 'filesystem trigger failed'),
+      )
     }, opts.debounceMs)
     pending.set(abs, { timer, kind: merged })
   }
@@ -97,12 +99,17 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
           // Node 20 throws for a missing folder; Node 22+ on Linux watches nothing and says
           // nothing. Check first, so a SOP author hears about it on every Node.
           if (!statSync(dir).isDirectory()) throw new Error(`ENOTDIR: not a directory: ${dir}`)
-          const w = watch(dir, { recursive: true }, (kind, name) => onChange(dir, kind, name === null ? null : String(name)))
+          const w = watch(dir, { recursive: true }, (kind, name) =>
+            onChange(dir, kind, name === null ? null : String(name)),
+          )
           w.on('error', (err) => log.error({ dir, err: String(err) }, 'filesystem watch failed'))
           watchers.set(dir, w)
         } catch (err) {
           // A missing folder is a SOP author's mistake, not a reason to stop the hub.
-          log.error({ dir, err: String(err) }, 'filesystem trigger cannot watch this folder; its triggers are inert')
+          log.error(
+            { dir, err: String(err) },
+            'filesystem trigger cannot watch this folder; its triggers are inert',
+          )
         }
       }
     },

@@ -34,11 +34,23 @@ export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log)
     async fire(sop, event) {
       try {
         const decision = await engine.trigger(sop, event)
-        log.info({ sop, trigger: event.type, source: event.source, outcome: decision.outcome, runId: decision.runId }, 'trigger admitted')
+        log.info(
+          {
+            sop,
+            trigger: event.type,
+            source: event.source,
+            outcome: decision.outcome,
+            runId: decision.runId,
+          },
+          'trigger admitted',
+        )
         return { ok: true, decision }
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err)
-        log.error({ sop, trigger: event.type, source: event.source, err: error }, 'engine refused the trigger')
+        log.error(
+          { sop, trigger: event.type, source: event.source, err: error },
+          'engine refused the trigger',
+        )
         return { ok: false, error }
       }
     },

@@ -5,7 +5,14 @@ import type { Json } from '../../sops/types.ts'
 import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 
-export async function fireManual(plan: TriggerPlan, firer: Firer, sop: string, payload: string | Json, source: string, at: number): Promise<FireResult> {
+export async function fireManual(
+  plan: TriggerPlan,
+  firer: Firer,
+  sop: string,
+  payload: string | Json,
+  source: string,
+  at: number,
+): Promise<FireResult> {
   if (!plan.sops.has(sop)) return { ok: false, error: `no SOP named "${sop}" is loaded` }
   return firer.fire(sop, { type: 'manual', source, payload, at })
 }

@@ -20,7 +20,12 @@ export interface MessageMatch {
  * The SOPs one message starts. A SOP fires at most once per message even when several of its
  * triggers match (sop-format: "any one starts a run"); peripheral triggers are checked first.
  */
-export function dispatchMessage(plan: TriggerPlan, firer: Pick<Firer, 'matches'>, topic: string, text: string): MessageMatch[] {
+export function dispatchMessage(
+  plan: TriggerPlan,
+  firer: Pick<Firer, 'matches'>,
+  topic: string,
+  text: string,
+): MessageMatch[] {
   const out: MessageMatch[] = []
   const seen = new Set<string>()
   for (const p of plan.peripheral) {
@@ -59,7 +64,13 @@ export interface MessageSource {
   stop(): Promise<void>
 }
 
-export function createMessageSource(client: MqttClient, firer: Firer, log: Log, initial: TriggerPlan, maxInFlight = DEFAULT_MAX_IN_FLIGHT): MessageSource {
+export function createMessageSource(
+  client: MqttClient,
+  firer: Firer,
+  log: Log,
+  initial: TriggerPlan,
+  maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+): MessageSource {
   let plan = initial
   let subscribed: string[] = []
   let inFlight = 0
@@ -68,12 +79,17 @@ export function createMessageSource(client: MqttClient, firer: Firer, log: Log, 
 
   const handle = async (topic: string, payload: Buffer | string, now: number): Promise<FireResult[]> => {
     if (payload.length > MAX_TRIGGER_PAYLOAD) {
-      log.warn({ topic, bytes: payload.length }, `message larger than ${MAX_TRIGGER_PAYLOAD} bytes ignored by triggers`)
+      log.warn(
+        { topic, bytes: payload.length },
+        `message larger than ${MAX_TRIGGER_PAYLOAD} bytes ignored by triggers`,
+      )
       return []
     }
     const text = typeof payload === 'string' ? payload : payload.toString('utf8')
     const matched = dispatchMessage(plan, firer, topic, text)
-    return Promise.all(matched.map((m) => firer.fire(m.sop, { type: m.type, source: topic, payload: text, at: now })))
+    return Promise.all(
+      matched.map((m) => firer.fire(m.sop, { type: m.type, source: topic, payload: text, at: now })),
+    )
   }
 
   const onMessage = (topic: string, payload: Buffer, packet: { retain?: boolean }): void => {
@@ -104,7 +120,8 @@ export function createMessageSource(client: MqttClient, firer: Firer, log: Log, 
     if (drop.length > 0) await client.unsubscribeAsync(drop)
     if (add.length > 0) {
       const granted = await client.subscribeAsync(add, { qos: 1 })
-      for (const g of granted) if (g.qos === 128) log.error({ filter: g.topic }, 'broker refused the subscription')
+      for (const g of granted)
+        if (g.qos === 128) log.error({ filter: g.topic }, 'broker refused the subscription')
     }
     subscribed = wanted
     log.info({ filters: wanted }, 'trigger subscriptions')

@@ -42,6 +42,7 @@ export interface TriggerPlan {
   problems: Diagnostic[]
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: MQTT forbids U+0000 in topics (MQTT 5 §1.5.4)
 const SEGMENT = /^[^/+#\u0000]+$/
 
 export function cronError(expression: string): string | null {
@@ -84,8 +85,13 @@ export function buildPlan(sops: readonly Sop[]): TriggerPlan {
     for (const t of sop.triggers) {
       switch (t.type) {
         case 'peripheral': {
-          if (!SEGMENT.test(t.board)) problem(t, `peripheral trigger: board "${t.board}" must be one topic level (no "/", "+" or "#")`)
-          else if (!SEGMENT.test(t.signal)) problem(t, `peripheral trigger: signal "${t.signal}" must be one topic level (no "/", "+" or "#")`)
+          if (!SEGMENT.test(t.board))
+            problem(t, `peripheral trigger: board "${t.board}" must be one topic level (no "/", "+" or "#")`)
+          else if (!SEGMENT.test(t.signal))
+            problem(
+              t,
+              `peripheral trigger: signal "${t.signal}" must be one topic level (no "/", "+" or "#")`,
+            )
           else plan.peripheral.push({ sop: sop.name, trigger: t, filter: peripheralFilter(t) })
           break
         }
@@ -105,7 +111,11 @@ export function buildPlan(sops: readonly Sop[]): TriggerPlan {
           const err = webhookPathError(t.path)
           const taken = plan.webhook.get(t.path)
           if (err) problem(t, `webhook trigger: ${err}`)
-          else if (taken) problem(t, `webhook trigger: path "${t.path}" is already answered by SOP "${taken.sop}"; this trigger is skipped`)
+          else if (taken)
+            problem(
+              t,
+              `webhook trigger: path "${t.path}" is already answered by SOP "${taken.sop}"; this trigger is skipped`,
+            )
           else plan.webhook.set(t.path, { sop: sop.name, trigger: t })
           break
         }

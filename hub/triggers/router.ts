@@ -60,12 +60,16 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       if (d.severity === 'error') log.error({ file: d.file, line: d.line }, `trigger skipped: ${line}`)
       else log.warn({ file: d.file, line: d.line }, line)
     }
-    if (!opts.mqtt && (p.peripheral.length > 0 || p.mqtt.length > 0)) log.warn('no MQTT connection: peripheral and mqtt triggers are inert')
-    if (!opts.webhook && p.webhook.size > 0) log.warn({ paths: [...p.webhook.keys()] }, 'webhook gateway disabled: webhook triggers are inert')
+    if (!opts.mqtt && (p.peripheral.length > 0 || p.mqtt.length > 0))
+      log.warn('no MQTT connection: peripheral and mqtt triggers are inert')
+    if (!opts.webhook && p.webhook.size > 0)
+      log.warn({ paths: [...p.webhook.keys()] }, 'webhook gateway disabled: webhook triggers are inert')
   }
   report(plan)
 
-  const messages: MessageSource | undefined = opts.mqtt ? createMessageSource(opts.mqtt, firer, log, plan, opts.maxInFlight) : undefined
+  const messages: MessageSource | undefined = opts.mqtt
+    ? createMessageSource(opts.mqtt, firer, log, plan, opts.maxInFlight)
+    : undefined
   const cron: CronSource = await createCronSource(firer, log, { ...opts.cron, now })
   const fs: FilesystemSource = createFilesystemSource(firer, log, { ...opts.filesystem, now })
   const stops: (() => Promise<void>)[] = []
@@ -86,7 +90,12 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       throw err
     }
   }
-  stops.push(async () => webhook?.stop(), async () => fs.stop(), async () => cron.stop(), async () => messages?.stop())
+  stops.push(
+    async () => webhook?.stop(),
+    async () => fs.stop(),
+    async () => cron.stop(),
+    async () => messages?.stop(),
+  )
 
   return {
     plan: () => plan,
@@ -108,7 +117,10 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
     registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
     webhookUrl: webhook?.url ?? null,
     async stop() {
-      for (const stop of stops) await stop().catch((err: unknown) => log.error({ err: String(err) }, 'trigger source did not stop cleanly'))
+      for (const stop of stops)
+        await stop().catch((err: unknown) =>
+          log.error({ err: String(err) }, 'trigger source did not stop cleanly'),
+        )
     },
   }
 }

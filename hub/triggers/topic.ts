@@ -11,7 +11,8 @@ export function filterError(filter: string): string | null {
   for (let i = 0; i < levels.length; i++) {
     const level = levels[i] as string
     // MQTT-4.7.1-2: `#` must be the last character and occupy a whole level.
-    if (level.includes('#') && (level !== '#' || i !== levels.length - 1)) return `"#" must be the whole last level (in "${filter}")`
+    if (level.includes('#') && (level !== '#' || i !== levels.length - 1))
+      return `"#" must be the whole last level (in "${filter}")`
     // MQTT-4.7.1-3: `+` must occupy a whole level.
     if (level.includes('+') && level !== '+') return `"+" must be a whole level (in "${filter}")`
   }
@@ -21,7 +22,8 @@ export function filterError(filter: string): string | null {
 /** Why a topic cannot be published to (wildcards are for filters only), or null. */
 export function topicError(topic: string): string | null {
   if (topic.length === 0) return 'topic is empty'
-  if (topic.includes('+') || topic.includes('#')) return `topic "${topic}" contains a wildcard; wildcards are only allowed in subscriptions`
+  if (topic.includes('+') || topic.includes('#'))
+    return `topic "${topic}" contains a wildcard; wildcards are only allowed in subscriptions`
   if (topic.includes('\u0000')) return 'topic contains a NUL character'
   return null
 }

@@ -23,7 +23,8 @@ export type ConfigResult = { ok: true; config: AttestorConfig } | { ok: false; e
 function checkKey(text: string, where: string): { ok: true; key: Hex } | { ok: false; error: string } {
   const k = text.trim()
   const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  if (!isHex(hex) || hex.length !== 66) return { ok: false, error: `${where}: expected a 32-byte hex private key` }
+  if (!isHex(hex) || hex.length !== 66)
+    return { ok: false, error: `${where}: expected a 32-byte hex private key` }
   try {
     privateKeyToAccount(hex)
   } catch {
@@ -59,10 +60,14 @@ export async function loadAttestorConfig(src: AttestorConfigSources): Promise<Co
   } else if (src.chain.accounts) {
     key = src.chain.accounts.attestor.privateKey
   }
-  if (key === undefined) return { ok: false, error: `no attestor key: pass --key-file FILE or set $${KEY_ENV}` }
+  if (key === undefined)
+    return { ok: false, error: `no attestor key: pass --key-file FILE or set $${KEY_ENV}` }
   const address = privateKeyToAccount(key).address
   if (address.toLowerCase() !== src.chain.attestorAddress.toLowerCase()) {
-    return { ok: false, error: `the attestor key is for ${address}, but the chain file names the attestor ${src.chain.attestorAddress}` }
+    return {
+      ok: false,
+      error: `the attestor key is for ${address}, but the chain file names the attestor ${src.chain.attestorAddress}`,
+    }
   }
   return {
     ok: true,

@@ -13,8 +13,15 @@ export interface AttestorPluginOptions {
   validationRegistry: Address
 }
 
-export const attestorPlugin: FastifyPluginAsync<AttestorPluginOptions> = async (app: FastifyInstance, opts) => {
-  app.get(INFO_PATH, async () => ({ address: opts.attestor.address, chainId: CHAIN_ID, validationRegistry: opts.validationRegistry }))
+export const attestorPlugin: FastifyPluginAsync<AttestorPluginOptions> = async (
+  app: FastifyInstance,
+  opts,
+) => {
+  app.get(INFO_PATH, async () => ({
+    address: opts.attestor.address,
+    chainId: CHAIN_ID,
+    validationRegistry: opts.validationRegistry,
+  }))
 
   app.post(
     ATTEST_PATH,

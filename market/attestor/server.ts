@@ -10,7 +10,10 @@ export interface AttestorServer {
   close(): Promise<void>
 }
 
-export async function startAttestorServer(config: AttestorConfig, opts: { host?: string; port?: number; logger?: boolean } = {}): Promise<AttestorServer> {
+export async function startAttestorServer(
+  config: AttestorConfig,
+  opts: { host?: string; port?: number; logger?: boolean } = {},
+): Promise<AttestorServer> {
   const app = Fastify({ logger: opts.logger ?? false })
   // JSON errors for everything the plugin does not answer itself (bad JSON, wrong type, 404).
   app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {

@@ -40,11 +40,24 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
   let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined
 
   function send(requestHash: Hex, paramsHash: Hex): Promise<Hex> {
-    const args = [requestHash, ATTEST_RESPONSE, `${config.uriBase}/responses/${requestHash}`, paramsHash, ATTEST_TAG] as const
-    const gasP = pub.estimateContractGas({ address: config.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args, account })
+    const args = [
+      requestHash,
+      ATTEST_RESPONSE,
+      `${config.uriBase}/responses/${requestHash}`,
+      paramsHash,
+      ATTEST_TAG,
+    ] as const
+    const gasP = pub.estimateContractGas({
+      address: config.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args,
+      account,
+    })
     const p = sendChain.then(async () => {
       const gas = await gasP
-      if (!fees || Date.now() - fees.at > 10_000) fees = { at: Date.now(), ...(await pub.estimateFeesPerGas()) }
+      if (!fees || Date.now() - fees.at > 10_000)
+        fees = { at: Date.now(), ...(await pub.estimateFeesPerGas()) }
       nextNonce ??= await pub.getTransactionCount({ address: account.address, blockTag: 'pending' })
       const raw = await account.signTransaction({
         chainId: CHAIN_ID,
@@ -78,29 +91,55 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       return { requestHash, ok: false, error: 'signature: not a valid signature of the line' }
     }
     if (!allowed.has(signer.toLowerCase())) {
-      return { requestHash, ok: false, error: `signature: signed by ${signer}, which is neither agent ${agentId}'s wallet nor its owner` }
+      return {
+        requestHash,
+        ok: false,
+        error: `signature: signed by ${signer}, which is neither agent ${agentId}'s wallet nor its owner`,
+      }
     }
     const paramsHash = lineHash(line)
     const row = await readValidationStatus(pub, config.validationRegistry, requestHash)
     if (!row.ok) {
-      if (row.kind === 'unknown') return { requestHash, ok: false, error: 'requestHash: no validation request under this hash (the device sends validationRequest first)' }
+      if (row.kind === 'unknown')
+        return {
+          requestHash,
+          ok: false,
+          error:
+            'requestHash: no validation request under this hash (the device sends validationRequest first)',
+        }
       throw new ChainDown(row.error)
     }
     const r = row.value
     if (r.validator.toLowerCase() !== account.address.toLowerCase()) {
-      return { requestHash, ok: false, error: `requestHash: the request names validator ${r.validator}, not this attestor` }
+      return {
+        requestHash,
+        ok: false,
+        error: `requestHash: the request names validator ${r.validator}, not this attestor`,
+      }
     }
-    if (r.agentId !== agentId) return { requestHash, ok: false, error: `requestHash: the request is for agent ${r.agentId}, not ${agentId}` }
+    if (r.agentId !== agentId)
+      return {
+        requestHash,
+        ok: false,
+        error: `requestHash: the request is for agent ${r.agentId}, not ${agentId}`,
+      }
     const answered = r.tag !== '' || r.response !== 0
     if (answered) {
-      if (r.responseHash.toLowerCase() === paramsHash && r.response === ATTEST_RESPONSE && r.tag === ATTEST_TAG) {
+      if (
+        r.responseHash.toLowerCase() === paramsHash &&
+        r.response === ATTEST_RESPONSE &&
+        r.tag === ATTEST_TAG
+      ) {
         return { requestHash, ok: true, txHash: null, already: true }
       }
       return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
     }
     const txHash = await send(requestHash, paramsHash)
-    const receipt = (await pub.getTransactionReceipt({ hash: txHash }).catch(() => undefined)) ?? (await pub.waitForTransactionReceipt({ hash: txHash, timeout: 120_000 }))
-    if (receipt.status !== 'success') return { requestHash, ok: false, error: `validationResponse reverted (${txHash})` }
+    const receipt =
+      (await pub.getTransactionReceipt({ hash: txHash }).catch(() => undefined)) ??
+      (await pub.waitForTransactionReceipt({ hash: txHash, timeout: 120_000 }))
+    if (receipt.status !== 'success')
+      return { requestHash, ok: false, error: `validationResponse reverted (${txHash})` }
     return { requestHash, ok: true, txHash, already: false }
   }
 
@@ -109,7 +148,8 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     async attest(req) {
       const owner = await readOwnerOf(pub, config.identityRegistry, req.agentId)
       if (!owner.ok) {
-        if (owner.kind === 'unreachable') return { ok: false, status: 502, error: `chain unreachable: ${owner.error}` }
+        if (owner.kind === 'unreachable')
+          return { ok: false, status: 502, error: `chain unreachable: ${owner.error}` }
         return { ok: false, status: 404, error: `agentId: agent ${req.agentId} does not exist` }
       }
       const wallet = await readAgentWallet(pub, config.identityRegistry, req.agentId)

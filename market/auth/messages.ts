@@ -2,8 +2,21 @@
 // Lines are joined with "\n" and there is no trailing newline.
 
 /** marketplace-api: Challenge, the six lines of a key-issue challenge, in order. */
-export function keyChallengeMessage(displayName: string, wallet: string, chainId: number, agentId: string, nonce: string): string {
-  return [`${displayName} marketplace`, 'Issue agent key', `wallet: ${wallet}`, `chain: ${chainId}`, `agent: ${agentId}`, `nonce: ${nonce}`].join('\n')
+export function keyChallengeMessage(
+  displayName: string,
+  wallet: string,
+  chainId: number,
+  agentId: string,
+  nonce: string,
+): string {
+  return [
+    `${displayName} marketplace`,
+    'Issue agent key',
+    `wallet: ${wallet}`,
+    `chain: ${chainId}`,
+    `agent: ${agentId}`,
+    `nonce: ${nonce}`,
+  ].join('\n')
 }
 
 /** marketplace-api: purchase, the four lines a buyer signs. */

@@ -13,7 +13,9 @@ export function ownOrigin(req: FastifyRequest, publicUrl: string | null): string
 
 export function assertSameOrigin(req: FastifyRequest, publicUrl: string | null): void {
   const site = req.headers['sec-fetch-site']
-  if (site === 'cross-site' || site === 'same-site') throw forbidden(`cross-site request refused (Sec-Fetch-Site: ${site})`)
+  if (site === 'cross-site' || site === 'same-site')
+    throw forbidden(`cross-site request refused (Sec-Fetch-Site: ${site})`)
   const origin = req.headers.origin
-  if (origin !== undefined && origin !== ownOrigin(req, publicUrl)) throw forbidden(`cross-site request refused (Origin ${origin} is not ${ownOrigin(req, publicUrl)})`)
+  if (origin !== undefined && origin !== ownOrigin(req, publicUrl))
+    throw forbidden(`cross-site request refused (Origin ${origin} is not ${ownOrigin(req, publicUrl)})`)
 }

@@ -21,9 +21,19 @@ function isHttps(req: FastifyRequest, publicUrl: string | null): boolean {
   return publicUrl ? publicUrl.startsWith('https:') : req.protocol === 'https'
 }
 
-export async function startSession(req: FastifyRequest, reply: FastifyReply, address: string, o: SessionOptions): Promise<SessionRecord> {
+export async function startSession(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  address: string,
+  o: SessionOptions,
+): Promise<SessionRecord> {
   const now = (o.now ?? Date.now)()
-  const rec: SessionRecord = { id: randomBytes(32).toString('base64url'), address: address.toLowerCase(), createdAt: now, expiresAt: now + o.sessionSeconds * 1000 }
+  const rec: SessionRecord = {
+    id: randomBytes(32).toString('base64url'),
+    address: address.toLowerCase(),
+    createdAt: now,
+    expiresAt: now + o.sessionSeconds * 1000,
+  }
   await o.db.sessions.put(rec.id, rec)
   reply.setCookie(SESSION_COOKIE, rec.id, {
     signed: true,
@@ -62,7 +72,11 @@ export async function requireAccount(req: FastifyRequest, o: SessionOptions): Pr
   return s.address
 }
 
-export async function endSession(req: FastifyRequest, reply: FastifyReply, o: SessionOptions): Promise<boolean> {
+export async function endSession(
+  req: FastifyRequest,
+  reply: FastifyReply,
+  o: SessionOptions,
+): Promise<boolean> {
   const s = await currentSession(req, o)
   if (s) await o.db.sessions.del(s.id)
   reply.clearCookie(SESSION_COOKIE, { path: '/' })

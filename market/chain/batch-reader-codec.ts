@@ -33,12 +33,17 @@ export function encodeReadCall(registry: Address, hashes: readonly Hex[]): Encod
   if (!ADDRESS.test(registry)) return { ok: false, error: `registry ${registry} is not an address` }
   let body = ''
   for (const h of hashes) {
-    if (h.length !== 66 || !h.startsWith('0x')) return { ok: false, error: `request hash ${h} is not 32 bytes of hex` }
+    if (h.length !== 66 || !h.startsWith('0x'))
+      return { ok: false, error: `request hash ${h} is not 32 bytes of hex` }
     body += h.slice(2)
   }
   // One hex check for all hashes (a regex per hash cost more than the rest of the encoding).
-  if (Buffer.from(body, 'hex').length !== 32 * hashes.length) return { ok: false, error: 'a request hash is not hex' }
-  return { ok: true, data: `${READ_SELECTOR}${registry.slice(2).toLowerCase().padStart(64, '0')}${word(0x40)}${word(hashes.length)}${body}` }
+  if (Buffer.from(body, 'hex').length !== 32 * hashes.length)
+    return { ok: false, error: 'a request hash is not hex' }
+  return {
+    ok: true,
+    data: `${READ_SELECTOR}${registry.slice(2).toLowerCase().padStart(64, '0')}${word(0x40)}${word(hashes.length)}${body}`,
+  }
 }
 
 /** A big-endian word that must fit a JS integer (offsets, lengths); null when it does not. */
@@ -74,13 +79,17 @@ function hexToBuffer(data: string): Buffer | null {
 
 /** Exactly `count` reads, in order, or why the answer cannot be read. */
 export function decodeReadResult(data: string, count: number): Decoded {
-  const fail = (why: string): Decoded => ({ ok: false, error: `the batch reader answered malformed data: ${why}` })
+  const fail = (why: string): Decoded => ({
+    ok: false,
+    error: `the batch reader answered malformed data: ${why}`,
+  })
   const buf = hexToBuffer(data)
   if (!buf) return fail('not hex')
   if (buf.length < 64) return fail(`${buf.length} bytes, shorter than the 64-byte header`)
   if (smallWord(buf, 0) !== 32) return fail('the bytes offset is not 0x20')
   const length = smallWord(buf, 32)
-  if (length === null || length > buf.length - 64) return fail(`the length ${length ?? 'word'} runs past the ${buf.length - 64} bytes that follow`)
+  if (length === null || length > buf.length - 64)
+    return fail(`the length ${length ?? 'word'} runs past the ${buf.length - 64} bytes that follow`)
   const end = 64 + length
   const reads: ValidationRead[] = new Array(count)
   // A listing's rows nearly all name one validator: checksum each address once per answer.

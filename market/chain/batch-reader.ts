@@ -12,12 +12,21 @@ import type { ValidationRead } from './market-chain.ts'
 /** Where the reader's code is put for the call; no account lives there on any real chain. */
 export const READER_ADDRESS: Address = '0x5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c'
 
-async function readChunk(client: SvcPublicClient, registry: Address, hashes: Hex[]): Promise<ValidationRead[]> {
-  const failAll = (error: string): ValidationRead[] => hashes.map(() => ({ ok: false, kind: 'unreachable', error }))
+async function readChunk(
+  client: SvcPublicClient,
+  registry: Address,
+  hashes: Hex[],
+): Promise<ValidationRead[]> {
+  const failAll = (error: string): ValidationRead[] =>
+    hashes.map(() => ({ ok: false, kind: 'unreachable', error }))
   const call = encodeReadCall(registry, hashes)
   if (!call.ok) return failAll(call.error)
   try {
-    const r = await client.call({ to: READER_ADDRESS, data: call.data, stateOverride: [{ address: READER_ADDRESS, code: batchReaderRuntime }] })
+    const r = await client.call({
+      to: READER_ADDRESS,
+      data: call.data,
+      stateOverride: [{ address: READER_ADDRESS, code: batchReaderRuntime }],
+    })
     if (!r.data) return failAll('the batch read returned no data')
     const d = decodeReadResult(r.data, hashes.length)
     return d.ok ? d.reads : failAll(d.error)

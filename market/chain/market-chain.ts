@@ -16,12 +16,22 @@ import type { ValidationRow } from '../../records/verify-row.ts'
 import type { MarketChainConfig } from '../config.ts'
 import { readValidationOverride } from './batch-reader.ts'
 
-export type ValidationRead = { ok: true; row: ValidationRow } | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
+export type ValidationRead =
+  | { ok: true; row: ValidationRow }
+  | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
 
 export type PaymentRead =
   | { state: 'unknown' }
   | { state: 'pending'; from: Address; to: Address | null; value: bigint; chainId: number | null }
-  | { state: 'mined'; success: boolean; from: Address; to: Address | null; value: bigint; chainId: number | null; blockNumber: bigint }
+  | {
+      state: 'mined'
+      success: boolean
+      from: Address
+      to: Address | null
+      value: bigint
+      chainId: number | null
+      blockNumber: bigint
+    }
   | { state: 'unreachable'; error: string }
 
 export interface MarketChain {
@@ -37,7 +47,11 @@ export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
   const client: SvcPublicClient = publicClientFor(cfg.rpcUrl)
   const batched = createPublicClient({
     chain: svcChain(cfg.rpcUrl),
-    transport: http(cfg.rpcUrl, { batch: { batchSize: cfg.batchSize, wait: 0 }, retryCount: 0, timeout: 30_000 }),
+    transport: http(cfg.rpcUrl, {
+      batch: { batchSize: cfg.batchSize, wait: 0 },
+      retryCount: 0,
+      timeout: 30_000,
+    }),
   }) as SvcPublicClient
   let useOverride = true
   return {
@@ -45,10 +59,22 @@ export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
     agentWallet: (agentId) => readAgentWallet(client, cfg.identityRegistry, agentId),
     async validationStatuses(hashes) {
       if (useOverride) {
-        const r = await readValidationOverride(client, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
+        const r = await readValidationOverride(
+          client,
+          cfg.validationRegistry,
+          hashes,
+          cfg.batchSize,
+          cfg.concurrency,
+        )
         if (!r.every((x) => !x.ok && x.kind === 'unreachable')) return r
         // Every chunk failed: perhaps this RPC refuses state overrides. Try plain batches once.
-        const b = await readValidationBatched(batched, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
+        const b = await readValidationBatched(
+          batched,
+          cfg.validationRegistry,
+          hashes,
+          cfg.batchSize,
+          cfg.concurrency,
+        )
         if (!b.every((x) => !x.ok && x.kind === 'unreachable')) useOverride = false
         return b
       }
@@ -59,7 +85,11 @@ export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
       try {
         return { ok: true, value: await client.getChainId() }
       } catch (err) {
-        return { ok: false, kind: 'unreachable', error: err instanceof Error ? err.message.split('\n')[0]! : String(err) }
+        return {
+          ok: false,
+          kind: 'unreachable',
+          error: err instanceof Error ? err.message.split('\n')[0]! : String(err),
+        }
       }
     },
   }

@@ -13,7 +13,9 @@ export interface BlockStore {
   has(cid: CID): Promise<boolean>
 }
 
-async function collect(bytes: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<Uint8Array> {
+async function collect(
+  bytes: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>,
+): Promise<Uint8Array> {
   if (bytes instanceof Uint8Array) return bytes
   const parts: Uint8Array[] = []
   for await (const p of bytes as AsyncIterable<Uint8Array>) parts.push(p)

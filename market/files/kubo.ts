@@ -3,9 +3,20 @@
 // or an unreachable node fails the upload, so a listing is never half-pinned by surprise.
 export type PinResult = { ok: true } | { ok: false; error: string }
 
-export async function pinToKubo(api: string, name: string, bytes: Uint8Array, expectedCid: string): Promise<PinResult> {
+export async function pinToKubo(
+  api: string,
+  name: string,
+  bytes: Uint8Array,
+  expectedCid: string,
+): Promise<PinResult> {
   const url = new URL('/api/v0/add', api)
-  for (const [k, v] of Object.entries({ 'cid-version': '1', 'raw-leaves': 'true', chunker: 'size-262144', pin: 'true', quieter: 'true' }))
+  for (const [k, v] of Object.entries({
+    'cid-version': '1',
+    'raw-leaves': 'true',
+    chunker: 'size-262144',
+    pin: 'true',
+    quieter: 'true',
+  }))
     url.searchParams.set(k, v)
   const form = new FormData()
   form.append('file', new Blob([bytes as Uint8Array<ArrayBuffer>]), name)
@@ -13,7 +24,10 @@ export async function pinToKubo(api: string, name: string, bytes: Uint8Array, ex
   try {
     res = await fetch(url, { method: 'POST', body: form })
   } catch (err) {
-    return { ok: false, error: `ipfs.api ${api} unreachable: ${err instanceof Error ? err.message : String(err)}` }
+    return {
+      ok: false,
+      error: `ipfs.api ${api} unreachable: ${err instanceof Error ? err.message : String(err)}`,
+    }
   }
   const text = await res.text()
   if (!res.ok) return { ok: false, error: `ipfs.api ${api} answered ${res.status}: ${text.slice(0, 200)}` }
@@ -24,6 +38,7 @@ export async function pinToKubo(api: string, name: string, bytes: Uint8Array, ex
   } catch {
     return { ok: false, error: `ipfs.api ${api} answered something that is not JSON` }
   }
-  if (hash !== expectedCid) return { ok: false, error: `ipfs.api ${api} pinned ${String(hash)}, expected ${expectedCid}` }
+  if (hash !== expectedCid)
+    return { ok: false, error: `ipfs.api ${api} pinned ${String(hash)}, expected ${expectedCid}` }
   return { ok: true }
 }

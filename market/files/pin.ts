@@ -5,7 +5,12 @@ import { addBytes } from './unixfs.ts'
 
 export type PinOutcome = { ok: true; cid: string } | { ok: false; error: string }
 
-export async function pinFile(blocks: BlockStore, ipfsApi: string | null, name: string, bytes: Uint8Array): Promise<PinOutcome> {
+export async function pinFile(
+  blocks: BlockStore,
+  ipfsApi: string | null,
+  name: string,
+  bytes: Uint8Array,
+): Promise<PinOutcome> {
   const cid = (await addBytes(bytes, blocks)).toString()
   if (ipfsApi) {
     const r = await pinToKubo(ipfsApi, name, bytes, cid)

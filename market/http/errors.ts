@@ -28,12 +28,15 @@ export function installErrorHandler(app: FastifyInstance): void {
       // Schema failures name the field: "body/agentId must match pattern …".
       return reply.status(400).send({ error: fe.message })
     }
-    const status = typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
+    const status =
+      typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500 ? fe.statusCode : 500
     if (status === 500) {
       req.log.error({ err }, 'unhandled error')
       return reply.status(500).send({ error: 'internal error' })
     }
     return reply.status(status).send({ error: fe.message })
   })
-  app.setNotFoundHandler((req, reply) => reply.status(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }))
+  app.setNotFoundHandler((req, reply) =>
+    reply.status(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }),
+  )
 }

@@ -33,13 +33,18 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
   }
   const m = checkManifest(raw)
   if (!m.ok) return { ok: false, error: `manifest ${m.error}` }
-  if (m.value.agentId !== keyAgentId) return { ok: false, error: `manifest agentId: ${m.value.agentId} does not match the key's agent ${keyAgentId}` }
+  if (m.value.agentId !== keyAgentId)
+    return {
+      ok: false,
+      error: `manifest agentId: ${m.value.agentId} does not match the key's agent ${keyAgentId}`,
+    }
   if (m.value.rows.length === 0) return { ok: false, error: 'manifest rows: must hold at least one row' }
   const seen = new Map<string, number>()
   for (let i = 0; i < m.value.rows.length; i++) {
     const h = m.value.rows[i]!.requestHash.toLowerCase()
     const first = seen.get(h)
-    if (first !== undefined) return { ok: false, error: `manifest rows[${i}].requestHash: same as rows[${first}]` }
+    if (first !== undefined)
+      return { ok: false, error: `manifest rows[${i}].requestHash: same as rows[${first}]` }
     seen.set(h, i)
   }
 
@@ -50,7 +55,8 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
     return { ok: false, error: 'data: not valid UTF-8' }
   }
   const d = checkManifestAgainstData(m.value, text)
-  if (!d.ok) return { ok: false, error: d.error.startsWith('rows[') ? `manifest ${d.error}` : `data: ${d.error}` }
+  if (!d.ok)
+    return { ok: false, error: d.error.startsWith('rows[') ? `manifest ${d.error}` : `data: ${d.error}` }
 
   let image: CheckedListing['image'] = null
   if (u.files.image) {

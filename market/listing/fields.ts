@@ -3,7 +3,15 @@
 import { parseEther } from 'viem'
 import type { License, MachineType } from '../store/records.ts'
 
-export const MACHINE_TYPES: readonly MachineType[] = ['vending', 'arm', 'drone', 'amr', 'sensor', 'humanoid', 'other']
+export const MACHINE_TYPES: readonly MachineType[] = [
+  'vending',
+  'arm',
+  'drone',
+  'amr',
+  'sensor',
+  'humanoid',
+  'other',
+]
 export const LICENSES: readonly License[] = ['research', 'commercial', 'audit']
 export const LIMITS = {
   titleMax: 80,
@@ -43,48 +51,72 @@ export function checkListingFields(f: Record<string, string | undefined>): Field
   const title = need('title')
   if (typeof title !== 'string') return { ok: false, ...title }
   if (title.trim().length === 0) return { ok: false, error: 'title: must not be empty' }
-  if (chars(title) > LIMITS.titleMax) return { ok: false, error: `title: at most ${LIMITS.titleMax} characters (got ${chars(title)})` }
+  if (chars(title) > LIMITS.titleMax)
+    return { ok: false, error: `title: at most ${LIMITS.titleMax} characters (got ${chars(title)})` }
   if (LINE_BREAK.test(title)) return { ok: false, error: 'title: must not contain line breaks' }
 
   const summary = need('summary')
   if (typeof summary !== 'string') return { ok: false, ...summary }
   if (summary.trim().length === 0) return { ok: false, error: 'summary: must not be empty' }
-  if (chars(summary) > LIMITS.summaryMax) return { ok: false, error: `summary: at most ${LIMITS.summaryMax} characters (got ${chars(summary)})` }
+  if (chars(summary) > LIMITS.summaryMax)
+    return { ok: false, error: `summary: at most ${LIMITS.summaryMax} characters (got ${chars(summary)})` }
   if (LINE_BREAK.test(summary)) return { ok: false, error: 'summary: must not contain line breaks' }
 
   const description = need('description')
   if (typeof description !== 'string') return { ok: false, ...description }
   const dl = chars(description)
   if (dl < LIMITS.descriptionMin || dl > LIMITS.descriptionMax)
-    return { ok: false, error: `description: ${LIMITS.descriptionMin} to ${LIMITS.descriptionMax} characters (got ${dl})` }
+    return {
+      ok: false,
+      error: `description: ${LIMITS.descriptionMin} to ${LIMITS.descriptionMax} characters (got ${dl})`,
+    }
 
   const machineType = need('machineType')
   if (typeof machineType !== 'string') return { ok: false, ...machineType }
   if (!(MACHINE_TYPES as readonly string[]).includes(machineType))
-    return { ok: false, error: `machineType: must be one of ${MACHINE_TYPES.join(', ')} (got "${machineType.slice(0, 40)}")` }
+    return {
+      ok: false,
+      error: `machineType: must be one of ${MACHINE_TYPES.join(', ')} (got "${machineType.slice(0, 40)}")`,
+    }
 
   const license = need('license')
   if (typeof license !== 'string') return { ok: false, ...license }
   if (!(LICENSES as readonly string[]).includes(license))
-    return { ok: false, error: `license: must be one of ${LICENSES.join(', ')} (got "${license.slice(0, 40)}")` }
+    return {
+      ok: false,
+      error: `license: must be one of ${LICENSES.join(', ')} (got "${license.slice(0, 40)}")`,
+    }
 
   const price = need('priceNative')
   if (typeof price !== 'string') return { ok: false, ...price }
   const p = price.trim()
-  if (!DECIMAL.test(p)) return { ok: false, error: `priceNative: must be a decimal number with at most 18 decimals, like 0.05 (got "${price.slice(0, 40)}")` }
+  if (!DECIMAL.test(p))
+    return {
+      ok: false,
+      error: `priceNative: must be a decimal number with at most 18 decimals, like 0.05 (got "${price.slice(0, 40)}")`,
+    }
   const priceWei = parseEther(p)
   if (priceWei <= 0n) return { ok: false, error: 'priceNative: must be greater than zero' }
 
   return {
     ok: true,
-    value: { title, summary, description, machineType: machineType as MachineType, license: license as License, priceNative: p, priceWei },
+    value: {
+      title,
+      summary,
+      description,
+      machineType: machineType as MachineType,
+      license: license as License,
+      priceNative: p,
+      priceWei,
+    },
   }
 }
 
 /** JPEG, PNG or WebP, judged by the first bytes, never by the declared type or file name. */
 export function sniffImage(b: Uint8Array): 'image/jpeg' | 'image/png' | 'image/webp' | null {
   if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'image/jpeg'
-  if (b.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((v, i) => b[i] === v)) return 'image/png'
+  if (b.length >= 8 && [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a].every((v, i) => b[i] === v))
+    return 'image/png'
   if (b.length >= 12 && ascii(b, 0, 4) === 'RIFF' && ascii(b, 8, 12) === 'WEBP') return 'image/webp'
   return null
 }

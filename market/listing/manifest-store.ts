@@ -12,7 +12,9 @@ export class ManifestStore {
   async get(cid: string): Promise<Manifest> {
     const hit = this.cache.get(cid)
     if (hit) return hit
-    const m = JSON.parse(Buffer.from(await readFileBytes(parseCid(cid), this.blocks)).toString('utf8')) as Manifest
+    const m = JSON.parse(
+      Buffer.from(await readFileBytes(parseCid(cid), this.blocks)).toString('utf8'),
+    ) as Manifest
     if (this.cache.size >= MAX_CACHED) this.cache.delete(this.cache.keys().next().value!)
     this.cache.set(cid, m)
     return m

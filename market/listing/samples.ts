@@ -23,7 +23,13 @@ const SAMPLES: Sample[] = [
     summary: 'Demo dataset of vend operations from a snack machine (sample data, not attested).',
     machineType: 'vending',
     rows: 40,
-    make: (i) => ({ action: 'vend', slot: `A${(i % 6) + 1}`, seq: i, priceCents: 150 + (i % 4) * 25, ok: i % 13 !== 0 }),
+    make: (i) => ({
+      action: 'vend',
+      slot: `A${(i % 6) + 1}`,
+      seq: i,
+      priceCents: 150 + (i % 4) * 25,
+      ok: i % 13 !== 0,
+    }),
   },
   {
     slug: 'sample-arm-picks',
@@ -35,7 +41,12 @@ const SAMPLES: Sample[] = [
   },
 ]
 
-export async function seedSamples(db: MarketDb, blocks: BlockStore, payout: string, now: number): Promise<string[]> {
+export async function seedSamples(
+  db: MarketDb,
+  blocks: BlockStore,
+  payout: string,
+  now: number,
+): Promise<string[]> {
   const made: string[] = []
   for (const s of SAMPLES) {
     if (await db.listings.get(s.slug)) continue

@@ -5,7 +5,14 @@ import type { MultipartFile, MultipartValue } from '@fastify/multipart'
 import { HttpError, badRequest, tooLarge } from '../http/errors.ts'
 import { LIMITS } from './fields.ts'
 
-export const TEXT_FIELDS = ['title', 'summary', 'description', 'machineType', 'license', 'priceNative'] as const
+export const TEXT_FIELDS = [
+  'title',
+  'summary',
+  'description',
+  'machineType',
+  'license',
+  'priceNative',
+] as const
 export const FILE_FIELDS = ['manifest', 'data', 'image'] as const
 type FileField = (typeof FILE_FIELDS)[number]
 
@@ -28,15 +35,18 @@ export const MULTIPART_LIMITS = {
 const mb = (n: number): string => `${n / (1024 * 1024)} MB (${n.toLocaleString('en')} bytes)`
 
 export async function readUpload(req: FastifyRequest): Promise<Upload> {
-  if (!req.isMultipart()) throw badRequest('body: expected multipart/form-data with the listing fields and files')
+  if (!req.isMultipart())
+    throw badRequest('body: expected multipart/form-data with the listing fields and files')
   const out: Upload = { fields: {}, files: {} }
   try {
     for await (const part of req.parts()) {
       if (part.type === 'field') {
         const p = part as MultipartValue<unknown>
-        if (!(TEXT_FIELDS as readonly string[]).includes(p.fieldname)) throw badRequest(`${p.fieldname}: not a listing field`)
+        if (!(TEXT_FIELDS as readonly string[]).includes(p.fieldname))
+          throw badRequest(`${p.fieldname}: not a listing field`)
         if (p.fieldname in out.fields) throw badRequest(`${p.fieldname}: given more than once`)
-        if (p.valueTruncated) throw tooLarge(`${p.fieldname}: longer than ${MULTIPART_LIMITS.fieldSize} bytes`)
+        if (p.valueTruncated)
+          throw tooLarge(`${p.fieldname}: longer than ${MULTIPART_LIMITS.fieldSize} bytes`)
         // HTML forms send line breaks as CRLF; count and store them as LF.
         out.fields[p.fieldname] = String(p.value).replace(/\r\n/g, '\n')
         continue
@@ -70,8 +80,11 @@ export async function readUpload(req: FastifyRequest): Promise<Upload> {
     const e = err as { code?: string; message?: string; statusCode?: number }
     if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(`file: larger than ${mb(LIMITS.fileBytes)}`)
     if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_FIELDS_LIMIT' || e.code === 'FST_PARTS_LIMIT')
-      throw tooLarge(`body: too many parts (the listing has ${TEXT_FIELDS.length} fields and ${FILE_FIELDS.length} files)`)
-    if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || e.code === 'FST_MULTIPART_INVALID_CONTENT_TYPE') throw badRequest('body: expected multipart/form-data')
+      throw tooLarge(
+        `body: too many parts (the listing has ${TEXT_FIELDS.length} fields and ${FILE_FIELDS.length} files)`,
+      )
+    if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || e.code === 'FST_MULTIPART_INVALID_CONTENT_TYPE')
+      throw badRequest('body: expected multipart/form-data')
     throw badRequest(`body: malformed multipart (${e.message ?? String(err)})`)
   }
   return out

@@ -4,7 +4,12 @@ import { type DayCount, opsChart } from './chart.ts'
 import { type Html, html } from './html.ts'
 import type { ListingSummary } from './view-types.ts'
 
-export function agentMain(agentId: string, days: readonly DayCount[], listings: readonly ListingSummary[], currency: string): Html {
+export function agentMain(
+  agentId: string,
+  days: readonly DayCount[],
+  listings: readonly ListingSummary[],
+  currency: string,
+): Html {
   const rows = listings.reduce((s, l) => s + l.rows, 0)
   return html`<p class="crumbs"><a href="/marketplace">← All datasets</a></p>
 <h1>Machine agent ${agentId}</h1>

@@ -5,7 +5,11 @@ import { extname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
 
-const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8', '.svg': 'image/svg+xml' }
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+}
 
 export const STATIC_DIR = fileURLToPath(new URL('./static/', import.meta.url))
 
@@ -22,7 +26,15 @@ export const assetRoutes: FastifyPluginAsync = async (app) => {
   const assets = await loadAssets()
   app.get<{ Params: { name: string } }>('/assets/:name', { schema: { hide: true } }, async (req, reply) => {
     const a = assets.get(req.params.name)
-    if (!a) return reply.status(404).type('text/plain; charset=utf-8').send(`no asset ${req.params.name.slice(0, 80)}`)
-    return reply.type(a.type).header('cache-control', 'no-cache').header('x-content-type-options', 'nosniff').send(a.body)
+    if (!a)
+      return reply
+        .status(404)
+        .type('text/plain; charset=utf-8')
+        .send(`no asset ${req.params.name.slice(0, 80)}`)
+    return reply
+      .type(a.type)
+      .header('cache-control', 'no-cache')
+      .header('x-content-type-options', 'nosniff')
+      .send(a.body)
   })
 }

@@ -16,7 +16,9 @@ export interface BrowseQuery {
   offset: number
 }
 
-export type BrowseResult = { ok: true; total: number; listings: ListingSummary[] } | { ok: false; error: string }
+export type BrowseResult =
+  | { ok: true; total: number; listings: ListingSummary[] }
+  | { ok: false; error: string }
 
 const FILTER_KEYS = ['q', 'machineType', 'license', 'minPrice', 'maxPrice'] as const
 
@@ -26,7 +28,14 @@ export function browseQuery(raw: Record<string, unknown>): BrowseQuery {
   const off = Number(s('offset'))
   // Paging past a million listings is not a use case; a huge offset is clamped, not an error.
   const offset = Number.isInteger(off) && off > 0 ? Math.min(off, MAX_OFFSET) : 0
-  return { q: s('q'), machineType: s('machineType'), license: s('license'), minPrice: s('minPrice'), maxPrice: s('maxPrice'), offset }
+  return {
+    q: s('q'),
+    machineType: s('machineType'),
+    license: s('license'),
+    minPrice: s('minPrice'),
+    maxPrice: s('maxPrice'),
+    offset,
+  }
 }
 
 /** The API query string for a browse query: empty filters are left out. */
@@ -75,7 +84,8 @@ export function browseMain(b: BrowseQuery, r: BrowseResult, currency: string): H
   <label>Max price (${currency}) <input name="maxPrice" inputmode="decimal" value="${b.maxPrice}" size="8"></label>
   <button type="submit">Filter</button> <a href="/marketplace">Clear</a>
 </form>`
-  if (!r.ok) return html`<h1>Datasets</h1>${filters}<p class="error" role="alert">Cannot filter: ${r.error}</p>`
+  if (!r.ok)
+    return html`<h1>Datasets</h1>${filters}<p class="error" role="alert">Cannot filter: ${r.error}</p>`
   const from = r.total === 0 ? 0 : b.offset + 1
   const to = b.offset + r.listings.length
   const pager = html`<nav class="pager" aria-label="Pages">

@@ -11,9 +11,16 @@ export interface DayCount {
 const DAY = 86_400_000
 
 /** Rows listed per UTC day over the `days` days ending on `now`'s day, oldest first. */
-export function dailyRows(listings: readonly { createdAt: number; rows: number }[], now: number, days = 30): DayCount[] {
+export function dailyRows(
+  listings: readonly { createdAt: number; rows: number }[],
+  now: number,
+  days = 30,
+): DayCount[] {
   const end = Math.floor(now / DAY)
-  const out: DayCount[] = Array.from({ length: days }, (_, i) => ({ day: new Date((end - days + 1 + i) * DAY).toISOString().slice(0, 10), rows: 0 }))
+  const out: DayCount[] = Array.from({ length: days }, (_, i) => ({
+    day: new Date((end - days + 1 + i) * DAY).toISOString().slice(0, 10),
+    rows: 0,
+  }))
   for (const l of listings) {
     const i = Math.floor(l.createdAt / DAY) - (end - days + 1)
     if (i >= 0 && i < days) out[i]!.rows += l.rows

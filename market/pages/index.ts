@@ -31,111 +31,176 @@ import type { ListingSummary } from './view-types.ts'
 export const CURRENCY = 'MON'
 
 // Scripts and styles only from this origin; no inline script, no framing.
-const CSP = "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+const CSP =
+  "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 const SLUG = /^[a-z0-9-]{1,120}$/
 
-export const marketPages = (ctx: MarketContext): FastifyPluginAsync => async (app) => {
-  await app.register(assetRoutes)
+export const marketPages =
+  (ctx: MarketContext): FastifyPluginAsync =>
+  async (app) => {
+    await app.register(assetRoutes)
 
-  const send = (reply: FastifyReply, status: number, s: Omit<Shell, 'displayName' | 'chainId'>): FastifyReply =>
-    reply
-      .status(status)
-      .type('text/html; charset=utf-8')
-      .header('content-security-policy', CSP)
-      .header('x-content-type-options', 'nosniff')
-      .header('referrer-policy', 'same-origin')
-      .header('cache-control', 'no-store')
-      .send(page({ ...s, displayName: ctx.config.displayName, chainId: ctx.chainConfig.chainId }).value)
+    const send = (
+      reply: FastifyReply,
+      status: number,
+      s: Omit<Shell, 'displayName' | 'chainId'>,
+    ): FastifyReply =>
+      reply
+        .status(status)
+        .type('text/html; charset=utf-8')
+        .header('content-security-policy', CSP)
+        .header('x-content-type-options', 'nosniff')
+        .header('referrer-policy', 'same-origin')
+        .header('cache-control', 'no-store')
+        .send(page({ ...s, displayName: ctx.config.displayName, chainId: ctx.chainConfig.chainId }).value)
 
-  const account = async (req: FastifyRequest): Promise<string | null> => {
-    const s = await currentSession(req, ctx.session)
-    return s ? getAddress(s.address) : null
-  }
-
-  const notFoundPage = (reply: FastifyReply, who: string | null, what: string): FastifyReply =>
-    send(reply, 404, { title: 'Not found', account: who, nav: 'none', main: html`<h1>Not found</h1><p>${what}</p><p><a href="/marketplace">Browse all datasets</a></p>` })
-
-  // DESIGN: signatures are built by the server byte for byte, so the sign-in message is made
-  // here (EIP-55 address, this origin's host, the market's chain) and the page only signs it.
-  app.get<{ Querystring: Record<string, unknown> }>('/auth/siwe-message', { schema: { hide: true } }, async (req, reply) => {
-    const { address, nonce } = req.query
-    if (typeof address !== 'string' || !isAddress(address, { strict: false }))
-      return reply.status(400).send({ error: 'address: required, a 0x address of 40 hex digits' })
-    if (typeof nonce !== 'string' || !/^[a-zA-Z0-9]{8,96}$/.test(nonce))
-      return reply.status(400).send({ error: 'nonce: required, the nonce from /api/auth/nonce (8 or more letters and digits)' })
-    const origin = new URL(ownOrigin(req, ctx.config.publicUrl))
-    const message = createSiweMessage({
-      domain: origin.host,
-      address: getAddress(address),
-      statement: `Sign in to the ${ctx.config.displayName} marketplace`,
-      uri: origin.origin,
-      version: '1',
-      chainId: ctx.chainConfig.chainId,
-      nonce,
-      issuedAt: new Date(ctx.now()),
-    })
-    return reply.header('cache-control', 'no-store').send({ message })
-  })
-
-  // marketplace-api: purchase, the four lines, from the same builder the purchase route checks with.
-  app.get<{ Querystring: Record<string, unknown> }>('/auth/unlock-message', { schema: { hide: true } }, async (req, reply) => {
-    const { slug, tx } = req.query
-    if (typeof slug !== 'string' || !SLUG.test(slug)) return reply.status(400).send({ error: 'slug: required, a listing slug' })
-    if (typeof tx !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(tx)) return reply.status(400).send({ error: 'tx: required, a 0x transaction hash of 64 hex digits' })
-    if (!(await ctx.db.listings.get(slug))) return reply.status(404).send({ error: `listing ${slug} not found` })
-    return reply.header('cache-control', 'no-store').send({ message: unlockMessage(ctx.config.displayName, slug, tx.toLowerCase()) })
-  })
-
-  app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/marketplace'))
-
-  app.get<{ Querystring: Record<string, unknown> }>('/marketplace', { schema: { hide: true } }, async (req, reply) => {
-    const b = browseQuery(req.query)
-    // The read API owns filtering and its messages; the page renders its answer.
-    const res = await app.inject({ method: 'GET', url: `/api/marketplace/listings?${apiQuery(b)}` })
-    const body = res.json() as { total?: number; listings?: ListingSummary[]; error?: string }
-    const r: BrowseResult =
-      res.statusCode === 200
-        ? { ok: true, total: body.total ?? 0, listings: body.listings ?? [] }
-        : { ok: false, error: body.error ?? `listing query failed (${res.statusCode})` }
-    return send(reply, r.ok ? 200 : 400, { title: 'Datasets', account: await account(req), nav: 'browse', main: browseMain(b, r, CURRENCY) })
-  })
-
-  app.get<{ Params: { slug: string } }>('/marketplace/:slug', { schema: { hide: true } }, async (req, reply) => {
-    const who = await account(req)
-    const slug = req.params.slug
-    const rec = SLUG.test(slug) ? await ctx.db.listings.get(slug) : undefined
-    if (!rec) return notFoundPage(reply, who, `There is no listing "${slug.slice(0, 120)}".`)
-    let access: Access = 'none'
-    if (who) {
-      const a = who.toLowerCase()
-      if (a === rec.ownerWallet || a === rec.ownerAccount) access = 'owner'
-      else if (await ctx.db.purchases.get(purchaseKey(rec.slug, a))) access = 'buyer'
+    const account = async (req: FastifyRequest): Promise<string | null> => {
+      const s = await currentSession(req, ctx.session)
+      return s ? getAddress(s.address) : null
     }
-    const l = listingView(rec)
-    return send(reply, 200, { title: l.title, account: who, nav: 'none', main: listingMain(l, access, who !== null, CURRENCY), scripts: ['listing.js'] })
-  })
 
-  app.get<{ Params: { agentId: string } }>('/agents/:agentId', { schema: { hide: true } }, async (req, reply) => {
-    const who = await account(req)
-    const id = req.params.agentId
-    if (!/^(0|[1-9][0-9]{0,77})$/.test(id)) return notFoundPage(reply, who, `"${id.slice(0, 80)}" is not an agent id: agent ids are whole numbers like 0.`)
-    // Sample listings are demo data, not the agent's operations.
-    const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
-    recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
-    const main = agentMain(id, dailyRows(recs, ctx.now()), recs.map(listingView), CURRENCY)
-    return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
-  })
+    const notFoundPage = (reply: FastifyReply, who: string | null, what: string): FastifyReply =>
+      send(reply, 404, {
+        title: 'Not found',
+        account: who,
+        nav: 'none',
+        main: html`<h1>Not found</h1><p>${what}</p><p><a href="/marketplace">Browse all datasets</a></p>`,
+      })
 
-  app.get('/keys', { schema: { hide: true } }, async (req, reply) => {
-    const who = await account(req)
-    let keys: KeyRow[] = []
-    let main: Html
-    if (who) {
-      const res = await app.inject({ method: 'GET', url: '/api/marketplace/keys', headers: { cookie: req.headers.cookie ?? '' } })
-      if (res.statusCode === 200) keys = (res.json() as { keys: KeyRow[] }).keys
-      main = keysMain(who, keys)
-    } else main = keysMain(null, [])
-    return send(reply, 200, { title: 'Machine keys', account: who, nav: 'keys', main, scripts: ['keys.js'] })
-  })
-}
+    // DESIGN: signatures are built by the server byte for byte, so the sign-in message is made
+    // here (EIP-55 address, this origin's host, the market's chain) and the page only signs it.
+    app.get<{ Querystring: Record<string, unknown> }>(
+      '/auth/siwe-message',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const { address, nonce } = req.query
+        if (typeof address !== 'string' || !isAddress(address, { strict: false }))
+          return reply.status(400).send({ error: 'address: required, a 0x address of 40 hex digits' })
+        if (typeof nonce !== 'string' || !/^[a-zA-Z0-9]{8,96}$/.test(nonce))
+          return reply
+            .status(400)
+            .send({ error: 'nonce: required, the nonce from /api/auth/nonce (8 or more letters and digits)' })
+        const origin = new URL(ownOrigin(req, ctx.config.publicUrl))
+        const message = createSiweMessage({
+          domain: origin.host,
+          address: getAddress(address),
+          statement: `Sign in to the ${ctx.config.displayName} marketplace`,
+          uri: origin.origin,
+          version: '1',
+          chainId: ctx.chainConfig.chainId,
+          nonce,
+          issuedAt: new Date(ctx.now()),
+        })
+        return reply.header('cache-control', 'no-store').send({ message })
+      },
+    )
+
+    // marketplace-api: purchase, the four lines, from the same builder the purchase route checks with.
+    app.get<{ Querystring: Record<string, unknown> }>(
+      '/auth/unlock-message',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const { slug, tx } = req.query
+        if (typeof slug !== 'string' || !SLUG.test(slug))
+          return reply.status(400).send({ error: 'slug: required, a listing slug' })
+        if (typeof tx !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(tx))
+          return reply.status(400).send({ error: 'tx: required, a 0x transaction hash of 64 hex digits' })
+        if (!(await ctx.db.listings.get(slug)))
+          return reply.status(404).send({ error: `listing ${slug} not found` })
+        return reply
+          .header('cache-control', 'no-store')
+          .send({ message: unlockMessage(ctx.config.displayName, slug, tx.toLowerCase()) })
+      },
+    )
+
+    app.get('/', { schema: { hide: true } }, async (_req, reply) => reply.redirect('/marketplace'))
+
+    app.get<{ Querystring: Record<string, unknown> }>(
+      '/marketplace',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const b = browseQuery(req.query)
+        // The read API owns filtering and its messages; the page renders its answer.
+        const res = await app.inject({ method: 'GET', url: `/api/marketplace/listings?${apiQuery(b)}` })
+        const body = res.json() as { total?: number; listings?: ListingSummary[]; error?: string }
+        const r: BrowseResult =
+          res.statusCode === 200
+            ? { ok: true, total: body.total ?? 0, listings: body.listings ?? [] }
+            : { ok: false, error: body.error ?? `listing query failed (${res.statusCode})` }
+        return send(reply, r.ok ? 200 : 400, {
+          title: 'Datasets',
+          account: await account(req),
+          nav: 'browse',
+          main: browseMain(b, r, CURRENCY),
+        })
+      },
+    )
+
+    app.get<{ Params: { slug: string } }>(
+      '/marketplace/:slug',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const who = await account(req)
+        const slug = req.params.slug
+        const rec = SLUG.test(slug) ? await ctx.db.listings.get(slug) : undefined
+        if (!rec) return notFoundPage(reply, who, `There is no listing "${slug.slice(0, 120)}".`)
+        let access: Access = 'none'
+        if (who) {
+          const a = who.toLowerCase()
+          if (a === rec.ownerWallet || a === rec.ownerAccount) access = 'owner'
+          else if (await ctx.db.purchases.get(purchaseKey(rec.slug, a))) access = 'buyer'
+        }
+        const l = listingView(rec)
+        return send(reply, 200, {
+          title: l.title,
+          account: who,
+          nav: 'none',
+          main: listingMain(l, access, who !== null, CURRENCY),
+          scripts: ['listing.js'],
+        })
+      },
+    )
+
+    app.get<{ Params: { agentId: string } }>(
+      '/agents/:agentId',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const who = await account(req)
+        const id = req.params.agentId
+        if (!/^(0|[1-9][0-9]{0,77})$/.test(id))
+          return notFoundPage(
+            reply,
+            who,
+            `"${id.slice(0, 80)}" is not an agent id: agent ids are whole numbers like 0.`,
+          )
+        // Sample listings are demo data, not the agent's operations.
+        const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
+        recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
+        const main = agentMain(id, dailyRows(recs, ctx.now()), recs.map(listingView), CURRENCY)
+        return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
+      },
+    )
+
+    app.get('/keys', { schema: { hide: true } }, async (req, reply) => {
+      const who = await account(req)
+      let keys: KeyRow[] = []
+      let main: Html
+      if (who) {
+        const res = await app.inject({
+          method: 'GET',
+          url: '/api/marketplace/keys',
+          headers: { cookie: req.headers.cookie ?? '' },
+        })
+        if (res.statusCode === 200) keys = (res.json() as { keys: KeyRow[] }).keys
+        main = keysMain(who, keys)
+      } else main = keysMain(null, [])
+      return send(reply, 200, {
+        title: 'Machine keys',
+        account: who,
+        nav: 'keys',
+        main,
+        scripts: ['keys.js'],
+      })
+    })
+  }

@@ -35,9 +35,11 @@ ${scripts.map((f) => html`<script type="module" src="/assets/${f}"></script>\n`)
   <a class="brand" href="/marketplace">${s.displayName} marketplace</a>
   <nav aria-label="Main">${navLink('/marketplace', 'Browse', 'browse')} ${navLink('/keys', 'Machine keys', 'keys')}</nav>
   <div class="session" id="session">
-    ${s.account
-      ? html`<span class="who">Signed in as <code title="${s.account}">${short(s.account)}</code></span> <button type="button" id="sign-out">Sign out</button>`
-      : html`<button type="button" id="sign-in">Sign in with wallet</button>`}
+    ${
+      s.account
+        ? html`<span class="who">Signed in as <code title="${s.account}">${short(s.account)}</code></span> <button type="button" id="sign-out">Sign out</button>`
+        : html`<button type="button" id="sign-in">Sign in with wallet</button>`
+    }
   </div>
 </header>
 <p class="notice" id="session-status" role="status" aria-live="polite" hidden></p>

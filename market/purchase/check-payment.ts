@@ -14,15 +14,40 @@ export interface PaymentWant {
 }
 
 export function checkPayment(p: PaymentRead, w: PaymentWant): PaymentCheck {
-  if (p.state === 'unreachable') return { ok: false, status: 502, error: `chain unreachable while reading the transaction: ${p.error}` }
-  if (p.state === 'unknown') return { ok: false, status: 404, error: `txHash: transaction ${w.txHash} not found on chain ${w.chainId}` }
-  if (p.state === 'pending') return { ok: false, status: 409, error: `txHash: transaction ${w.txHash} is not confirmed yet; retry once it is mined` }
-  if (p.chainId !== null && p.chainId !== w.chainId) return { ok: false, status: 400, error: `txHash: transaction is for chain ${p.chainId}, not ${w.chainId}` }
+  if (p.state === 'unreachable')
+    return { ok: false, status: 502, error: `chain unreachable while reading the transaction: ${p.error}` }
+  if (p.state === 'unknown')
+    return {
+      ok: false,
+      status: 404,
+      error: `txHash: transaction ${w.txHash} not found on chain ${w.chainId}`,
+    }
+  if (p.state === 'pending')
+    return {
+      ok: false,
+      status: 409,
+      error: `txHash: transaction ${w.txHash} is not confirmed yet; retry once it is mined`,
+    }
+  if (p.chainId !== null && p.chainId !== w.chainId)
+    return {
+      ok: false,
+      status: 400,
+      error: `txHash: transaction is for chain ${p.chainId}, not ${w.chainId}`,
+    }
   if (!p.success) return { ok: false, status: 402, error: `txHash: transaction ${w.txHash} reverted` }
   if (p.from.toLowerCase() !== w.signer.toLowerCase())
     return { ok: false, status: 403, error: `txHash: sent from ${p.from}, not from the signer ${w.signer}` }
   if (p.to === null || p.to.toLowerCase() !== w.payout.toLowerCase())
-    return { ok: false, status: 402, error: `txHash: pays ${p.to ?? 'a contract creation'}, not the listing's payout address ${w.payout}` }
-  if (p.value < w.priceWei) return { ok: false, status: 402, error: `txHash: value ${p.value} wei is below the price ${w.priceWei} wei` }
+    return {
+      ok: false,
+      status: 402,
+      error: `txHash: pays ${p.to ?? 'a contract creation'}, not the listing's payout address ${w.payout}`,
+    }
+  if (p.value < w.priceWei)
+    return {
+      ok: false,
+      status: 402,
+      error: `txHash: value ${p.value} wei is below the price ${w.priceWei} wei`,
+    }
   return { ok: true }
 }

@@ -16,77 +16,97 @@ import { type Sub, syncPut } from '../store/db.ts'
 import type { ListingRecord } from '../store/records.ts'
 import { Err } from './schemas.ts'
 
-export const agentListingRoutes = (ctx: MarketContext): FastifyPluginAsync => async (app) => {
-  app.post('/api/agent/listings', {
-    schema: {
-      tags: ['listings'],
-      summary: 'List a dataset (multipart: title, summary, description, machineType, license, priceNative, manifest, data, image)',
-      consumes: ['multipart/form-data'],
-      security: [{ agentKey: [] }],
-      response: { 201: Type.Object({ slug: Type.String(), url: Type.String(), status: Type.Literal('listed') }), '4xx': Err, '5xx': Err },
-    },
-  }, async (req, reply) => {
-    const key = await requireAgentKey(req, ctx.db, ctx.chain)
-    const idem = idempotencyKey(req.headers['idempotency-key'])
-    const upload = await readUpload(req)
-    if (idem === null) return reply.status(201).send(await createListing(key, upload))
-    const done = ctx.db.root.sublevel<string, Created>('listingIdempotency', { valueEncoding: 'json' }) as unknown as Sub<Created>
-    const slot = `${key.id}!${idem}`
-    // Serialised per key, so two concurrent retries cannot both create a listing.
-    const body = await ctx.locks.run(`listing-idem:${slot}`, async () => {
-      const first = await done.get(slot)
-      if (first !== undefined) return first
-      return createListing(key, upload, { sub: done, key: slot })
-    })
-    return reply.status(201).send(body)
-  })
+export const agentListingRoutes =
+  (ctx: MarketContext): FastifyPluginAsync =>
+  async (app) => {
+    app.post(
+      '/api/agent/listings',
+      {
+        schema: {
+          tags: ['listings'],
+          summary:
+            'List a dataset (multipart: title, summary, description, machineType, license, priceNative, manifest, data, image)',
+          consumes: ['multipart/form-data'],
+          security: [{ agentKey: [] }],
+          response: {
+            201: Type.Object({ slug: Type.String(), url: Type.String(), status: Type.Literal('listed') }),
+            '4xx': Err,
+            '5xx': Err,
+          },
+        },
+      },
+      async (req, reply) => {
+        const key = await requireAgentKey(req, ctx.db, ctx.chain)
+        const idem = idempotencyKey(req.headers['idempotency-key'])
+        const upload = await readUpload(req)
+        if (idem === null) return reply.status(201).send(await createListing(key, upload))
+        const done = ctx.db.root.sublevel<string, Created>('listingIdempotency', {
+          valueEncoding: 'json',
+        }) as unknown as Sub<Created>
+        const slot = `${key.id}!${idem}`
+        // Serialised per key, so two concurrent retries cannot both create a listing.
+        const body = await ctx.locks.run(`listing-idem:${slot}`, async () => {
+          const first = await done.get(slot)
+          if (first !== undefined) return first
+          return createListing(key, upload, { sub: done, key: slot })
+        })
+        return reply.status(201).send(body)
+      },
+    )
 
-  /** `remember`: also store the answer under the idempotency slot, in the same atomic batch. */
-  async function createListing(key: AgentKeyOf, upload: Awaited<ReturnType<typeof readUpload>>, remember?: { sub: Sub<Created>; key: string }): Promise<Created> {
-    const c = checkListingUpload(upload, key.agentId)
-    if (!c.ok) throw badRequest(c.error)
-    const { fields, manifest, data, manifestBytes, image } = c.value
-    const slug = makeSlug(fields.title)
-    const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
-      const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
-      if (!r.ok) throw new HttpError(502, `pinning ${name}: ${r.error}`)
-      return r.cid
+    /** `remember`: also store the answer under the idempotency slot, in the same atomic batch. */
+    async function createListing(
+      key: AgentKeyOf,
+      upload: Awaited<ReturnType<typeof readUpload>>,
+      remember?: { sub: Sub<Created>; key: string },
+    ): Promise<Created> {
+      const c = checkListingUpload(upload, key.agentId)
+      if (!c.ok) throw badRequest(c.error)
+      const { fields, manifest, data, manifestBytes, image } = c.value
+      const slug = makeSlug(fields.title)
+      const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
+        const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
+        if (!r.ok) throw new HttpError(502, `pinning ${name}: ${r.error}`)
+        return r.cid
+      }
+      const [dataCid, manifestCid, imageCid] = await Promise.all([
+        pin(`${slug}.jsonl`, data),
+        pin(`${slug}.manifest.json`, manifestBytes),
+        image ? pin(`${slug}.image`, image.bytes) : Promise.resolve(null),
+      ])
+      const rec: ListingRecord = {
+        slug,
+        title: fields.title,
+        summary: fields.summary,
+        description: fields.description,
+        machineType: fields.machineType,
+        license: fields.license,
+        priceNative: fields.priceNative,
+        priceWei: fields.priceWei.toString(),
+        payout: ctx.chainConfig.payout.toLowerCase(),
+        agentId: key.agentId,
+        keyId: key.id,
+        ownerWallet: key.wallet,
+        ownerAccount: key.account,
+        dataCid,
+        manifestCid,
+        imageCid,
+        imageType: image?.type ?? null,
+        rows: manifest.rows.length,
+        dataBytes: data.length,
+        status: 'listed',
+        sample: false,
+        createdAt: ctx.now(),
+      }
+      // marketplace-api: the body carries no CIDs; they are given to buyers only.
+      const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }
+      await syncPut(ctx.db, [
+        { sub: ctx.db.listings, key: slug, value: rec },
+        ...(remember ? [{ sub: remember.sub, key: remember.key, value: created }] : []),
+      ])
+      return created
     }
-    const [dataCid, manifestCid, imageCid] = await Promise.all([
-      pin(`${slug}.jsonl`, data),
-      pin(`${slug}.manifest.json`, manifestBytes),
-      image ? pin(`${slug}.image`, image.bytes) : Promise.resolve(null),
-    ])
-    const rec: ListingRecord = {
-      slug,
-      title: fields.title,
-      summary: fields.summary,
-      description: fields.description,
-      machineType: fields.machineType,
-      license: fields.license,
-      priceNative: fields.priceNative,
-      priceWei: fields.priceWei.toString(),
-      payout: ctx.chainConfig.payout.toLowerCase(),
-      agentId: key.agentId,
-      keyId: key.id,
-      ownerWallet: key.wallet,
-      ownerAccount: key.account,
-      dataCid,
-      manifestCid,
-      imageCid,
-      imageType: image?.type ?? null,
-      rows: manifest.rows.length,
-      dataBytes: data.length,
-      status: 'listed',
-      sample: false,
-      createdAt: ctx.now(),
-    }
-    // marketplace-api: the body carries no CIDs; they are given to buyers only.
-    const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }
-    await syncPut(ctx.db, [{ sub: ctx.db.listings, key: slug, value: rec }, ...(remember ? [{ sub: remember.sub, key: remember.key, value: created }] : [])])
-    return created
   }
-}
 
 interface Created {
   slug: string
@@ -98,6 +118,7 @@ type AgentKeyOf = Awaited<ReturnType<typeof requireAgentKey>>
 /** Absent: null. Present: 1 to 255 visible ASCII characters, else a 400 naming the header. */
 function idempotencyKey(v: string | string[] | undefined): string | null {
   if (v === undefined) return null
-  if (Array.isArray(v) || !/^[\x21-\x7e]{1,255}$/.test(v)) throw badRequest('Idempotency-Key: must be one header of 1 to 255 visible ASCII characters')
+  if (Array.isArray(v) || !/^[\x21-\x7e]{1,255}$/.test(v))
+    throw badRequest('Idempotency-Key: must be one header of 1 to 255 visible ASCII characters')
   return v
 }

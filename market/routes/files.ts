@@ -11,45 +11,64 @@ import { badRequest, forbidden, notFound } from '../http/errors.ts'
 import { purchaseKey } from './purchase.ts'
 import { Err, Slug } from './schemas.ts'
 
-export const fileRoutes = (ctx: MarketContext): FastifyPluginAsync => async (app) => {
-  app.get<{ Params: { slug: string }; Querystring: { part?: string } }>('/api/marketplace/listings/:slug/file', {
-    schema: {
-      tags: ['purchase'],
-      summary: 'Download the data or manifest file (owner or buyer, signed in)',
-      params: Type.Object({ slug: Slug }),
-      querystring: Type.Object({ part: Type.Optional(Type.String()) }),
-      response: { '4xx': Err },
-    },
-  }, async (req, reply) => {
-    const part = req.query.part
-    if (part === undefined || part === '') throw badRequest('part: required, "data" or "manifest"')
-    if (part !== 'data' && part !== 'manifest') throw badRequest(`part: must be "data" or "manifest" (got "${part.slice(0, 40)}")`)
-    const account = await requireAccount(req, ctx.session)
-    const l = await ctx.db.listings.get(req.params.slug)
-    if (!l) throw notFound(`listing ${req.params.slug} not found`)
-    const owner = account === l.ownerWallet || account === l.ownerAccount
-    if (!owner && !(await ctx.db.purchases.get(purchaseKey(l.slug, account))))
-      throw forbidden(`listing ${l.slug}: only its owner or a buyer may download its files`)
-    const cid = part === 'data' ? l.dataCid : l.manifestCid
-    const name = part === 'data' ? `${l.slug}.jsonl` : `${l.slug}.manifest.json`
-    return reply
-      .header('content-type', part === 'data' ? 'application/x-ndjson; charset=utf-8' : 'application/json; charset=utf-8')
-      .header('content-disposition', `attachment; filename="${name}"`)
-      .header('x-content-cid', cid)
-      .header('cache-control', 'private, no-store')
-      .send(Readable.from(catFile(parseCid(cid), ctx.blocks)))
-  })
+export const fileRoutes =
+  (ctx: MarketContext): FastifyPluginAsync =>
+  async (app) => {
+    app.get<{ Params: { slug: string }; Querystring: { part?: string } }>(
+      '/api/marketplace/listings/:slug/file',
+      {
+        schema: {
+          tags: ['purchase'],
+          summary: 'Download the data or manifest file (owner or buyer, signed in)',
+          params: Type.Object({ slug: Slug }),
+          querystring: Type.Object({ part: Type.Optional(Type.String()) }),
+          response: { '4xx': Err },
+        },
+      },
+      async (req, reply) => {
+        const part = req.query.part
+        if (part === undefined || part === '') throw badRequest('part: required, "data" or "manifest"')
+        if (part !== 'data' && part !== 'manifest')
+          throw badRequest(`part: must be "data" or "manifest" (got "${part.slice(0, 40)}")`)
+        const account = await requireAccount(req, ctx.session)
+        const l = await ctx.db.listings.get(req.params.slug)
+        if (!l) throw notFound(`listing ${req.params.slug} not found`)
+        const owner = account === l.ownerWallet || account === l.ownerAccount
+        if (!owner && !(await ctx.db.purchases.get(purchaseKey(l.slug, account))))
+          throw forbidden(`listing ${l.slug}: only its owner or a buyer may download its files`)
+        const cid = part === 'data' ? l.dataCid : l.manifestCid
+        const name = part === 'data' ? `${l.slug}.jsonl` : `${l.slug}.manifest.json`
+        return reply
+          .header(
+            'content-type',
+            part === 'data' ? 'application/x-ndjson; charset=utf-8' : 'application/json; charset=utf-8',
+          )
+          .header('content-disposition', `attachment; filename="${name}"`)
+          .header('x-content-cid', cid)
+          .header('cache-control', 'private, no-store')
+          .send(Readable.from(catFile(parseCid(cid), ctx.blocks)))
+      },
+    )
 
-  app.get<{ Params: { slug: string } }>('/api/marketplace/listings/:slug/image', {
-    schema: { tags: ['listings'], summary: "The listing's cover image", params: Type.Object({ slug: Slug }), response: { '4xx': Err } },
-  }, async (req, reply) => {
-    const l = await ctx.db.listings.get(req.params.slug)
-    if (!l) throw notFound(`listing ${req.params.slug} not found`)
-    if (!l.imageCid || !l.imageType) throw notFound(`listing ${l.slug} has no image`)
-    return reply
-      .header('content-type', l.imageType)
-      .header('x-content-type-options', 'nosniff')
-      .header('cache-control', 'public, max-age=31536000, immutable')
-      .send(Readable.from(catFile(parseCid(l.imageCid), ctx.blocks)))
-  })
-}
+    app.get<{ Params: { slug: string } }>(
+      '/api/marketplace/listings/:slug/image',
+      {
+        schema: {
+          tags: ['listings'],
+          summary: "The listing's cover image",
+          params: Type.Object({ slug: Slug }),
+          response: { '4xx': Err },
+        },
+      },
+      async (req, reply) => {
+        const l = await ctx.db.listings.get(req.params.slug)
+        if (!l) throw notFound(`listing ${req.params.slug} not found`)
+        if (!l.imageCid || !l.imageType) throw notFound(`listing ${l.slug} has no image`)
+        return reply
+          .header('content-type', l.imageType)
+          .header('x-content-type-options', 'nosniff')
+          .header('cache-control', 'public, max-age=31536000, immutable')
+          .send(Readable.from(catFile(parseCid(l.imageCid), ctx.blocks)))
+      },
+    )
+  }

@@ -14,8 +14,14 @@ import { type Sub, allValues, syncPut } from '../store/db.ts'
 import type { ChallengeRecord, KeyRecord } from '../store/records.ts'
 import { AddressString, AgentId, Err, HexString } from './schemas.ts'
 
-const ChallengeBody = Type.Object({ kind: Type.Literal('key'), agentId: AgentId, wallet: AddressString }, { additionalProperties: false })
-const KeyBody = Type.Object({ challengeId: Type.String({ minLength: 1, maxLength: 100 }), signature: HexString }, { additionalProperties: false })
+const ChallengeBody = Type.Object(
+  { kind: Type.Literal('key'), agentId: AgentId, wallet: AddressString },
+  { additionalProperties: false },
+)
+const KeyBody = Type.Object(
+  { challengeId: Type.String({ minLength: 1, maxLength: 100 }), signature: HexString },
+  { additionalProperties: false },
+)
 const KeyView = Type.Object({
   id: Type.String(),
   agentId: Type.String(),
@@ -42,107 +48,158 @@ function keyView(k: KeyRecord): Static<typeof KeyView> {
   }
 }
 
-export const keyRoutes = (ctx: MarketContext): FastifyPluginAsync => async (app) => {
-  const rl = (n: 'challenges' | 'keys') => ({ max: ctx.config.rateLimits[n].max, timeWindow: ctx.config.rateLimits[n].windowSeconds * 1000 })
-
-  app.post<{ Body: Static<typeof ChallengeBody> }>('/api/marketplace/challenges', {
-    config: { rateLimit: rl('challenges') },
-    schema: {
-      tags: ['keys'],
-      summary: 'A single-use challenge for the wallet to sign (kind "key": issue an agent key)',
-      body: ChallengeBody,
-      response: { 201: Type.Object({ id: Type.String(), message: Type.String(), expiresAt: Type.String() }), '4xx': Err },
-    },
-  }, async (req, reply) => {
-    const account = await requireAccount(req, ctx.session)
-    const wallet = getAddress(req.body.wallet)
-    const id = randomBytes(16).toString('base64url')
-    const nonce = randomBytes(16).toString('hex')
-    const rec: ChallengeRecord = {
-      id,
-      kind: 'key',
-      account,
-      agentId: req.body.agentId,
-      wallet: wallet.toLowerCase(),
-      message: keyChallengeMessage(ctx.config.displayName, wallet, ctx.chainConfig.chainId, req.body.agentId, nonce),
-      expiresAt: ctx.now() + ctx.config.challengeSeconds * 1000,
-      usedAt: null,
-    }
-    await ctx.db.challenges.put(id, rec)
-    return reply.status(201).send({ id, message: rec.message, expiresAt: new Date(rec.expiresAt).toISOString() })
-  })
-
-  app.post<{ Body: Static<typeof KeyBody> }>('/api/marketplace/keys', {
-    config: { rateLimit: rl('keys') },
-    schema: {
-      tags: ['keys'],
-      summary: 'Issue an agent key for a signed challenge; the key is shown only in this answer',
-      body: KeyBody,
-      response: {
-        201: Type.Object({ key: Type.String(), id: Type.String(), agentId: Type.String(), prefix: Type.String(), device: Type.Union([Type.String(), Type.Null()]) }),
-        '4xx': Err,
-        '5xx': Err,
-      },
-    },
-  }, async (req, reply) => {
-    const account = await requireAccount(req, ctx.session)
-    const ch = await ctx.db.challenges.get(req.body.challengeId)
-    if (!ch) throw notFound('challengeId: unknown challenge')
-    if (ch.account !== account) throw forbidden('challengeId: the challenge was issued to another account')
-    // Any key-issue call revokes keys whose wallet lost the agent, whatever this call's outcome.
-    await revokeStaleKeys(ctx.db, ctx.chain, account, [ch.agentId], ctx.now())
-    if (ch.kind !== 'key') throw badRequest(`challengeId: a "${String(ch.kind)}" challenge cannot issue a key`)
-    if (ch.usedAt !== null) throw conflict('challengeId: challenge already used; ask for a new one')
-    if (ch.expiresAt <= ctx.now()) throw badRequest('challengeId: challenge expired; ask for a new one')
-    let signer: string
-    try {
-      signer = (await recoverMessageAddress({ message: ch.message, signature: req.body.signature as Hex })).toLowerCase()
-    } catch {
-      throw badRequest('signature: not a valid signature')
-    }
-    if (signer !== ch.wallet) throw forbidden(`signature: signed by ${getAddress(signer)}, not by the challenge wallet ${getAddress(ch.wallet)}`)
-    const owner = await ctx.chain.ownerOf(BigInt(ch.agentId))
-    if (!owner.ok) {
-      if (owner.kind === 'unreachable') throw chainUnreachable(`chain unreachable while reading ownerOf(${ch.agentId}): ${owner.error}`)
-      throw forbidden(`agent ${ch.agentId} is not registered on chain ${ctx.chainConfig.chainId}`)
-    }
-    if (owner.value.toLowerCase() !== signer) throw forbidden(`wallet ${getAddress(signer)} is not the owner of agent ${ch.agentId}`)
-    const wallet = await ctx.chain.agentWallet(BigInt(ch.agentId))
-    const device = wallet.ok && BigInt(wallet.value) !== 0n ? getAddress(wallet.value) : null
-    const k = newAgentKey()
-    const rec: KeyRecord = {
-      id: randomBytes(12).toString('base64url'),
-      hash: k.hash,
-      prefix: k.prefix,
-      agentId: ch.agentId,
-      wallet: signer,
-      account,
-      device,
-      createdAt: ctx.now(),
-      revokedAt: null,
-      revokedReason: null,
-    }
-    // Single use, atomically: the first call to commit marks the challenge; others see it used.
-    const won = await ctx.locks.run(`challenge:${ch.id}`, async () => {
-      const again = await ctx.db.challenges.get(ch.id)
-      if (!again || again.usedAt !== null) return false
-      await syncPut(ctx.db, [
-        { sub: ctx.db.challenges as Sub<unknown>, key: ch.id, value: { ...again, usedAt: ctx.now() } },
-        { sub: ctx.db.keys as Sub<unknown>, key: rec.id, value: rec },
-        { sub: ctx.db.keyHashes as Sub<unknown>, key: rec.hash, value: rec.id },
-      ])
-      return true
+export const keyRoutes =
+  (ctx: MarketContext): FastifyPluginAsync =>
+  async (app) => {
+    const rl = (n: 'challenges' | 'keys') => ({
+      max: ctx.config.rateLimits[n].max,
+      timeWindow: ctx.config.rateLimits[n].windowSeconds * 1000,
     })
-    if (!won) throw conflict('challengeId: challenge already used; ask for a new one')
-    return reply.status(201).send({ key: k.key, id: rec.id, agentId: rec.agentId, prefix: rec.prefix, device })
-  })
 
-  app.get('/api/marketplace/keys', {
-    schema: { tags: ['keys'], summary: "The signed-in account's keys, without secrets", response: { 200: Type.Object({ keys: Type.Array(KeyView) }), '4xx': Err } },
-  }, async (req) => {
-    const account = await requireAccount(req, ctx.session)
-    const keys = (await allValues(ctx.db.keys)).filter((k) => k.account === account || k.wallet === account)
-    keys.sort((a, b) => a.createdAt - b.createdAt)
-    return { keys: keys.map(keyView) }
-  })
-}
+    app.post<{ Body: Static<typeof ChallengeBody> }>(
+      '/api/marketplace/challenges',
+      {
+        config: { rateLimit: rl('challenges') },
+        schema: {
+          tags: ['keys'],
+          summary: 'A single-use challenge for the wallet to sign (kind "key": issue an agent key)',
+          body: ChallengeBody,
+          response: {
+            201: Type.Object({ id: Type.String(), message: Type.String(), expiresAt: Type.String() }),
+            '4xx': Err,
+          },
+        },
+      },
+      async (req, reply) => {
+        const account = await requireAccount(req, ctx.session)
+        const wallet = getAddress(req.body.wallet)
+        const id = randomBytes(16).toString('base64url')
+        const nonce = randomBytes(16).toString('hex')
+        const rec: ChallengeRecord = {
+          id,
+          kind: 'key',
+          account,
+          agentId: req.body.agentId,
+          wallet: wallet.toLowerCase(),
+          message: keyChallengeMessage(
+            ctx.config.displayName,
+            wallet,
+            ctx.chainConfig.chainId,
+            req.body.agentId,
+            nonce,
+          ),
+          expiresAt: ctx.now() + ctx.config.challengeSeconds * 1000,
+          usedAt: null,
+        }
+        await ctx.db.challenges.put(id, rec)
+        return reply
+          .status(201)
+          .send({ id, message: rec.message, expiresAt: new Date(rec.expiresAt).toISOString() })
+      },
+    )
+
+    app.post<{ Body: Static<typeof KeyBody> }>(
+      '/api/marketplace/keys',
+      {
+        config: { rateLimit: rl('keys') },
+        schema: {
+          tags: ['keys'],
+          summary: 'Issue an agent key for a signed challenge; the key is shown only in this answer',
+          body: KeyBody,
+          response: {
+            201: Type.Object({
+              key: Type.String(),
+              id: Type.String(),
+              agentId: Type.String(),
+              prefix: Type.String(),
+              device: Type.Union([Type.String(), Type.Null()]),
+            }),
+            '4xx': Err,
+            '5xx': Err,
+          },
+        },
+      },
+      async (req, reply) => {
+        const account = await requireAccount(req, ctx.session)
+        const ch = await ctx.db.challenges.get(req.body.challengeId)
+        if (!ch) throw notFound('challengeId: unknown challenge')
+        if (ch.account !== account)
+          throw forbidden('challengeId: the challenge was issued to another account')
+        // Any key-issue call revokes keys whose wallet lost the agent, whatever this call's outcome.
+        await revokeStaleKeys(ctx.db, ctx.chain, account, [ch.agentId], ctx.now())
+        if (ch.kind !== 'key')
+          throw badRequest(`challengeId: a "${String(ch.kind)}" challenge cannot issue a key`)
+        if (ch.usedAt !== null) throw conflict('challengeId: challenge already used; ask for a new one')
+        if (ch.expiresAt <= ctx.now()) throw badRequest('challengeId: challenge expired; ask for a new one')
+        let signer: string
+        try {
+          signer = (
+            await recoverMessageAddress({ message: ch.message, signature: req.body.signature as Hex })
+          ).toLowerCase()
+        } catch {
+          throw badRequest('signature: not a valid signature')
+        }
+        if (signer !== ch.wallet)
+          throw forbidden(
+            `signature: signed by ${getAddress(signer)}, not by the challenge wallet ${getAddress(ch.wallet)}`,
+          )
+        const owner = await ctx.chain.ownerOf(BigInt(ch.agentId))
+        if (!owner.ok) {
+          if (owner.kind === 'unreachable')
+            throw chainUnreachable(`chain unreachable while reading ownerOf(${ch.agentId}): ${owner.error}`)
+          throw forbidden(`agent ${ch.agentId} is not registered on chain ${ctx.chainConfig.chainId}`)
+        }
+        if (owner.value.toLowerCase() !== signer)
+          throw forbidden(`wallet ${getAddress(signer)} is not the owner of agent ${ch.agentId}`)
+        const wallet = await ctx.chain.agentWallet(BigInt(ch.agentId))
+        const device = wallet.ok && BigInt(wallet.value) !== 0n ? getAddress(wallet.value) : null
+        const k = newAgentKey()
+        const rec: KeyRecord = {
+          id: randomBytes(12).toString('base64url'),
+          hash: k.hash,
+          prefix: k.prefix,
+          agentId: ch.agentId,
+          wallet: signer,
+          account,
+          device,
+          createdAt: ctx.now(),
+          revokedAt: null,
+          revokedReason: null,
+        }
+        // Single use, atomically: the first call to commit marks the challenge; others see it used.
+        const won = await ctx.locks.run(`challenge:${ch.id}`, async () => {
+          const again = await ctx.db.challenges.get(ch.id)
+          if (!again || again.usedAt !== null) return false
+          await syncPut(ctx.db, [
+            { sub: ctx.db.challenges as Sub<unknown>, key: ch.id, value: { ...again, usedAt: ctx.now() } },
+            { sub: ctx.db.keys as Sub<unknown>, key: rec.id, value: rec },
+            { sub: ctx.db.keyHashes as Sub<unknown>, key: rec.hash, value: rec.id },
+          ])
+          return true
+        })
+        if (!won) throw conflict('challengeId: challenge already used; ask for a new one')
+        return reply
+          .status(201)
+          .send({ key: k.key, id: rec.id, agentId: rec.agentId, prefix: rec.prefix, device })
+      },
+    )
+
+    app.get(
+      '/api/marketplace/keys',
+      {
+        schema: {
+          tags: ['keys'],
+          summary: "The signed-in account's keys, without secrets",
+          response: { 200: Type.Object({ keys: Type.Array(KeyView) }), '4xx': Err },
+        },
+      },
+      async (req) => {
+        const account = await requireAccount(req, ctx.session)
+        const keys = (await allValues(ctx.db.keys)).filter(
+          (k) => k.account === account || k.wallet === account,
+        )
+        keys.sort((a, b) => a.createdAt - b.createdAt)
+        return { keys: keys.map(keyView) }
+      },
+    )
+  }

@@ -15,56 +15,87 @@ import type { ListingRecord, PurchaseRecord, UsedTxRecord } from '../store/recor
 import { Err, Hash, HexString, Slug } from './schemas.ts'
 
 const Body = Type.Object({ txHash: Hash, signature: HexString }, { additionalProperties: false })
-export const Access = Type.Object({ dataCid: Type.String(), manifestCid: Type.String(), dataUrl: Type.String(), manifestUrl: Type.String() })
+export const Access = Type.Object({
+  dataCid: Type.String(),
+  manifestCid: Type.String(),
+  dataUrl: Type.String(),
+  manifestUrl: Type.String(),
+})
 
 export function accessFor(l: ListingRecord): Static<typeof Access> {
   const base = `/api/marketplace/listings/${l.slug}/file?part=`
-  return { dataCid: l.dataCid, manifestCid: l.manifestCid, dataUrl: `${base}data`, manifestUrl: `${base}manifest` }
+  return {
+    dataCid: l.dataCid,
+    manifestCid: l.manifestCid,
+    dataUrl: `${base}data`,
+    manifestUrl: `${base}manifest`,
+  }
 }
 
 export const purchaseKey = (slug: string, buyer: string): string => `${slug}!${buyer.toLowerCase()}`
 
-export const purchaseRoutes = (ctx: MarketContext): FastifyPluginAsync => async (app) => {
-  const lim = ctx.config.rateLimits.purchase
-  app.post<{ Params: { slug: string }; Body: Static<typeof Body> }>('/api/marketplace/listings/:slug/purchase', {
-    config: { rateLimit: { max: lim.max, timeWindow: lim.windowSeconds * 1000 } },
-    schema: {
-      tags: ['purchase'],
-      summary: 'Unlock a listing with a confirmed payment and a signature over the Unlock message',
-      params: Type.Object({ slug: Slug }),
-      body: Body,
-      response: { 200: Type.Object({ access: Access }), '4xx': Err, '5xx': Err },
-    },
-  }, async (req) => {
-    const account = await requireAccount(req, ctx.session)
-    const listing = await ctx.db.listings.get(req.params.slug)
-    if (!listing) throw notFound(`listing ${req.params.slug} not found`)
-    if (listing.sample) throw badRequest(`listing ${listing.slug} is a sample and is not for sale`)
-    const txHash = req.body.txHash.toLowerCase() as Hex
-    let signer: string
-    try {
-      signer = (await recoverMessageAddress({ message: unlockMessage(ctx.config.displayName, listing.slug, txHash), signature: req.body.signature as Hex })).toLowerCase()
-    } catch {
-      throw badRequest('signature: not a valid signature')
-    }
-    if (signer !== account) throw forbidden(`signature: signed by ${getAddress(signer)}, not by the signed-in account ${getAddress(account)}`)
-    // Cheap refusal first; the authoritative check is repeated under the lock below.
-    if (await ctx.db.usedTx.get(txHash)) throw conflict(`txHash: ${txHash} was already used for a purchase`)
-    const pay = await ctx.chain.payment(txHash)
-    const c = checkPayment(pay, { txHash, signer, payout: listing.payout, priceWei: BigInt(listing.priceWei), chainId: ctx.chainConfig.chainId })
-    if (!c.ok) throw new HttpError(c.status, c.error)
-    const won = await ctx.locks.run(`tx:${txHash}`, async () => {
-      if (await ctx.db.usedTx.get(txHash)) return false
-      const now = ctx.now()
-      const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
-      const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
-      await syncPut(ctx.db, [
-        { sub: ctx.db.usedTx as Sub<unknown>, key: txHash, value: used },
-        { sub: ctx.db.purchases as Sub<unknown>, key: purchaseKey(listing.slug, signer), value: bought },
-      ])
-      return true
-    })
-    if (!won) throw conflict(`txHash: ${txHash} was already used for a purchase`)
-    return { access: accessFor(listing) }
-  })
-}
+export const purchaseRoutes =
+  (ctx: MarketContext): FastifyPluginAsync =>
+  async (app) => {
+    const lim = ctx.config.rateLimits.purchase
+    app.post<{ Params: { slug: string }; Body: Static<typeof Body> }>(
+      '/api/marketplace/listings/:slug/purchase',
+      {
+        config: { rateLimit: { max: lim.max, timeWindow: lim.windowSeconds * 1000 } },
+        schema: {
+          tags: ['purchase'],
+          summary: 'Unlock a listing with a confirmed payment and a signature over the Unlock message',
+          params: Type.Object({ slug: Slug }),
+          body: Body,
+          response: { 200: Type.Object({ access: Access }), '4xx': Err, '5xx': Err },
+        },
+      },
+      async (req) => {
+        const account = await requireAccount(req, ctx.session)
+        const listing = await ctx.db.listings.get(req.params.slug)
+        if (!listing) throw notFound(`listing ${req.params.slug} not found`)
+        if (listing.sample) throw badRequest(`listing ${listing.slug} is a sample and is not for sale`)
+        const txHash = req.body.txHash.toLowerCase() as Hex
+        let signer: string
+        try {
+          signer = (
+            await recoverMessageAddress({
+              message: unlockMessage(ctx.config.displayName, listing.slug, txHash),
+              signature: req.body.signature as Hex,
+            })
+          ).toLowerCase()
+        } catch {
+          throw badRequest('signature: not a valid signature')
+        }
+        if (signer !== account)
+          throw forbidden(
+            `signature: signed by ${getAddress(signer)}, not by the signed-in account ${getAddress(account)}`,
+          )
+        // Cheap refusal first; the authoritative check is repeated under the lock below.
+        if (await ctx.db.usedTx.get(txHash))
+          throw conflict(`txHash: ${txHash} was already used for a purchase`)
+        const pay = await ctx.chain.payment(txHash)
+        const c = checkPayment(pay, {
+          txHash,
+          signer,
+          payout: listing.payout,
+          priceWei: BigInt(listing.priceWei),
+          chainId: ctx.chainConfig.chainId,
+        })
+        if (!c.ok) throw new HttpError(c.status, c.error)
+        const won = await ctx.locks.run(`tx:${txHash}`, async () => {
+          if (await ctx.db.usedTx.get(txHash)) return false
+          const now = ctx.now()
+          const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
+          const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
+          await syncPut(ctx.db, [
+            { sub: ctx.db.usedTx as Sub<unknown>, key: txHash, value: used },
+            { sub: ctx.db.purchases as Sub<unknown>, key: purchaseKey(listing.slug, signer), value: bought },
+          ])
+          return true
+        })
+        if (!won) throw conflict(`txHash: ${txHash} was already used for a purchase`)
+        return { access: accessFor(listing) }
+      },
+    )
+  }

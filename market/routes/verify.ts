@@ -19,52 +19,62 @@ const Row = Type.Object({
   reason: Type.Optional(Type.String()),
 })
 
-export const verifyRoutes = (ctx: MarketContext, manifests: ManifestStore): FastifyPluginAsync => async (app) => {
-  const lim = ctx.config.rateLimits.verify
-  app.post<{ Params: { slug: string } }>('/api/marketplace/listings/:slug/verify', {
-    config: { rateLimit: { max: lim.max, timeWindow: lim.windowSeconds * 1000 } },
-    schema: {
-      tags: ['listings'],
-      summary: "Check every manifest row against the validation registry (no auth); shows the first eight rows",
-      params: Type.Object({ slug: Slug }),
-      response: {
-        200: Type.Object({
-          preview: Type.Boolean(),
-          total: Type.Integer(),
-          rows: Type.Array(Row),
-          verified: Type.Optional(Type.Boolean()),
-          passed: Type.Optional(Type.Integer()),
-          failed: Type.Optional(Type.Integer()),
-          failures: Type.Optional(Type.Array(Row)),
-        }),
-        '4xx': Err,
-        '5xx': Err,
+export const verifyRoutes =
+  (ctx: MarketContext, manifests: ManifestStore): FastifyPluginAsync =>
+  async (app) => {
+    const lim = ctx.config.rateLimits.verify
+    app.post<{ Params: { slug: string } }>(
+      '/api/marketplace/listings/:slug/verify',
+      {
+        config: { rateLimit: { max: lim.max, timeWindow: lim.windowSeconds * 1000 } },
+        schema: {
+          tags: ['listings'],
+          summary:
+            'Check every manifest row against the validation registry (no auth); shows the first eight rows',
+          params: Type.Object({ slug: Slug }),
+          response: {
+            200: Type.Object({
+              preview: Type.Boolean(),
+              total: Type.Integer(),
+              rows: Type.Array(Row),
+              verified: Type.Optional(Type.Boolean()),
+              passed: Type.Optional(Type.Integer()),
+              failed: Type.Optional(Type.Integer()),
+              failures: Type.Optional(Type.Array(Row)),
+            }),
+            '4xx': Err,
+            '5xx': Err,
+          },
+        },
       },
-    },
-  }, async (req) => {
-    const listing = await ctx.db.listings.get(req.params.slug)
-    if (!listing) throw notFound(`listing ${req.params.slug} not found`)
-    const manifest = await manifests.get(listing.manifestCid)
-    if (listing.sample) {
-      // A sample listing is demo data: no chain read, and no pass/fail is claimed.
-      return {
-        preview: true,
-        total: manifest.rows.length,
-        rows: manifest.rows.slice(0, SHOWN_ROWS).map((r, index) => ({ index, paramsHash: r.paramsHash, requestHash: r.requestHash })),
-      }
-    }
-    const reads = await ctx.chain.validationStatuses(manifest.rows.map((r) => r.requestHash))
-    const down = reads.find((r) => !r.ok && r.kind === 'unreachable')
-    if (down && !down.ok) throw chainUnreachable(`chain unreachable while reading the validation registry: ${down.error}`)
-    const s = verifyRows(manifest.rows, reads, listing.agentId, ctx.chainConfig.attestor)
-    return {
-      preview: false,
-      total: s.total,
-      rows: s.verdicts.slice(0, SHOWN_ROWS),
-      verified: s.failed === 0,
-      passed: s.passed,
-      failed: s.failed,
-      failures: s.verdicts.filter((v) => !v.pass).slice(0, SHOWN_ROWS),
-    }
-  })
-}
+      async (req) => {
+        const listing = await ctx.db.listings.get(req.params.slug)
+        if (!listing) throw notFound(`listing ${req.params.slug} not found`)
+        const manifest = await manifests.get(listing.manifestCid)
+        if (listing.sample) {
+          // A sample listing is demo data: no chain read, and no pass/fail is claimed.
+          return {
+            preview: true,
+            total: manifest.rows.length,
+            rows: manifest.rows
+              .slice(0, SHOWN_ROWS)
+              .map((r, index) => ({ index, paramsHash: r.paramsHash, requestHash: r.requestHash })),
+          }
+        }
+        const reads = await ctx.chain.validationStatuses(manifest.rows.map((r) => r.requestHash))
+        const down = reads.find((r) => !r.ok && r.kind === 'unreachable')
+        if (down && !down.ok)
+          throw chainUnreachable(`chain unreachable while reading the validation registry: ${down.error}`)
+        const s = verifyRows(manifest.rows, reads, listing.agentId, ctx.chainConfig.attestor)
+        return {
+          preview: false,
+          total: s.total,
+          rows: s.verdicts.slice(0, SHOWN_ROWS),
+          verified: s.failed === 0,
+          passed: s.passed,
+          failed: s.failed,
+          failures: s.verdicts.filter((v) => !v.pass).slice(0, SHOWN_ROWS),
+        }
+      },
+    )
+  }

@@ -2,7 +2,15 @@
 // would let something happen twice (a consumed challenge, a used transaction hash) are `sync`
 // batches (DESIGN: storage).
 import { Level } from 'level'
-import type { ChallengeRecord, KeyRecord, ListingRecord, NonceRecord, PurchaseRecord, SessionRecord, UsedTxRecord } from './records.ts'
+import type {
+  ChallengeRecord,
+  KeyRecord,
+  ListingRecord,
+  NonceRecord,
+  PurchaseRecord,
+  SessionRecord,
+  UsedTxRecord,
+} from './records.ts'
 
 /** The slice of a typed sublevel the market uses. */
 export interface Sub<V> {
@@ -31,7 +39,8 @@ export interface MarketDb {
 export async function openMarketDb(path: string): Promise<MarketDb> {
   const root = new Level<string, unknown>(path, { valueEncoding: 'json' })
   await root.open()
-  const sub = <V>(name: string): Sub<V> => root.sublevel<string, V>(name, { valueEncoding: 'json' }) as unknown as Sub<V>
+  const sub = <V>(name: string): Sub<V> =>
+    root.sublevel<string, V>(name, { valueEncoding: 'json' }) as unknown as Sub<V>
   return {
     root,
     sessions: sub('sessions'),

@@ -20,20 +20,36 @@ export interface VerifySummary {
   verdicts: RowVerdict[]
 }
 
-export function verifyRows(rows: readonly ManifestRow[], reads: readonly ValidationRead[], agentId: string, attestor: Address): VerifySummary {
+export function verifyRows(
+  rows: readonly ManifestRow[],
+  reads: readonly ValidationRead[],
+  agentId: string,
+  attestor: Address,
+): VerifySummary {
   let passed = 0
   // Parsed once, not per row (5,000 BigInt parses showed in the verify profile); lazily, so a
   // listing whose every read failed still answers its rows rather than throwing here.
   let agent: bigint | undefined
   const verdicts: RowVerdict[] = rows.map((row, index) => {
     const r = reads[index]
-    if (!r || !r.ok) {
-      const why = !r ? 'no registry read' : r.kind === 'unknown' ? 'requestHash: unknown to the validation registry' : `registry read failed: ${r.error}`
+    if (!r?.ok) {
+      const why = !r
+        ? 'no registry read'
+        : r.kind === 'unknown'
+          ? 'requestHash: unknown to the validation registry'
+          : `registry read failed: ${r.error}`
       return { index, paramsHash: row.paramsHash, requestHash: row.requestHash, pass: false, reason: why }
     }
     agent ??= BigInt(agentId)
     const c = checkValidationRow(r.row, { agentId: agent, attestor, paramsHash: row.paramsHash })
-    if (!c.ok) return { index, paramsHash: row.paramsHash, requestHash: row.requestHash, pass: false, reason: `condition ${c.condition}: ${c.error}` }
+    if (!c.ok)
+      return {
+        index,
+        paramsHash: row.paramsHash,
+        requestHash: row.requestHash,
+        pass: false,
+        reason: `condition ${c.condition}: ${c.error}`,
+      }
     passed++
     return { index, paramsHash: row.paramsHash, requestHash: row.requestHash, pass: true }
   })

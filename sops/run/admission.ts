@@ -26,23 +26,36 @@ export function cooldownLeft(sop: Sop, view: Pick<AdmissionView, 'lastFinishedAt
 
 export function admit(sop: Sop, view: AdmissionView): AdmissionVerdict {
   const left = cooldownLeft(sop, view)
-  if (left > 0) return { outcome: 'cooldown', reason: `cooldown: ${Math.ceil(left / 1000)}s of cooldown_secs=${sop.cooldownSecs} left since the last run finished` }
+  if (left > 0)
+    return {
+      outcome: 'cooldown',
+      reason: `cooldown: ${Math.ceil(left / 1000)}s of cooldown_secs=${sop.cooldownSecs} left since the last run finished`,
+    }
   const max = Math.max(1, sop.maxConcurrent)
   const slotFree = view.active < max
   switch (sop.admissionPolicy) {
     case 'parallel':
       return slotFree
         ? { outcome: 'started', reason: `slot free (${view.active}/${max} active)` }
-        : { outcome: 'deferred', reason: `parallel: no slot free (${view.active}/${max} active); deferred until one frees` }
+        : {
+            outcome: 'deferred',
+            reason: `parallel: no slot free (${view.active}/${max} active); deferred until one frees`,
+          }
     case 'hold':
       // Hold admits only when no run of this SOP is active or parked (SOP-NOTES: admission).
       return view.active === 0 && view.parked === 0
         ? { outcome: 'started', reason: 'hold: no run of this SOP active or parked' }
-        : { outcome: 'held', reason: `hold: ${view.active} active and ${view.parked} parked run(s) of this SOP; held until none` }
+        : {
+            outcome: 'held',
+            reason: `hold: ${view.active} active and ${view.parked} parked run(s) of this SOP; held until none`,
+          }
     case 'coalesce':
       return slotFree
         ? { outcome: 'started', reason: `slot free (${view.active}/${max} active)` }
-        : { outcome: 'coalesced', reason: `coalesce: no slot free (${view.active}/${max} active); the run in flight covers it` }
+        : {
+            outcome: 'coalesced',
+            reason: `coalesce: no slot free (${view.active}/${max} active); the run in flight covers it`,
+          }
     case 'drop':
       return slotFree
         ? { outcome: 'started', reason: `slot free (${view.active}/${max} active)` }

@@ -25,14 +25,25 @@ export interface DecisionPlan {
  */
 export function planDecisions(
   sop: Sop,
-  opts: { deterministic: boolean; hasAgent: boolean; trigger: Json; isCondition: (q: string) => boolean; evalCond: EvalCondition },
+  opts: {
+    deterministic: boolean
+    hasAgent: boolean
+    trigger: Json
+    isCondition: (q: string) => boolean
+    evalCond: EvalCondition
+  },
 ): DecisionPlan {
   const plan: DecisionPlan = { decided: [], agent: [], operator: [] }
   for (const step of sop.steps) {
     if (step.decide === undefined) continue
     const q = { step: step.number, question: step.decide }
     if (!opts.deterministic && opts.hasAgent) plan.agent.push(q)
-    else if (opts.isCondition(step.decide)) plan.decided.push({ step: step.number, value: opts.evalCond(step.decide, opts.trigger), by: 'condition over the trigger' })
+    else if (opts.isCondition(step.decide))
+      plan.decided.push({
+        step: step.number,
+        value: opts.evalCond(step.decide, opts.trigger),
+        by: 'condition over the trigger',
+      })
     else plan.operator.push(q)
   }
   return plan

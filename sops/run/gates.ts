@@ -16,18 +16,35 @@ export function effectiveMode(sop: Sop, step: Step | undefined): ResolvedMode {
 export type GateSpec = Omit<Gate, 'since'>
 
 /** The gate in front of `step` for this run, or null when it may run now. */
-export function gateBefore(sop: Sop, step: Step, run: Pick<RunRecord, 'passedGates' | 'runApproved'>): GateSpec | null {
+export function gateBefore(
+  sop: Sop,
+  step: Step,
+  run: Pick<RunRecord, 'passedGates' | 'runApproved'>,
+): GateSpec | null {
   if (run.passedGates.includes(step.number)) return null
   const mode = effectiveMode(sop, step)
   const base = { step: step.number, ...(step.prompt !== undefined ? { prompt: step.prompt } : {}) }
-  if (step.requiresConfirmation) return { ...base, kind: 'approval', operatorOnly: true, reason: 'requires_confirmation: asked in every mode' }
+  if (step.requiresConfirmation)
+    return {
+      ...base,
+      kind: 'approval',
+      operatorOnly: true,
+      reason: 'requires_confirmation: asked in every mode',
+    }
   // A checkpoint pauses a deterministic run (spec); in the other modes it is an ordinary approval gate.
   if (step.kind === 'checkpoint') {
     return mode === 'deterministic'
       ? { ...base, kind: 'checkpoint', operatorOnly: true, reason: 'checkpoint step in a deterministic run' }
       : { ...base, kind: 'approval', operatorOnly: true, reason: 'checkpoint step' }
   }
-  if (mode === 'step_by_step') return { ...base, kind: 'approval', operatorOnly: false, reason: 'step_by_step: approval before each step' }
-  if (mode === 'supervised' && !run.runApproved) return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }
+  if (mode === 'step_by_step')
+    return {
+      ...base,
+      kind: 'approval',
+      operatorOnly: false,
+      reason: 'step_by_step: approval before each step',
+    }
+  if (mode === 'supervised' && !run.runApproved)
+    return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }
   return null
 }

@@ -104,7 +104,15 @@ export function payloadAsInput(payload: string | Json): Json {
   }
 }
 
-export function newRun(init: { id: string; sop: string; mode: ExecutionMode; trigger: TriggerEvent; first: number | null; now: number; admission: AdmissionOutcome }): RunRecord {
+export function newRun(init: {
+  id: string
+  sop: string
+  mode: ExecutionMode
+  trigger: TriggerEvent
+  first: number | null
+  now: number
+  admission: AdmissionOutcome
+}): RunRecord {
   return {
     id: init.id,
     sop: init.sop,

@@ -2,7 +2,10 @@
 // injected function so this file imports no parser and no I/O.
 import type { Json, Sop, Step } from '../types.ts'
 
-export type Route = { kind: 'step'; step: number } | { kind: 'end'; reason: string } | { kind: 'fail'; error: string }
+export type Route =
+  | { kind: 'step'; step: number }
+  | { kind: 'end'; reason: string }
+  | { kind: 'fail'; error: string }
 
 /** What step guards read: `$.steps.N…`, `$.trigger…`, `$.decisions.N`. */
 export interface GuardContext {
@@ -30,7 +33,9 @@ export function firstStep(sop: Sop): Route {
 export function nextInOrder(sop: Sop, after: number): Route {
   const idx = sop.steps.findIndex((s) => s.number === after)
   const next = idx >= 0 ? sop.steps[idx + 1] : undefined
-  return next ? { kind: 'step', step: next.number } : { kind: 'end', reason: `step ${after} was the last step` }
+  return next
+    ? { kind: 'step', step: next.number }
+    : { kind: 'end', reason: `step ${after} was the last step` }
 }
 
 function target(sop: Sop, from: number, to: number, via: string): Route {
@@ -43,7 +48,12 @@ function target(sop: Sop, from: number, to: number, via: string): Route {
  * Why a step reached by routing does not run, or null when it runs. Checked in this order:
  * `when:` false, `unless_decided:` answered yes, `decide:` answered no, unmet `depends_on:`.
  */
-export function skipReason(step: Step, ctx: GuardContext, completed: (n: number) => boolean, evalCond: EvalCondition): string | null {
+export function skipReason(
+  step: Step,
+  ctx: GuardContext,
+  completed: (n: number) => boolean,
+  evalCond: EvalCondition,
+): string | null {
   if (step.when !== undefined && step.when.trim() !== '' && !evalCond(step.when, ctx as unknown as Json)) {
     return `when: ${step.when} is false`
   }
@@ -70,7 +80,11 @@ export function routeAfterComplete(sop: Sop, step: Step, ctx: GuardContext, eval
     for (const port of step.switch) {
       const hit = port.condition.trim() === '' || evalCond(port.condition, ctx as unknown as Json)
       if (!hit) continue
-      if (port.target === null) return { kind: 'fail', error: `step ${step.number}: switch port "${port.name}" matched but has no target step` }
+      if (port.target === null)
+        return {
+          kind: 'fail',
+          error: `step ${step.number}: switch port "${port.name}" matched but has no target step`,
+        }
       return target(sop, step.number, port.target, `switch port "${port.name}"`)
     }
     return { kind: 'end', reason: `step ${step.number}: no switch port matched` }

@@ -8,17 +8,48 @@
 //   waiting_approval | paused_checkpoint ──deny─────▶ cancelled
 //   running ──end─────▶ completed        running ──fail──▶ failed
 //   pending | running | waiting_approval | paused_checkpoint ──cancel──▶ cancelled
-export const RUN_STATES = ['pending', 'running', 'waiting_approval', 'paused_checkpoint', 'completed', 'failed', 'cancelled'] as const
+export const RUN_STATES = [
+  'pending',
+  'running',
+  'waiting_approval',
+  'paused_checkpoint',
+  'completed',
+  'failed',
+  'cancelled',
+] as const
 export type RunState = (typeof RUN_STATES)[number]
 
 export const STEP_STATUSES = ['completed', 'failed', 'skipped'] as const
 export type StepStatus = (typeof STEP_STATUSES)[number]
 
-export type RunEvent = 'start' | 'gate' | 'checkpoint' | 'approve' | 'deny' | 'advance' | 'end' | 'fail' | 'cancel'
+export type RunEvent =
+  | 'start'
+  | 'gate'
+  | 'checkpoint'
+  | 'approve'
+  | 'deny'
+  | 'advance'
+  | 'end'
+  | 'fail'
+  | 'cancel'
 
 const TABLE: Record<RunState, Partial<Record<RunEvent, RunState>>> = {
-  pending: { start: 'running', gate: 'waiting_approval', checkpoint: 'paused_checkpoint', fail: 'failed', cancel: 'cancelled', end: 'completed' },
-  running: { advance: 'running', gate: 'waiting_approval', checkpoint: 'paused_checkpoint', end: 'completed', fail: 'failed', cancel: 'cancelled' },
+  pending: {
+    start: 'running',
+    gate: 'waiting_approval',
+    checkpoint: 'paused_checkpoint',
+    fail: 'failed',
+    cancel: 'cancelled',
+    end: 'completed',
+  },
+  running: {
+    advance: 'running',
+    gate: 'waiting_approval',
+    checkpoint: 'paused_checkpoint',
+    end: 'completed',
+    fail: 'failed',
+    cancel: 'cancelled',
+  },
   waiting_approval: { approve: 'running', deny: 'cancelled', cancel: 'cancelled' },
   paused_checkpoint: { approve: 'running', deny: 'cancelled', cancel: 'cancelled' },
   completed: {},

@@ -26,9 +26,22 @@ t.test('status and export reach the store through the running hub', async (t) =>
   const paths = svcPaths(env)
   const store = await openAttestStore(attestStorePath(paths.data))
   t.teardown(() => store.close())
-  const tool = createChainAttestTool({ store, signer: signerFromKey('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a') })
+  const tool = createChainAttestTool({
+    store,
+    signer: signerFromKey('0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a'),
+  })
   for (let i = 0; i < 4; i++) {
-    const r = await tool.run({ action: 'vend', request_uri: `svc://o/${i}`, params: { i } }, { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `k${i}`, signal: new AbortController().signal })
+    const r = await tool.run(
+      { action: 'vend', request_uri: `svc://o/${i}`, params: { i } },
+      {
+        runId: 'r',
+        sop: 's',
+        step: 1,
+        call: i,
+        idempotencyKey: `k${i}`,
+        signal: new AbortController().signal,
+      },
+    )
     t.ok(r.ok)
   }
 
@@ -56,16 +69,39 @@ t.test('status and export reach the store through the running hub', async (t) =>
   t.equal(exp.code, 0, exp.err)
   t.match(JSON.parse(exp.out), { lines: 2, attested: 0, dataPath: join(home, 'ex', 'operations.jsonl') })
   const lines = (await readFile(join(home, 'ex', 'operations.jsonl'), 'utf8')).trim().split('\n')
-  t.same(lines.map((l) => JSON.parse(l).params.i), [1, 2], 'lines 2..3, relative --out resolved against the caller')
-  t.equal(await readFile(join(home, 'ex', 'operation-requests.txt'), 'utf8'), '\n\n', 'blank request lines: not attested yet')
+  t.same(
+    lines.map((l) => JSON.parse(l).params.i),
+    [1, 2],
+    'lines 2..3, relative --out resolved against the caller',
+  )
+  t.equal(
+    await readFile(join(home, 'ex', 'operation-requests.txt'), 'utf8'),
+    '\n\n',
+    'blank request lines: not attested yet',
+  )
 
   // Bad input to the route: named, and nothing written.
-  const bad = await app.inject({ method: 'POST', url: '/attest/export', headers: { authorization: `Bearer ${token}` }, payload: { out: 'relative/dir' } })
+  const bad = await app.inject({
+    method: 'POST',
+    url: '/attest/export',
+    headers: { authorization: `Bearer ${token}` },
+    payload: { out: 'relative/dir' },
+  })
   t.equal(bad.statusCode, 400)
   t.match(bad.json(), { error: /out must be an absolute path/ })
-  const extra = await app.inject({ method: 'POST', url: '/attest/export', headers: { authorization: `Bearer ${token}` }, payload: { out: '/tmp/x', rm: true } })
+  const extra = await app.inject({
+    method: 'POST',
+    url: '/attest/export',
+    headers: { authorization: `Bearer ${token}` },
+    payload: { out: '/tmp/x', rm: true },
+  })
   t.equal(extra.statusCode, 400)
-  const order = await app.inject({ method: 'POST', url: '/attest/export', headers: { authorization: `Bearer ${token}` }, payload: { out: join(home, 'y'), from: 3, to: 1 } })
+  const order = await app.inject({
+    method: 'POST',
+    url: '/attest/export',
+    headers: { authorization: `Bearer ${token}` },
+    payload: { out: join(home, 'y'), from: 3, to: 1 },
+  })
   t.match(order.json(), { error: /to must not be before from/ })
   const noAuth = await app.inject({ method: 'GET', url: '/attest/status' })
   t.equal(noAuth.statusCode, 401)

@@ -29,40 +29,80 @@ let n = 0
 
 async function requested(validator: Hex = attestor.address): Promise<Hex> {
   const rh = keccak256(stringToHex(`att-${n++}`))
-  const h = await devW.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: [validator, 0n, 'svc://r', rh] })
+  const h = await devW.writeContract({
+    address: chain.validationRegistry,
+    abi: validationRegistryAbi,
+    functionName: 'validationRequest',
+    args: [validator, 0n, 'svc://r', rh],
+  })
   await pub.waitForTransactionReceipt({ hash: h })
   return rh
 }
 const sign = (key: Hex, line: string) => privateKeyToAccount(key).signMessage({ message: line })
 async function post(body: unknown) {
-  const res = await fetch(srv.url + ATTEST_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) })
-  return { status: res.status, body: (await res.json()) as { results?: { ok: boolean; error?: string; already?: boolean; txHash?: string | null }[]; error?: string } }
+  const res = await fetch(srv.url + ATTEST_PATH, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  })
+  return {
+    status: res.status,
+    body: (await res.json()) as {
+      results?: { ok: boolean; error?: string; already?: boolean; txHash?: string | null }[]
+      error?: string
+    },
+  }
 }
 const nonce = () => pub.getTransactionCount({ address: attestor.address })
 
 t.test('info', async (t) => {
   const res = await fetch(srv.url + INFO_PATH)
-  t.same(await res.json(), { address: attestor.address, chainId: 10143, validationRegistry: chain.validationRegistry })
+  t.same(await res.json(), {
+    address: attestor.address,
+    chainId: 10143,
+    validationRegistry: chain.validationRegistry,
+  })
 })
 
 t.test('answers a device-signed line, once; an owner-signed line too', async (t) => {
   const line = '{"action":"vend","params":{"slot":1}}'
   const rh = await requested()
-  let r = await post({ agentId: '0', items: [{ requestHash: rh, line, signature: await sign(device.privateKey, line) }] })
+  let r = await post({
+    agentId: '0',
+    items: [{ requestHash: rh, line, signature: await sign(device.privateKey, line) }],
+  })
   t.equal(r.status, 200)
   t.match(r.body.results, [{ ok: true, already: false, txHash: /^0x/ }])
   const row = await readValidationStatus(pub, chain.validationRegistry, rh)
-  t.match(row, { ok: true, value: { validator: attestor.address, agentId: 0n, response: 100, responseHash: lineHash(line), tag: 'svc-action' } })
+  t.match(row, {
+    ok: true,
+    value: {
+      validator: attestor.address,
+      agentId: 0n,
+      response: 100,
+      responseHash: lineHash(line),
+      tag: 'svc-action',
+    },
+  })
   const before = await nonce()
-  r = await post({ agentId: '0', items: [{ requestHash: rh, line, signature: await sign(device.privateKey, line) }] })
+  r = await post({
+    agentId: '0',
+    items: [{ requestHash: rh, line, signature: await sign(device.privateKey, line) }],
+  })
   t.match(r.body.results, [{ ok: true, already: true, txHash: null }])
   t.equal(await nonce(), before, 'a repeat sends nothing')
   const other = 'different line'
-  r = await post({ agentId: '0', items: [{ requestHash: rh, line: other, signature: await sign(device.privateKey, other) }] })
+  r = await post({
+    agentId: '0',
+    items: [{ requestHash: rh, line: other, signature: await sign(device.privateKey, other) }],
+  })
   t.match(r.body.results, [{ ok: false, error: /already answered for another line/ }])
 
   const rh2 = await requested()
-  r = await post({ agentId: '0', items: [{ requestHash: rh2, line, signature: await sign(owner.privateKey, line) }] })
+  r = await post({
+    agentId: '0',
+    items: [{ requestHash: rh2, line, signature: await sign(owner.privateKey, line) }],
+  })
   t.match(r.body.results, [{ ok: true }], 'the owner may sign')
 })
 
@@ -71,10 +111,22 @@ t.test('item refusals name the reason and send nothing', async (t) => {
   const before = await nonce()
   const stranger = anvilAccount(8)
   const cases: [unknown, RegExp][] = [
-    [{ requestHash: await requested(), line, signature: await sign(stranger.privateKey, line) }, /signature: signed by 0x[0-9a-fA-F]{40}, which is neither agent 0's wallet nor its owner/],
-    [{ requestHash: keccak256(stringToHex('never')), line, signature: await sign(device.privateKey, line) }, /requestHash: no validation request/],
-    [{ requestHash: await requested(buyer.address), line, signature: await sign(device.privateKey, line) }, /requestHash: the request names validator/],
-    [{ requestHash: await requested(), line, signature: `0x${'11'.repeat(65)}` }, /signature: not a valid signature/],
+    [
+      { requestHash: await requested(), line, signature: await sign(stranger.privateKey, line) },
+      /signature: signed by 0x[0-9a-fA-F]{40}, which is neither agent 0's wallet nor its owner/,
+    ],
+    [
+      { requestHash: keccak256(stringToHex('never')), line, signature: await sign(device.privateKey, line) },
+      /requestHash: no validation request/,
+    ],
+    [
+      { requestHash: await requested(buyer.address), line, signature: await sign(device.privateKey, line) },
+      /requestHash: the request names validator/,
+    ],
+    [
+      { requestHash: await requested(), line, signature: `0x${'11'.repeat(65)}` },
+      /signature: not a valid signature/,
+    ],
   ]
   const r = await post({ agentId: '0', items: cases.map((c) => c[0]) })
   t.equal(r.status, 200)
@@ -110,7 +162,14 @@ t.test('bad bodies: 400 naming the field', async (t) => {
 t.test('chain unreachable: 502', async (t) => {
   const dead = await startAttestorServer({ ...cfg.config, rpcUrl: 'http://127.0.0.1:1' })
   t.teardown(() => dead.close())
-  const res = await fetch(dead.url + ATTEST_PATH, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ agentId: '0', items: [{ requestHash: keccak256('0x01'), line: 'l', signature: `0x${'11'.repeat(65)}` }] }) })
+  const res = await fetch(dead.url + ATTEST_PATH, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      agentId: '0',
+      items: [{ requestHash: keccak256('0x01'), line: 'l', signature: `0x${'11'.repeat(65)}` }],
+    }),
+  })
   t.equal(res.status, 502)
   t.match(((await res.json()) as { error: string }).error, /chain unreachable/)
 })
@@ -121,9 +180,20 @@ t.test('config: key sources and mismatches', async (t) => {
   await writeFile(keyFile, attestor.privateKey + '\n')
   const noAccounts = { ...chain.info, accounts: undefined }
   t.match(await loadAttestorConfig({ chain: noAccounts, keyFile }), { ok: true })
-  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: attestor.privateKey } }), { ok: true })
+  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: attestor.privateKey } }), {
+    ok: true,
+  })
   t.match(await loadAttestorConfig({ chain: noAccounts }), { ok: false, error: /no attestor key/ })
-  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: buyer.privateKey } }), { ok: false, error: /the attestor key is for/ })
-  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: '0x1234' } }), { ok: false, error: /32-byte hex/ })
-  t.match(await loadAttestorConfig({ chain: noAccounts, keyFile: join(dir, 'missing') }), { ok: false, error: /attestor key file/ })
+  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: buyer.privateKey } }), {
+    ok: false,
+    error: /the attestor key is for/,
+  })
+  t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: '0x1234' } }), {
+    ok: false,
+    error: /32-byte hex/,
+  })
+  t.match(await loadAttestorConfig({ chain: noAccounts, keyFile: join(dir, 'missing') }), {
+    ok: false,
+    error: /attestor key file/,
+  })
 })

@@ -16,7 +16,11 @@ import { tempDir } from '../helpers/tmp.ts'
 const home = await tempDir(t)
 const env = { ...process.env, SVC_HOME: home }
 const outFile = join(home, 'copy-chain.json')
-const child = spawn(process.execPath, ['--import', 'tsx', 'hub/cli/main.ts', 'chain', 'dev', '--json', '--out', outFile], { env, stdio: ['ignore', 'pipe', 'inherit'] })
+const child = spawn(
+  process.execPath,
+  ['--import', 'tsx', 'hub/cli/main.ts', 'chain', 'dev', '--json', '--out', outFile],
+  { env, stdio: ['ignore', 'pipe', 'inherit'] },
+)
 t.teardown(() => {
   if (child.exitCode === null && child.pid) process.kill(child.pid, 'SIGKILL')
 })
@@ -24,12 +28,20 @@ const first = await new Promise<string>((resolve, reject) => {
   createInterface({ input: child.stdout! }).once('line', resolve)
   child.once('exit', (c) => reject(new Error(`svc chain dev exited ${c}`)))
 })
-const started = JSON.parse(first) as { pid: number; rpcUrl: string; attestorUrl: string; device: string; agentId: string }
+const started = JSON.parse(first) as {
+  pid: number
+  rpcUrl: string
+  attestorUrl: string
+  device: string
+  agentId: string
+}
 
 function cli(args: string[]) {
   const out: string[] = []
   const err: string[] = []
-  return main(args, { out: (s) => void out.push(s), err: (s) => void err.push(s), env, cwd: home }).then((code) => ({ code, out: out.join('\n'), err: err.join('\n') }))
+  return main(args, { out: (s) => void out.push(s), err: (s) => void err.push(s), env, cwd: home }).then(
+    (code) => ({ code, out: out.join('\n'), err: err.join('\n') }),
+  )
 }
 
 t.test('chain dev wrote the same chain file twice, with the attestor URL', async (t) => {
@@ -51,7 +63,17 @@ t.test('status → sync → export → verify-line', async (t) => {
   const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
   const tool = createChainAttestTool({ store, signer })
   for (let i = 0; i < 3; i++) {
-    const r = await tool.run({ action: 'dispense', request_uri: `svc://req/${i}`, params: { n: i } }, { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `r:1:${i}`, signal: new AbortController().signal })
+    const r = await tool.run(
+      { action: 'dispense', request_uri: `svc://req/${i}`, params: { n: i } },
+      {
+        runId: 'r',
+        sop: 's',
+        step: 1,
+        call: i,
+        idempotencyKey: `r:1:${i}`,
+        signal: new AbortController().signal,
+      },
+    )
     t.ok(r.ok)
   }
   await store.close()
@@ -76,7 +98,18 @@ t.test('status → sync → export → verify-line', async (t) => {
 
   const text = await readFile(data, 'utf8')
   await writeFile(join(home, 'tampered.jsonl'), text.replace('"n":1', '"n":7'))
-  r = await cli(['attest', 'verify-line', '--data', 'tampered.jsonl', '--requests', reqs, '--line', '2', '--agent', '0'])
+  r = await cli([
+    'attest',
+    'verify-line',
+    '--data',
+    'tampered.jsonl',
+    '--requests',
+    reqs,
+    '--line',
+    '2',
+    '--agent',
+    '0',
+  ])
   t.equal(r.code, 1)
   t.match(r.out, /NOT verified \(step 4, condition 4\)/)
   r = await cli(['attest', 'verify-line', '--data', data, '--requests', reqs, '--line', '2', '--agent', '3'])
@@ -93,8 +126,14 @@ t.test('bad input: one line, exit 2, nothing changed', async (t) => {
     [['attest', 'export', '--out', 'x', '--from', 'a'], /--from must be a whole number/],
     [['attest', 'export', '--out', 'x', '--from', '3', '--to', '2'], /--to must not be before --from/],
     [['attest', 'verify-line', '--data', 'a', '--requests', 'b', '--agent', '0'], /needs --line/],
-    [['attest', 'verify-line', '--data', 'a', '--requests', 'b', '--line', '0', '--agent', '0'], /--line must be a whole number from 1/],
-    [['attest', 'verify-line', '--data', 'a', '--requests', 'b', '--line', '1', '--agent', 'x'], /--agent must be a decimal/],
+    [
+      ['attest', 'verify-line', '--data', 'a', '--requests', 'b', '--line', '0', '--agent', '0'],
+      /--line must be a whole number from 1/,
+    ],
+    [
+      ['attest', 'verify-line', '--data', 'a', '--requests', 'b', '--line', '1', '--agent', 'x'],
+      /--agent must be a decimal/,
+    ],
     [['attest', 'status', '--bogus'], /Unknown option '--bogus'/],
     [['chain', 'deploy'], /unknown command "deploy"/],
     [['attestor', 'x'], /unexpected argument "x"/],
@@ -105,10 +144,26 @@ t.test('bad input: one line, exit 2, nothing changed', async (t) => {
     t.match(r.err, re)
     t.notMatch(r.err, /\n\s+at /, 'no stack trace')
   }
-  const missing = await cli(['attest', 'verify-line', '--data', 'nope.jsonl', '--requests', 'nope.txt', '--line', '1', '--agent', '0'])
+  const missing = await cli([
+    'attest',
+    'verify-line',
+    '--data',
+    'nope.jsonl',
+    '--requests',
+    'nope.txt',
+    '--line',
+    '1',
+    '--agent',
+    '0',
+  ])
   t.equal(missing.code, 1)
   t.match(missing.err, /cannot read the data file nope.jsonl: ENOENT/)
-  const noChain = await main(['attest', 'sync'], { out: () => {}, err: (s) => t.match(s, /chain file .* not found/), env: { ...env, SVC_HOME: join(home, 'empty') }, cwd: home })
+  const noChain = await main(['attest', 'sync'], {
+    out: () => {},
+    err: (s) => t.match(s, /chain file .* not found/),
+    env: { ...env, SVC_HOME: join(home, 'empty') },
+    cwd: home,
+  })
   t.equal(noChain, 1)
 })
 

@@ -33,7 +33,16 @@ const fixture = join(import.meta.dirname, 'fixtures', 'attest-loop.ts')
 
 function runChild(start: number): Promise<{ acked: Set<number>; stderr: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
-    env: { ...process.env, STORE: storePath, DEVICE_KEY: chain.accounts.device.privateKey, CHAIN: JSON.stringify(chain.info), ATTESTOR: attestor.url, START: String(start), THROTTLE_MS: '30', SYNC_LOG: process.env.SYNC_LOG ?? '' },
+    env: {
+      ...process.env,
+      STORE: storePath,
+      DEVICE_KEY: chain.accounts.device.privateKey,
+      CHAIN: JSON.stringify(chain.info),
+      ATTESTOR: attestor.url,
+      START: String(start),
+      THROTTLE_MS: '30',
+      SYNC_LOG: process.env.SYNC_LOG ?? '',
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   const acked = new Set<number>()
@@ -41,10 +50,15 @@ function runChild(start: number): Promise<{ acked: Set<number>; stderr: string }
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
   return new Promise((resolve, reject) => {
     createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l === 'ready') setTimeout(() => process.kill(child.pid!, 'SIGKILL'), 150 + Math.floor(Math.random() * 900))
+      if (l === 'ready')
+        setTimeout(() => process.kill(child.pid!, 'SIGKILL'), 150 + Math.floor(Math.random() * 900))
       else if (l.startsWith('ack ')) acked.add(Number(l.slice(4)))
     })
-    child.once('exit', (code, sig) => (sig === 'SIGKILL' ? resolve({ acked, stderr }) : reject(new Error(`child exited ${code ?? sig}: ${stderr}`))))
+    child.once('exit', (code, sig) =>
+      sig === 'SIGKILL'
+        ? resolve({ acked, stderr })
+        : reject(new Error(`child exited ${code ?? sig}: ${stderr}`)),
+    )
   })
 }
 
@@ -54,7 +68,11 @@ async function checkStore(t: Test, allAcked: Set<number>): Promise<number> {
     const recs: AttestRecord[] = []
     for await (const r of store.range()) recs.push(r)
     t.equal(recs.length, store.size(), 'size = records')
-    t.same(recs.map((r) => r.seq), recs.map((_, i) => i), 'seqs are 0..n-1')
+    t.same(
+      recs.map((r) => r.seq),
+      recs.map((_, i) => i),
+      'seqs are 0..n-1',
+    )
     const keys = recs.map((r) => r.idempotencyKey)
     t.equal(new Set(keys).size, keys.length, 'no key stored twice')
     const missing = [...allAcked].filter((n) => !keys.includes(`loop:${n}`))
@@ -67,7 +85,11 @@ async function checkStore(t: Test, allAcked: Set<number>): Promise<number> {
     const data = await readFile(ex.dataPath, 'utf8')
     const reqs = await readFile(ex.requestsPath, 'utf8')
     t.equal(data, recs.map((r) => r.line + '\n').join(''), 'operations.jsonl = the stored lines')
-    t.equal(reqs, recs.map((r) => (r.state === 'attested' ? r.requestHash : '') + '\n').join(''), 'requests line n ↔ line n')
+    t.equal(
+      reqs,
+      recs.map((r) => (r.state === 'attested' ? r.requestHash : '') + '\n').join(''),
+      'requests line n ↔ line n',
+    )
     // resume at the first key not stored; later keys that are stored must come back as no-ops
     let first = 0
     const have = new Set(keys)
@@ -92,26 +114,55 @@ t.test(`${ROUNDS} SIGKILLs`, async (t) => {
 t.test('after the kills, sync finishes and each line was requested exactly once', async (t) => {
   const store = await openAttestStore(storePath)
   t.teardown(() => store.close())
-  const sync = createAttestSync({ store, chain: chain.info, attestorUrl: attestor.url, signer: signerFromKey(chain.accounts.device.privateKey), batchSize: 25, log: { info: (m) => process.env.SYNC_LOG && appendFileSync(process.env.SYNC_LOG, `parent ${m}\n`) } })
+  const sync = createAttestSync({
+    store,
+    chain: chain.info,
+    attestorUrl: attestor.url,
+    signer: signerFromKey(chain.accounts.device.privateKey),
+    batchSize: 25,
+    log: { info: (m) => process.env.SYNC_LOG && appendFileSync(process.env.SYNC_LOG, `parent ${m}\n`) },
+  })
   const r = await sync.runOnce()
   t.equal(r.remaining, 0)
   const failed: string[] = []
-  for await (const rec of store.range()) if (rec.state === 'failed') failed.push(`line ${rec.seq + 1}: ${rec.error}`)
+  for await (const rec of store.range())
+    if (rec.state === 'failed') failed.push(`line ${rec.seq + 1}: ${rec.error}`)
   t.same(failed.slice(0, 5), [], 'no line failed')
   const n = store.size()
   t.same(store.counts(), { total: n, pending: 0, sending: 0, requested: 0, attested: n, failed: 0 })
   const pub = publicClientFor(chain.rpcUrl)
-  t.equal(await pub.getTransactionCount({ address: chain.accounts.device.address }), n, 'one request transaction per line, none reverted or repeated')
-  const onChain = await pub.readContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'getAgentValidations', args: [0n] })
+  t.equal(
+    await pub.getTransactionCount({ address: chain.accounts.device.address }),
+    n,
+    'one request transaction per line, none reverted or repeated',
+  )
+  const onChain = await pub.readContract({
+    address: chain.validationRegistry,
+    abi: validationRegistryAbi,
+    functionName: 'getAgentValidations',
+    args: [0n],
+  })
   t.equal(onChain.length, n)
   const recs: AttestRecord[] = []
   for await (const rec of store.range()) recs.push(rec)
-  t.same([...onChain].sort(), recs.map((x) => x.requestHash).sort(), 'the registry holds exactly the stored request hashes')
+  t.same(
+    [...onChain].sort(),
+    recs.map((x) => x.requestHash).sort(),
+    'the registry holds exactly the stored request hashes',
+  )
   const ex = await exportAttestations(store, join(dir, 'final'))
   const data = await readFile(ex.dataPath, 'utf8')
   const reqs = await readFile(ex.requestsPath, 'utf8')
   for (const line of [1, Math.ceil(n / 2), n]) {
-    const v = await verifyLine({ dataText: data, requestsText: reqs, line, agentId: '0', attestor: chain.accounts.attestor.address, validationRegistry: chain.validationRegistry, client: pub })
+    const v = await verifyLine({
+      dataText: data,
+      requestsText: reqs,
+      line,
+      agentId: '0',
+      attestor: chain.accounts.attestor.address,
+      validationRegistry: chain.validationRegistry,
+      client: pub,
+    })
     t.ok(v.ok, `line ${line} verifies`)
   }
 })

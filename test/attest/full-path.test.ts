@@ -35,31 +35,69 @@ const signer = signerFromKey(chain.accounts.device.privateKey)
 const schema = {
   type: 'object',
   required: ['action', 'params'],
-  properties: { params: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 1 } } } },
+  properties: {
+    params: { type: 'object', required: ['slot'], properties: { slot: { type: 'integer', minimum: 1 } } },
+  },
 }
 const tool = createChainAttestTool({ store, signer, schema })
-const ctx = (key: string): ToolContext => ({ runId: 'run-1', sop: 'vend', step: 3, call: 0, idempotencyKey: key, signal: new AbortController().signal })
+const ctx = (key: string): ToolContext => ({
+  runId: 'run-1',
+  sop: 'vend',
+  step: 3,
+  call: 0,
+  idempotencyKey: key,
+  signal: new AbortController().signal,
+})
 const sync = createAttestSync({ store, chain: chain.info, attestorUrl: attestor.url, signer, batchSize: 4 })
 const verify = (dataText: string, requestsText: string, line: number, agentId = chain.agentId) =>
-  verifyLine({ dataText, requestsText, line, agentId, attestor: chain.accounts.attestor.address, validationRegistry: chain.validationRegistry, client: pub })
+  verifyLine({
+    dataText,
+    requestsText,
+    line,
+    agentId,
+    attestor: chain.accounts.attestor.address,
+    validationRegistry: chain.validationRegistry,
+    client: pub,
+  })
 
 t.test('step → line → sync → row passing all five conditions', async (t) => {
   const outs = []
   for (let i = 0; i < 6; i++) {
-    const r = await tool.run({ action: 'vend', request_uri: `svc://orders/${i}`, params: { slot: i + 1, price: '1.50', note: 'ünïcode ✓' } }, ctx(`run-1:3:${i}`))
+    const r = await tool.run(
+      {
+        action: 'vend',
+        request_uri: `svc://orders/${i}`,
+        params: { slot: i + 1, price: '1.50', note: 'ünïcode ✓' },
+      },
+      ctx(`run-1:3:${i}`),
+    )
     t.ok(r.ok, `step ${i} succeeded`)
     if (r.ok) outs.push(r.output as { seq: number; line: string; paramsHash: Hex; requestHash: Hex })
   }
-  t.same(outs.map((o) => o.seq), [0, 1, 2, 3, 4, 5])
+  t.same(
+    outs.map((o) => o.seq),
+    [0, 1, 2, 3, 4, 5],
+  )
   const first = outs[0]!
   t.equal(first.paramsHash, lineHash(first.line), 'paramsHash = keccak256(line)')
-  t.match(first.line, /^\{"action":"vend","at":"[^"]+","params":\{"note":"ünïcode ✓","price":"1.50","slot":1\},"request_uri":"svc:\/\/orders\/0"\}$/, 'RFC 8785 key order')
+  t.match(
+    first.line,
+    /^\{"action":"vend","at":"[^"]+","params":\{"note":"ünïcode ✓","price":"1.50","slot":1\},"request_uri":"svc:\/\/orders\/0"\}$/,
+    'RFC 8785 key order',
+  )
   const rec = await store.get(0)
-  t.equal(await recoverMessageAddress({ message: rec!.line, signature: rec!.signature }), chain.accounts.device.address, 'signed by the device key')
+  t.equal(
+    await recoverMessageAddress({ message: rec!.line, signature: rec!.signature }),
+    chain.accounts.device.address,
+    'signed by the device key',
+  )
   t.equal(store.counts().pending, 6)
 
   // idempotent: same key → the stored line, nothing written
-  const again = await tool.run({ action: 'vend', request_uri: 'svc://orders/other', params: { slot: 9 } }, ctx('run-1:3:0'))
+  const again = await tool.run(
+    { action: 'vend', request_uri: 'svc://orders/other', params: { slot: 9 } },
+    ctx('run-1:3:0'),
+  )
   t.same(again, { ok: true, output: first })
   t.equal(store.size(), 6)
 
@@ -70,7 +108,14 @@ t.test('step → line → sync → row passing all five conditions', async (t) =
   t.equal(await readFile(ex.requestsPath, 'utf8'), '\n'.repeat(6))
 
   const progress: number[] = []
-  const sync2 = createAttestSync({ store, chain: chain.info, attestorUrl: attestor.url, signer, batchSize: 4, log: { progress: (p) => p.phase === 'attest' && progress.push(p.done) } })
+  const sync2 = createAttestSync({
+    store,
+    chain: chain.info,
+    attestorUrl: attestor.url,
+    signer,
+    batchSize: 4,
+    log: { progress: (p) => p.phase === 'attest' && progress.push(p.done) },
+  })
   const rep = await sync2.runOnce()
   t.same(rep, { requested: 6, attested: 6, failed: 0, remaining: 0 })
   t.same(progress, [4, 6], 'progress per batch')
@@ -106,9 +151,15 @@ t.test('step → line → sync → row passing all five conditions', async (t) =
 
 t.test('a failing record schema fails the step with the reason and writes nothing', async (t) => {
   const before = store.size()
-  const r = await tool.run({ action: 'vend', request_uri: 'svc://orders/x', params: { slot: 0 } }, ctx('bad-1'))
+  const r = await tool.run(
+    { action: 'vend', request_uri: 'svc://orders/x', params: { slot: 0 } },
+    ctx('bad-1'),
+  )
   t.same(r, { ok: false, error: 'record schema: record.params.slot must be >= 1' })
-  const r2 = await tool.run({ action: 'vend', request_uri: 'svc://orders/x', params: { price: 1 } }, ctx('bad-2'))
+  const r2 = await tool.run(
+    { action: 'vend', request_uri: 'svc://orders/x', params: { price: 1 } },
+    ctx('bad-2'),
+  )
   t.same(r2, { ok: false, error: "record schema: record.params must have required property 'slot'" })
   const r3 = await tool.run({ action: '', request_uri: 'x', params: {} }, ctx('bad-3'))
   t.equal(r3.ok, false)
@@ -125,11 +176,29 @@ t.test('rows made otherwise fail for their own reason', async (t) => {
   const buyW = walletClientFor(chain.rpcUrl, buyer.privateKey)
   const line = '{"action":"vend","params":{"slot":1}}'
   const ph = lineHash(line)
-  async function row(reqWallet: typeof devW, validator: Hex, agent: bigint, respWallet: typeof devW, response: number, tag: string, name: string) {
+  async function row(
+    reqWallet: typeof devW,
+    validator: Hex,
+    agent: bigint,
+    respWallet: typeof devW,
+    response: number,
+    tag: string,
+    name: string,
+  ) {
     const rh = keccak256(stringToHex(`row-${name}`))
-    let h = await reqWallet.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: [validator, agent, 'u', rh] })
+    let h = await reqWallet.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationRequest',
+      args: [validator, agent, 'u', rh],
+    })
     await pub.waitForTransactionReceipt({ hash: h })
-    h = await respWallet.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args: [rh, response, 'u', ph, tag] })
+    h = await respWallet.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args: [rh, response, 'u', ph, tag],
+    })
     await pub.waitForTransactionReceipt({ hash: h })
     return verify(line + '\n', rh + '\n', 1)
   }
@@ -137,8 +206,16 @@ t.test('rows made otherwise fail for their own reason', async (t) => {
   const cases = [
     { name: 'good', r: await row(devW, att.address, 0n, attW, 100, 'svc-action', 'good'), want: 0 },
     { name: 'empty tag allowed', r: await row(devW, att.address, 0n, attW, 100, '', 'notag'), want: 0 },
-    { name: 'another agent', r: await row(buyW, att.address, agent1, attW, 100, 'svc-action', 'agent'), want: 1 },
-    { name: 'another validator', r: await row(devW, buyer.address, 0n, buyW, 100, 'svc-action', 'validator'), want: 2 },
+    {
+      name: 'another agent',
+      r: await row(buyW, att.address, agent1, attW, 100, 'svc-action', 'agent'),
+      want: 1,
+    },
+    {
+      name: 'another validator',
+      r: await row(devW, buyer.address, 0n, buyW, 100, 'svc-action', 'validator'),
+      want: 2,
+    },
     { name: 'response 99', r: await row(devW, att.address, 0n, attW, 99, 'svc-action', 'resp'), want: 3 },
     { name: 'another tag', r: await row(devW, att.address, 0n, attW, 100, 'other-tag', 'tag'), want: 5 },
   ]

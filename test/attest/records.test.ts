@@ -9,15 +9,31 @@ import { requestHashFor } from '../../records/request-hash.ts'
 import { checkValidationRow } from '../../records/verify-row.ts'
 
 t.test('canonical line: RFC 8785', async (t) => {
-  t.equal(canonicalLine({ b: 2, a: 1, c: { z: [3, { y: 1, x: 2 }] } }), '{"a":1,"b":2,"c":{"z":[3,{"x":2,"y":1}]}}')
-  t.equal(canonicalLine({ n: 1e21, m: 1e-7, k: 10.0, s: 'é\n"' }), '{"k":10,"m":1e-7,"n":1e+21,"s":"é\\n\\""}')
+  t.equal(
+    canonicalLine({ b: 2, a: 1, c: { z: [3, { y: 1, x: 2 }] } }),
+    '{"a":1,"b":2,"c":{"z":[3,{"x":2,"y":1}]}}',
+  )
+  t.equal(
+    canonicalLine({ n: 1e21, m: 1e-7, k: 10.0, s: 'é\n"' }),
+    '{"k":10,"m":1e-7,"n":1e+21,"s":"é\\n\\""}',
+  )
   // keys sort by UTF-16 code units (RFC 8785 §3.2.3)
   t.equal(canonicalLine({ '\u20ac': 1, '\r': 2, '\ud83d\ude00': 3, '1': 4 }), '{"\\r":2,"1":4,"€":1,"😀":3}')
-  for (const bad of [{ x: Number.NaN }, { x: Infinity }, { x: undefined }, { d: new Date(0) }, { f: () => 1 }, [1n]]) {
+  for (const bad of [
+    { x: Number.NaN },
+    { x: Infinity },
+    { x: undefined },
+    { d: new Date(0) },
+    { f: () => 1 },
+    [1n],
+  ]) {
     const r = tryCanonicalLine(bad)
     t.equal(r.ok, false, JSON.stringify(String(Object.values(bad)[0])))
   }
-  t.match(tryCanonicalLine({ a: { b: [0, Number.NaN] } }), { ok: false, error: '$.a.b[1]: NaN is not a JSON number' })
+  t.match(tryCanonicalLine({ a: { b: [0, Number.NaN] } }), {
+    ok: false,
+    error: '$.a.b[1]: NaN is not a JSON number',
+  })
   t.throws(() => canonicalLine({ x: Number.NaN }), /cannot canonicalise/)
 })
 
@@ -50,9 +66,15 @@ t.test('record files: line n ↔ line n', async (t) => {
   const h1 = lineHash('1')
   const h2 = lineHash('2')
   t.match(checkRecordFiles('a\nb\n', `${h1}\n${h2}\n`), { ok: true, hashes: [h1, h2] })
-  t.match(checkRecordFiles('a\nb\n', `${h1}\n`), { ok: false, error: /2 lines but operation-requests.txt has 1/ })
+  t.match(checkRecordFiles('a\nb\n', `${h1}\n`), {
+    ok: false,
+    error: /2 lines but operation-requests.txt has 1/,
+  })
   t.match(checkRecordFiles('a\nb\n', `${h1}\n\n`), { ok: false, error: /line 2: blank/ })
-  t.match(checkRecordFiles('a\nb\n', `${h1}\n${h1.toUpperCase().replace('0X', '0x')}\n`), { ok: false, error: /line 2: same request hash as line 1/ })
+  t.match(checkRecordFiles('a\nb\n', `${h1}\n${h1.toUpperCase().replace('0X', '0x')}\n`), {
+    ok: false,
+    error: /line 2: same request hash as line 1/,
+  })
   t.match(checkRecordFiles('a\n', 'zz\n'), { ok: false, error: /line 1: not a 32-byte hex hash/ })
 })
 
@@ -62,8 +84,14 @@ t.test('manifest: shape errors name the field; rows match the data', async (t) =
   const m = buildManifest('0', lines, reqs)
   t.same(checkManifest(JSON.parse(JSON.stringify(m))), { ok: true, value: m })
   t.same(checkManifestAgainstData(m, lines.join('\n') + '\n'), { ok: true, value: true })
-  t.match(checkManifestAgainstData(m, '{"a":1}\n{"a":3}\n'), { ok: false, error: 'rows[1].paramsHash: does not equal keccak256 of data line 2' })
-  t.match(checkManifestAgainstData(m, '{"a":1}\n'), { ok: false, error: /2 rows but the data file has 1 lines/ })
+  t.match(checkManifestAgainstData(m, '{"a":1}\n{"a":3}\n'), {
+    ok: false,
+    error: 'rows[1].paramsHash: does not equal keccak256 of data line 2',
+  })
+  t.match(checkManifestAgainstData(m, '{"a":1}\n'), {
+    ok: false,
+    error: /2 rows but the data file has 1 lines/,
+  })
   const bad: [unknown, string][] = [
     [null, 'manifest: expected a JSON object'],
     [{ ...m, version: 2 }, 'version: must be 1'],
@@ -72,8 +100,14 @@ t.test('manifest: shape errors name the field; rows match the data', async (t) =
     [{ ...m, rows: {} }, 'rows: must be an array'],
     [{ ...m, rows: Array(5001).fill(m.rows[0]) }, 'rows: at most 5000 items (got 5001)'],
     [{ ...m, rows: [m.rows[0], 'x'] }, 'rows[1]: expected an object'],
-    [{ ...m, rows: [{ ...m.rows[0], paramsHash: '0x1' }] }, 'rows[0].paramsHash: must be a 0x-prefixed 32-byte hex hash'],
-    [{ ...m, rows: [{ paramsHash: m.rows[0]!.paramsHash }] }, 'rows[0].requestHash: must be a 0x-prefixed 32-byte hex hash'],
+    [
+      { ...m, rows: [{ ...m.rows[0], paramsHash: '0x1' }] },
+      'rows[0].paramsHash: must be a 0x-prefixed 32-byte hex hash',
+    ],
+    [
+      { ...m, rows: [{ paramsHash: m.rows[0]!.paramsHash }] },
+      'rows[0].requestHash: must be a 0x-prefixed 32-byte hex hash',
+    ],
   ]
   for (const [raw, error] of bad) t.same(checkManifest(raw), { ok: false, error })
   t.throws(() => buildManifest('0', lines, [reqs[0]!]))
@@ -92,13 +126,31 @@ t.test('request hash: fixed by store, seq and line', async (t) => {
 t.test('row conditions 1-5, in order', async (t) => {
   const attestor = '0x90F79bf6EB2c4f870365E785982E1f101E93b906'
   const paramsHash = lineHash('l')
-  const row = { validator: attestor, agentId: 0n, response: 100, responseHash: paramsHash, tag: 'svc-action', lastUpdate: 1n } as const
+  const row = {
+    validator: attestor,
+    agentId: 0n,
+    response: 100,
+    responseHash: paramsHash,
+    tag: 'svc-action',
+    lastUpdate: 1n,
+  } as const
   const want = { agentId: '0', attestor: attestor.toLowerCase() as `0x${string}`, paramsHash }
   t.same(checkValidationRow(row, want), { ok: true })
-  t.same(checkValidationRow({ ...row, tag: '' }, want), { ok: true }, 'empty tag allowed (verify route rule 5)')
+  t.same(
+    checkValidationRow({ ...row, tag: '' }, want),
+    { ok: true },
+    'empty tag allowed (verify route rule 5)',
+  )
   t.match(checkValidationRow({ ...row, agentId: 1n }, want), { ok: false, condition: 1 })
-  t.match(checkValidationRow({ ...row, validator: '0x0000000000000000000000000000000000000001' }, want), { ok: false, condition: 2 })
+  t.match(checkValidationRow({ ...row, validator: '0x0000000000000000000000000000000000000001' }, want), {
+    ok: false,
+    condition: 2,
+  })
   t.match(checkValidationRow({ ...row, response: 0 }, want), { ok: false, condition: 3 })
   t.match(checkValidationRow({ ...row, responseHash: lineHash('m') }, want), { ok: false, condition: 4 })
-  t.match(checkValidationRow({ ...row, tag: 'svc-actions' }, want), { ok: false, condition: 5, error: 'tag: "svc-actions", expected "svc-action"' })
+  t.match(checkValidationRow({ ...row, tag: 'svc-actions' }, want), {
+    ok: false,
+    condition: 5,
+    error: 'tag: "svc-actions", expected "svc-action"',
+  })
 })

@@ -27,10 +27,19 @@ const pub = publicClientFor(chain.rpcUrl)
 const port = await freePort()
 const attestorUrl = `http://127.0.0.1:${port}`
 const signal = new AbortController().signal
-for (let i = 0; i < 5; i++) await tool.run({ action: 'a', request_uri: 'u', params: { i } }, { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `k${i}`, signal })
+for (let i = 0; i < 5; i++)
+  await tool.run(
+    { action: 'a', request_uri: 'u', params: { i } },
+    { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `k${i}`, signal },
+  )
 
 t.test('chain down: a clear error, nothing changes', async (t) => {
-  const sync = createAttestSync({ store, chain: { ...chain.info, rpcUrl: 'http://127.0.0.1:1' }, attestorUrl, signer })
+  const sync = createAttestSync({
+    store,
+    chain: { ...chain.info, rpcUrl: 'http://127.0.0.1:1' },
+    attestorUrl,
+    signer,
+  })
   await t.rejects(sync.runOnce(), /chain: /)
   t.match(store.counts(), { pending: 5, attested: 0 })
 })
@@ -45,7 +54,16 @@ t.test('attestor down: requests go out once, attestation waits', async (t) => {
 
 t.test('the background loop backs off, then catches up when the attestor appears', async (t) => {
   const warnings: string[] = []
-  const sync = createAttestSync({ store, chain: chain.info, attestorUrl, signer, idleMs: 50, backoffMinMs: 50, backoffMaxMs: 200, log: { warn: (m) => warnings.push(m) } })
+  const sync = createAttestSync({
+    store,
+    chain: chain.info,
+    attestorUrl,
+    signer,
+    idleMs: 50,
+    backoffMinMs: 50,
+    backoffMaxMs: 200,
+    log: { warn: (m) => warnings.push(m) },
+  })
   sync.start()
   await waitFor(() => warnings.length >= 2, 'two sync warnings')
   t.match(warnings[0], /sync failed, retrying in 50 ms: attestor unreachable/)

@@ -13,7 +13,11 @@ const root = join(import.meta.dirname, '..', '..')
 function captureIo() {
   const out: string[] = []
   const err: string[] = []
-  return { io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env: {}, cwd: root }, out, err }
+  return {
+    io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env: {}, cwd: root },
+    out,
+    err,
+  }
 }
 
 t.test('bad options are usage errors that say what was wrong', async (t) => {
@@ -44,7 +48,23 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   const dir = await tempDir(t)
   const pair = await startPtyPair(dir)
   t.teardown(() => pair.stop())
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'board', 'simulate', '--port', pair.board, '--rate', '50', '--name', 'demo'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'hub/cli/main.ts'),
+      'board',
+      'simulate',
+      '--port',
+      pair.board,
+      '--rate',
+      '50',
+      '--name',
+      'demo',
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   let stdout = ''
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
   child.stderr.on('data', (d: Buffer) => (stdout += d.toString()))
@@ -52,7 +72,9 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   t.teardown(() => {
     if (child.exitCode === null) child.kill('SIGKILL')
   })
-  await waitFor(() => stdout.includes('simulating board demo'), 'the simulator started', { timeoutMs: 60_000 })
+  await waitFor(() => stdout.includes('simulating board demo'), 'the simulator started', {
+    timeoutMs: 60_000,
+  })
 
   const events: string[] = []
   const bridge = createBridge({
@@ -61,8 +83,14 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await waitFor(() => events.filter((e) => e.startsWith('boards/demo/coin ')).length >= 3, 'events from the CLI simulator')
-  t.match(events.find((e) => e.startsWith('boards/demo/coin '))!, /^boards\/demo\/coin \{"slot":"A\d","amount":[12]\}$/)
+  await waitFor(
+    () => events.filter((e) => e.startsWith('boards/demo/coin ')).length >= 3,
+    'events from the CLI simulator',
+  )
+  t.match(
+    events.find((e) => e.startsWith('boards/demo/coin '))!,
+    /^boards\/demo\/coin \{"slot":"A\d","amount":[12]\}$/,
+  )
   t.same(await bridge.send('demo', 'ping', {}), { ok: true, result: 'pong' })
   await bridge.close()
 
@@ -71,23 +99,34 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
   t.match(stdout, /stopped \(signal\): \d+ events sent, 1 commands answered/)
 })
 
-t.test('svc board simulate without --port makes a pty pair and prints the hub end', { skip: noSocat }, async (t) => {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'board', 'simulate', '--rate', '0'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
-  let stdout = ''
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
-  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
-  t.teardown(() => {
-    if (child.exitCode === null) child.kill('SIGKILL')
-  })
-  await waitFor(() => /port = "(.+)"/.test(stdout), 'the hub end printed', { timeoutMs: 60_000 })
-  const hubEnd = /port = "(.+)"/.exec(stdout)![1]!
-  const bridge = createBridge({ boards: [{ name: 'vend1', port: hubEnd, heartbeatMs: 0 }], publish: async () => undefined })
-  t.teardown(() => bridge.close())
-  await bridge.start()
-  t.same(await bridge.send('vend1', 'gpio_read', { pin: 2 }), { ok: true, result: { pin: 2, value: 0 } })
-  // (Its hello went out before the bridge opened the port; the tty discards it on open, as it
-  // would for a real board already running. Hello is informational: the config names the port.)
-  await bridge.close()
-  child.kill('SIGTERM')
-  t.equal(await exited, 0)
-})
+t.test(
+  'svc board simulate without --port makes a pty pair and prints the hub end',
+  { skip: noSocat },
+  async (t) => {
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'board', 'simulate', '--rate', '0'],
+      { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+    )
+    let stdout = ''
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()))
+    const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)))
+    t.teardown(() => {
+      if (child.exitCode === null) child.kill('SIGKILL')
+    })
+    await waitFor(() => /port = "(.+)"/.test(stdout), 'the hub end printed', { timeoutMs: 60_000 })
+    const hubEnd = /port = "(.+)"/.exec(stdout)![1]!
+    const bridge = createBridge({
+      boards: [{ name: 'vend1', port: hubEnd, heartbeatMs: 0 }],
+      publish: async () => undefined,
+    })
+    t.teardown(() => bridge.close())
+    await bridge.start()
+    t.same(await bridge.send('vend1', 'gpio_read', { pin: 2 }), { ok: true, result: { pin: 2, value: 0 } })
+    // (Its hello went out before the bridge opened the port; the tty discards it on open, as it
+    // would for a real board already running. Hello is informational: the config names the port.)
+    await bridge.close()
+    child.kill('SIGTERM')
+    t.equal(await exited, 0)
+  },
+)

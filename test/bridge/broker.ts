@@ -53,7 +53,11 @@ export async function startBroker(t: Teardown): Promise<Broker> {
   }
 }
 
-export async function connectClient(t: Teardown, url: string, opts: mqtt.IClientOptions = {}): Promise<MqttClient> {
+export async function connectClient(
+  t: Teardown,
+  url: string,
+  opts: mqtt.IClientOptions = {},
+): Promise<MqttClient> {
   const c = await mqtt.connectAsync(url, { reconnectPeriod: 0, ...opts })
   t.teardown(() => c.endAsync(true))
   return c

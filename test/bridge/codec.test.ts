@@ -2,7 +2,16 @@
 // framer against a plain reference model on random input.
 import fc from 'fast-check'
 import t from 'tap'
-import { createLineFramer, decodeBoardLine, decodeCommand, encodeCommand, encodeHello, encodeMessage, encodeReply, type Json } from '../../bridge/codec/index.ts'
+import {
+  createLineFramer,
+  decodeBoardLine,
+  decodeCommand,
+  encodeCommand,
+  encodeHello,
+  encodeMessage,
+  encodeReply,
+  type Json,
+} from '../../bridge/codec/index.ts'
 import { answerCommand } from '../../boards/simulator/answer.ts'
 import { createSimulatedBoard } from '../../boards/simulator/board.ts'
 import { golden, goldenJson, goldenLines } from '../boards/golden.ts'
@@ -36,9 +45,14 @@ t.test('golden commands: the bridge encodes them byte for byte', async (t) => {
 })
 
 t.test('golden replies: decoded by the bridge, and produced byte for byte by the simulator', async (t) => {
-  const replies = goldenJson<Array<{ id: number; ok: boolean; result?: Json; error?: string }>>('replies.json')
+  const replies =
+    goldenJson<Array<{ id: number; ok: boolean; result?: Json; error?: string }>>('replies.json')
   for (const [i, line] of goldenLines('replies.lines').entries()) {
-    t.same(decodeBoardLine(Buffer.from(line)), { ok: true, value: { kind: 'reply', reply: replies[i] } }, `reply ${replies[i]!.id}`)
+    t.same(
+      decodeBoardLine(Buffer.from(line)),
+      { ok: true, value: { kind: 'reply', reply: replies[i] } },
+      `reply ${replies[i]!.id}`,
+    )
   }
   // The simulator plays the firmware: fed the same command bytes, it must print the same replies.
   const sim = createSimulatedBoard('vend1', { rate: 0 })
@@ -49,7 +63,11 @@ t.test('golden replies: decoded by the bridge, and produced byte for byte by the
   for (let i = 0; i < input.length; i += 7) sim.received(input.subarray(i, i + 7))
   sim.closed()
   t.equal(out, golden('replies.lines').toString('utf8'))
-  t.equal(answerCommand('{"id":1,"cmd":"ping"', new Uint8Array(70)), undefined, 'cut-off JSON is not answered')
+  t.equal(
+    answerCommand('{"id":1,"cmd":"ping"', new Uint8Array(70)),
+    undefined,
+    'cut-off JSON is not answered',
+  )
 })
 
 t.test('golden framing: the TS framer keeps and drops the same lines as the firmware', async (t) => {
@@ -62,7 +80,8 @@ t.test('golden framing: the TS framer keeps and drops the same lines as the firm
   for (const step of [1, 3, 64, input.length]) {
     got.length = 0
     const f = createLineFramer(64)
-    for (let i = 0; i < input.length; i += step) f.push(input.subarray(i, i + step), (l) => got.push(l.toString('latin1')))
+    for (let i = 0; i < input.length; i += step)
+      f.push(input.subarray(i, i + step), (l) => got.push(l.toString('latin1')))
     t.same(got, out, `lines, chunks of ${step}`)
     const c = f.counts()
     t.equal(`# lines ${c.lines} oversized ${c.oversized}`, summary, `counts, chunks of ${step}`)
@@ -85,23 +104,38 @@ function reference(bytes: Uint8Array, cap: number): { lines: string[]; oversized
 }
 
 t.test('framer = reference model for any bytes and any chunking', async (t) => {
-  const byte = fc.oneof(fc.constant(0x0a), fc.constant(0x0d), fc.constant(0x41), fc.integer({ min: 0, max: 255 }))
+  const byte = fc.oneof(
+    fc.constant(0x0a),
+    fc.constant(0x0d),
+    fc.constant(0x41),
+    fc.integer({ min: 0, max: 255 }),
+  )
   fc.assert(
-    fc.property(fc.uint8Array({ maxLength: 400 }).map((a) => a), fc.array(byte, { maxLength: 300 }), fc.integer({ min: 1, max: 40 }), fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }), (a, b, cap, cuts) => {
-      const bytes = Buffer.concat([Buffer.from(a), Buffer.from(b)])
-      const f = createLineFramer(cap)
-      const got: string[] = []
-      let i = 0
-      let k = 0
-      while (i < bytes.length) {
-        const n = cuts[k++ % cuts.length]!
-        f.push(bytes.subarray(i, i + n), (l) => got.push(Buffer.from(l).toString('latin1')))
-        i += n
-        if (f.held() > cap + 1) return false
-      }
-      const ref = reference(bytes, cap)
-      return JSON.stringify(got) === JSON.stringify(ref.lines) && f.counts().oversized === ref.oversized && f.counts().lines === ref.lines.length
-    }),
+    fc.property(
+      fc.uint8Array({ maxLength: 400 }).map((a) => a),
+      fc.array(byte, { maxLength: 300 }),
+      fc.integer({ min: 1, max: 40 }),
+      fc.array(fc.integer({ min: 1, max: 50 }), { minLength: 1, maxLength: 20 }),
+      (a, b, cap, cuts) => {
+        const bytes = Buffer.concat([Buffer.from(a), Buffer.from(b)])
+        const f = createLineFramer(cap)
+        const got: string[] = []
+        let i = 0
+        let k = 0
+        while (i < bytes.length) {
+          const n = cuts[k++ % cuts.length]!
+          f.push(bytes.subarray(i, i + n), (l) => got.push(Buffer.from(l).toString('latin1')))
+          i += n
+          if (f.held() > cap + 1) return false
+        }
+        const ref = reference(bytes, cap)
+        return (
+          JSON.stringify(got) === JSON.stringify(ref.lines) &&
+          f.counts().oversized === ref.oversized &&
+          f.counts().lines === ref.lines.length
+        )
+      },
+    ),
     { numRuns: 2000 },
   )
   t.pass('2000 random inputs agree with the reference')

@@ -10,7 +10,10 @@ t.test('bad board configs say which board and which field', async (t) => {
     [[{ ...ok, name: '' }], /\.name: must match/],
     [[{ ...ok, name: 5 }], /^boards\[0\]\.name: must match/],
     [[ok, { ...ok, port: '/dev/ttyUSB1' }], /^boards\[1\] \(vend1\)\.name: duplicate board name$/],
-    [[ok, { ...ok, name: 'vend2' }], /^boards\[1\] \(vend2\)\.port: \/dev\/ttyUSB0 is already used by another board$/],
+    [
+      [ok, { ...ok, name: 'vend2' }],
+      /^boards\[1\] \(vend2\)\.port: \/dev\/ttyUSB0 is already used by another board$/,
+    ],
     [[{ ...ok, port: '' }], /\.port: must be a non-empty path/],
     [[{ ...ok, baud: 12345 }], /\.baud: 12345 is not a standard baud rate/],
     [[{ ...ok, lineCap: 8 }], /\.lineCap: must be an integer from 16 to 1048576 \(default 1024\)/],
@@ -27,8 +30,24 @@ t.test('bad board configs say which board and which field', async (t) => {
     t.equal(r.ok, false, JSON.stringify(boards))
     if (!r.ok) t.match(r.error, re)
   }
-  t.same(checkBoardConfigs([ok, { name: 'vend2', port: '/dev/ttyUSB1', baud: 9600, lineCap: 256, heartbeatMs: 0, simulate: { rate: 5 } }]), { ok: true })
-  t.throws(() => createBridge({ boards: [{ ...ok, baud: 7 }], publish: async () => undefined }), new TypeError('boards[0] (vend1).baud: 7 is not a standard baud rate'))
+  t.same(
+    checkBoardConfigs([
+      ok,
+      {
+        name: 'vend2',
+        port: '/dev/ttyUSB1',
+        baud: 9600,
+        lineCap: 256,
+        heartbeatMs: 0,
+        simulate: { rate: 5 },
+      },
+    ]),
+    { ok: true },
+  )
+  t.throws(
+    () => createBridge({ boards: [{ ...ok, baud: 7 }], publish: async () => undefined }),
+    new TypeError('boards[0] (vend1).baud: 7 is not a standard baud rate'),
+  )
 })
 
 t.test('a bridge with no boards starts and closes', async (t) => {

@@ -7,7 +7,9 @@ import { checkBoardConfigs } from '../../bridge/config.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 const require = createRequire(import.meta.url)
-const { Firmata: MockFirmata } = require('mock-firmata') as { Firmata: new () => FirmataIo & { emit(ev: string, ...a: unknown[]): boolean } }
+const { Firmata: MockFirmata } = require('mock-firmata') as {
+  Firmata: new () => FirmataIo & { emit(ev: string, ...a: unknown[]): boolean }
+}
 
 type Cb = (v: number) => void
 interface Driven {
@@ -89,17 +91,36 @@ t.test('profile signals become events; commands answered; close → offline → 
   await waitFor(() => published.includes('boards/uno1/button 1'), 'inverted: LOW reports 1')
 
   t.same(await bridge.send('uno1', 'ping', {}), { ok: true, result: 'pong' })
-  t.same(await bridge.send('uno1', 'gpio_write', { pin: 13, value: 1 }), { ok: true, result: { pin: 13, value: 1 } })
+  t.same(await bridge.send('uno1', 'gpio_write', { pin: 13, value: 1 }), {
+    ok: true,
+    result: { pin: 13, value: 1 },
+  })
   t.same(d.writes, [[13, 1]])
   t.same(await bridge.send('uno1', 'gpio_read', { pin: 13 }), { ok: true, result: { pin: 13, value: 1 } })
-  t.match(await bridge.send('uno1', 'gpio_write', { pin: 13, value: 2 }), { ok: false, error: 'args.value: must be 0 or 1' })
-  t.match(await bridge.send('uno1', 'gpio_read', { pin: 500 }), { ok: false, error: /^args\.pin: must be an integer from 0 to \d+$/ })
+  t.match(await bridge.send('uno1', 'gpio_write', { pin: 13, value: 2 }), {
+    ok: false,
+    error: 'args.value: must be 0 or 1',
+  })
+  t.match(await bridge.send('uno1', 'gpio_read', { pin: 500 }), {
+    ok: false,
+    error: /^args\.pin: must be an integer from 0 to \d+$/,
+  })
   t.match(await bridge.send('uno1', 'reboot', {}), { ok: false, error: /unknown command "reboot"/ })
 
   d.io.emit('close')
-  await waitFor(() => ios.length === 2 && bridge.stats().boards.uno1!.state === 'online', 'reconnected with a new IO')
+  await waitFor(
+    () => ios.length === 2 && bridge.stats().boards.uno1!.state === 'online',
+    'reconnected with a new IO',
+  )
   t.equal(bridge.stats().boards.uno1!.reconnects, 1)
-  t.same(published.filter((p) => p.includes('availability')), ['boards/uno1/availability online', 'boards/uno1/availability offline', 'boards/uno1/availability online'])
+  t.same(
+    published.filter((p) => p.includes('availability')),
+    [
+      'boards/uno1/availability online',
+      'boards/uno1/availability offline',
+      'boards/uno1/availability online',
+    ],
+  )
   const analog2 = [...ios[1]!.analog.values()][0]!
   analog2(500)
   await waitFor(() => published.includes('boards/uno1/temp 500'), 'events after the reconnect')
@@ -107,11 +128,21 @@ t.test('profile signals become events; commands answered; close → offline → 
 })
 
 t.test('bad firmata profiles are rejected with the board and field', async (t) => {
-  const bad = (profile: unknown) => checkBoardConfigs([{ ...profileBoard, profile: profile as BoardConfig['profile'] }])
+  const bad = (profile: unknown) =>
+    checkBoardConfigs([{ ...profileBoard, profile: profile as BoardConfig['profile'] }])
   t.match(bad(undefined), { ok: false, error: 'boards[0] (uno1).profile: a firmata board needs a profile' })
   t.match(bad({ signals: [] }), { ok: false, error: /^boards\[0\] \(uno1\)\.profile\/signals: / })
-  t.match(bad({ signals: [{ signal: 'a/b', type: 'digital', pin: 2 }] }), { ok: false, error: /^boards\[0\] \(uno1\)\.profile/ })
-  t.match(bad({ signals: [{ signal: 't', type: 'analog', pin: 'A0', threshold: 0 }] }), { ok: false, error: /^boards\[0\] \(uno1\)\.profile/ })
-  t.match(bad({ signals: [{ signal: 't', type: 'servo', pin: 9 }] }), { ok: false, error: /^boards\[0\] \(uno1\)\.profile/ })
+  t.match(bad({ signals: [{ signal: 'a/b', type: 'digital', pin: 2 }] }), {
+    ok: false,
+    error: /^boards\[0\] \(uno1\)\.profile/,
+  })
+  t.match(bad({ signals: [{ signal: 't', type: 'analog', pin: 'A0', threshold: 0 }] }), {
+    ok: false,
+    error: /^boards\[0\] \(uno1\)\.profile/,
+  })
+  t.match(bad({ signals: [{ signal: 't', type: 'servo', pin: 9 }] }), {
+    ok: false,
+    error: /^boards\[0\] \(uno1\)\.profile/,
+  })
   t.same(bad(profileBoard.profile), { ok: true })
 })

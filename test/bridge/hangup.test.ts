@@ -3,14 +3,16 @@
 // ever and the first test below never ends.
 import t from 'tap'
 import { SerialPort } from 'serialport'
-import type { BindingPortInterface } from '@serialport/bindings-interface' with { 'resolution-mode': 'require' }
+import type { BindingPortInterface } from '../../bridge/serial/binding-types.ts'
 import { HANGUP_MESSAGE, withHangupDetection } from '../../bridge/serial/hangup-binding.ts'
 import { tempDir, type Teardown } from '../helpers/tmp.ts'
 import { noSocat, startPtyPair, type PtyPair } from './pty.ts'
 
 const binding = withHangupDetection(SerialPort.binding)
 
-async function openPair(t: Teardown): Promise<{ pair: PtyPair; board: BindingPortInterface; hub: BindingPortInterface }> {
+async function openPair(
+  t: Teardown,
+): Promise<{ pair: PtyPair; board: BindingPortInterface; hub: BindingPortInterface }> {
   const pair = await startPtyPair(await tempDir(t))
   const board = await binding.open({ path: pair.board, baudRate: 115200 })
   const hub = await binding.open({ path: pair.hub, baudRate: 115200 })
@@ -31,7 +33,9 @@ async function readLine(port: BindingPortInterface): Promise<string> {
   return got
 }
 
-const failure = (p: Promise<unknown>): Promise<Error & { code?: string; disconnect?: boolean; canceled?: boolean }> =>
+const failure = (
+  p: Promise<unknown>,
+): Promise<Error & { code?: string; disconnect?: boolean; canceled?: boolean }> =>
   p.then(
     () => {
       throw new Error('the read succeeded')
@@ -73,7 +77,10 @@ t.test('a port without a file descriptor (the mock binding) is passed through as
   const { SerialPortMock } = await import('serialport')
   SerialPortMock.binding.createPort('/dev/hangup-mock', { echo: true })
   t.teardown(() => SerialPortMock.binding.reset())
-  const port = await withHangupDetection(SerialPortMock.binding).open({ path: '/dev/hangup-mock', baudRate: 9600 })
+  const port = await withHangupDetection(SerialPortMock.binding).open({
+    path: '/dev/hangup-mock',
+    baudRate: 9600,
+  })
   t.equal(port.constructor.name, 'MockPortBinding')
   await port.write(Buffer.from('echo\n'))
   t.equal(await readLine(port), 'echo\n')

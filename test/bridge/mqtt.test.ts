@@ -18,7 +18,11 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   t.teardown(() => bridge.close())
   await bridge.start()
   await inbox.until(1)
-  t.same(inbox.got[0], { topic: 'boards/vend1/availability', payload: 'online', retain: false }, 'online on open (live delivery is not flagged retained)')
+  t.same(
+    inbox.got[0],
+    { topic: 'boards/vend1/availability', payload: 'online', retain: false },
+    'online on open (live delivery is not flagged retained)',
+  )
 
   bridge.simulated('vend1')!.emitEvents(5)
   await inbox.until(6)
@@ -41,36 +45,57 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
 
   await bridge.close()
   await lateInbox.until(2)
-  t.same(lateInbox.got[1], { topic: 'boards/vend1/availability', payload: 'offline', retain: false }, 'offline on close')
+  t.same(
+    lateInbox.got[1],
+    { topic: 'boards/vend1/availability', payload: 'offline', retain: false },
+    'offline on close',
+  )
   t.equal(bridge.stats().boards.vend1!.state, 'closed')
 })
 
-t.test('commands reach the simulated board and are answered; bad commands rejected without a write', async (t) => {
-  const broker = await startBroker(t)
-  const hubClient = await connectClient(t, broker.url)
-  const bridge = createBridge({
-    boards: [{ name: 'vend1', port: '/sim/cmd-vend1', simulate: { rate: 0 }, heartbeatMs: 0 }],
-    publish: publishVia(hubClient),
-  })
-  t.teardown(() => bridge.close())
-  await bridge.start()
-  t.same(await bridge.send('vend1', 'ping', {}), { ok: true, result: 'pong' })
-  t.same(await bridge.send('vend1', 'gpio_write', { pin: 13, value: 1 }), { ok: true, result: { pin: 13, value: 1 } })
-  t.same(await bridge.send('vend1', 'gpio_read', { pin: 13 }), { ok: true, result: { pin: 13, value: 1 } })
-  t.same(await bridge.send('vend1', 'gpio_read', { pin: 99 }), { ok: false, error: 'args.pin: must be an integer from 0 to 69' })
-  // Many at once: one at a time on the wire, each answered with its own result.
-  const many = await Promise.all([0, 1, 0, 1].map((v) => bridge.send('vend1', 'gpio_write', { pin: 7, value: v })))
-  t.same(many.map((r) => r.ok && (r.result as { value: number }).value), [0, 1, 0, 1])
-  const before = bridge.simulated('vend1')!.stats().commands
-  const bad = await bridge.send('vend1', 'Bad Name', {})
-  t.equal(bad.ok, false)
-  t.match(bad, { error: /^command: \/cmd / })
-  t.same(await bridge.send('nope', 'ping', {}), { ok: false, error: 'unknown board "nope" (configured: vend1)' })
-  t.match(await bridge.send('vend1', 'ping', {}, { timeoutMs: -1 }), { ok: false, error: /timeoutMs/ })
-  t.equal(bridge.simulated('vend1')!.stats().commands, before, 'nothing written for rejected commands')
+t.test(
+  'commands reach the simulated board and are answered; bad commands rejected without a write',
+  async (t) => {
+    const broker = await startBroker(t)
+    const hubClient = await connectClient(t, broker.url)
+    const bridge = createBridge({
+      boards: [{ name: 'vend1', port: '/sim/cmd-vend1', simulate: { rate: 0 }, heartbeatMs: 0 }],
+      publish: publishVia(hubClient),
+    })
+    t.teardown(() => bridge.close())
+    await bridge.start()
+    t.same(await bridge.send('vend1', 'ping', {}), { ok: true, result: 'pong' })
+    t.same(await bridge.send('vend1', 'gpio_write', { pin: 13, value: 1 }), {
+      ok: true,
+      result: { pin: 13, value: 1 },
+    })
+    t.same(await bridge.send('vend1', 'gpio_read', { pin: 13 }), { ok: true, result: { pin: 13, value: 1 } })
+    t.same(await bridge.send('vend1', 'gpio_read', { pin: 99 }), {
+      ok: false,
+      error: 'args.pin: must be an integer from 0 to 69',
+    })
+    // Many at once: one at a time on the wire, each answered with its own result.
+    const many = await Promise.all(
+      [0, 1, 0, 1].map((v) => bridge.send('vend1', 'gpio_write', { pin: 7, value: v })),
+    )
+    t.same(
+      many.map((r) => r.ok && (r.result as { value: number }).value),
+      [0, 1, 0, 1],
+    )
+    const before = bridge.simulated('vend1')!.stats().commands
+    const bad = await bridge.send('vend1', 'Bad Name', {})
+    t.equal(bad.ok, false)
+    t.match(bad, { error: /^command: \/cmd / })
+    t.same(await bridge.send('nope', 'ping', {}), {
+      ok: false,
+      error: 'unknown board "nope" (configured: vend1)',
+    })
+    t.match(await bridge.send('vend1', 'ping', {}, { timeoutMs: -1 }), { ok: false, error: /timeoutMs/ })
+    t.equal(bridge.simulated('vend1')!.stats().commands, before, 'nothing written for rejected commands')
 
-  bridge.simulated('vend1')!.setMute(true)
-  const r = await bridge.send('vend1', 'ping', {}, { timeoutMs: 50 })
-  t.match(r, { ok: false, error: /did not answer "ping" \(id \d+\) within 50 ms/ })
-  t.equal(bridge.stats().boards.vend1!.timeouts, 1)
-})
+    bridge.simulated('vend1')!.setMute(true)
+    const r = await bridge.send('vend1', 'ping', {}, { timeoutMs: 50 })
+    t.match(r, { ok: false, error: /did not answer "ping" \(id \d+\) within 50 ms/ })
+    t.equal(bridge.stats().boards.vend1!.timeouts, 1)
+  },
+)

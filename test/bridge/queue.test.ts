@@ -10,7 +10,14 @@ t.test('broker down then back: every event arrives once, in order', async (t) =>
   const hub = await connectClient(t, broker.url, { reconnectPeriod: 20 })
   let gate = true
   const bridge = createBridge({
-    boards: [{ name: 'vend1', port: '/sim/queue-vend1', simulate: { rate: 0, text: (n) => `e${n}` }, heartbeatMs: 0 }],
+    boards: [
+      {
+        name: 'vend1',
+        port: '/sim/queue-vend1',
+        simulate: { rate: 0, text: (n) => `e${n}` },
+        heartbeatMs: 0,
+      },
+    ],
     // The hub's wiring refuses while disconnected (rather than letting mqtt.js buffer without bound).
     publish: async (topic, payload, opts) => {
       if (!gate || !hub.connected) throw new Error('broker unreachable')
@@ -37,48 +44,69 @@ t.test('broker down then back: every event arrives once, in order', async (t) =>
   await waitFor(() => hub.connected, 'hub client reconnected')
   gate = true
   await inbox.until(500)
-  t.same(inbox.got.map((m) => m.payload), Array.from({ length: 500 }, (_, i) => `e${i + 10}`), 'all 500 held events, once each, in order')
+  t.same(
+    inbox.got.map((m) => m.payload),
+    Array.from({ length: 500 }, (_, i) => `e${i + 10}`),
+    'all 500 held events, once each, in order',
+  )
   await waitFor(() => bridge.stats().queue.pending === 0, 'queue empty')
   t.equal(bridge.stats().boards.vend1!.published, 510)
   t.equal(bridge.stats().queue.dropped, 0)
 })
 
-t.test('past the bound the oldest events are dropped and counted; availability is kept and coalesced', async (t) => {
-  let up = false
-  let failures = 0
-  const delivered: string[] = []
-  const dropped: string[] = []
-  const q = createPublishQueue({
-    publish: async (topic, payload) => {
-      if (!up) throw new Error('down')
-      delivered.push(`${topic}=${payload}`)
-    },
-    max: 100,
-    highWater: 50,
-    window: 8,
-    // One slow retry: after the first failure everything waits, so what is dropped is exact.
-    retryInitialMs: 300,
-    retryMaxMs: 300,
-    onDelivered: () => undefined,
-    onDropped: (i: QueueItem) => void dropped.push(i.payload),
-    onFailed: () => void failures++,
-  })
-  t.teardown(() => q.close())
-  const avail = (s: string) => q.push({ topic: 'boards/b/availability', payload: s, qos: 1, retain: true, board: 'b' })
-  avail('online')
-  await waitFor(() => failures === 1, 'the first publish to fail') // the queue now waits for its retry
-  for (let i = 0; i < 150; i++) q.push({ topic: 'boards/b/x', payload: String(i), qos: 1, retain: false, board: 'b' })
-  avail('offline')
-  avail('online')
-  t.equal(q.stats().dropped, 50, '50 over the bound dropped')
-  t.same(dropped, Array.from({ length: 50 }, (_, i) => String(i)), 'the oldest ones')
-  up = true
-  t.ok(await q.drain(10_000), 'drains once the broker is back')
-  const events = delivered.filter((d) => d.startsWith('boards/b/x='))
-  t.same(events, Array.from({ length: 100 }, (_, i) => `boards/b/x=${i + 50}`), 'the newest 100, in order')
-  t.same(delivered.filter((d) => d.includes('availability')), ['boards/b/availability=online'], 'only the latest availability is sent')
-  t.equal(q.stats().delivered, 101)
-})
+t.test(
+  'past the bound the oldest events are dropped and counted; availability is kept and coalesced',
+  async (t) => {
+    let up = false
+    let failures = 0
+    const delivered: string[] = []
+    const dropped: string[] = []
+    const q = createPublishQueue({
+      publish: async (topic, payload) => {
+        if (!up) throw new Error('down')
+        delivered.push(`${topic}=${payload}`)
+      },
+      max: 100,
+      highWater: 50,
+      window: 8,
+      // One slow retry: after the first failure everything waits, so what is dropped is exact.
+      retryInitialMs: 300,
+      retryMaxMs: 300,
+      onDelivered: () => undefined,
+      onDropped: (i: QueueItem) => void dropped.push(i.payload),
+      onFailed: () => void failures++,
+    })
+    t.teardown(() => q.close())
+    const avail = (s: string) =>
+      q.push({ topic: 'boards/b/availability', payload: s, qos: 1, retain: true, board: 'b' })
+    avail('online')
+    await waitFor(() => failures === 1, 'the first publish to fail') // the queue now waits for its retry
+    for (let i = 0; i < 150; i++)
+      q.push({ topic: 'boards/b/x', payload: String(i), qos: 1, retain: false, board: 'b' })
+    avail('offline')
+    avail('online')
+    t.equal(q.stats().dropped, 50, '50 over the bound dropped')
+    t.same(
+      dropped,
+      Array.from({ length: 50 }, (_, i) => String(i)),
+      'the oldest ones',
+    )
+    up = true
+    t.ok(await q.drain(10_000), 'drains once the broker is back')
+    const events = delivered.filter((d) => d.startsWith('boards/b/x='))
+    t.same(
+      events,
+      Array.from({ length: 100 }, (_, i) => `boards/b/x=${i + 50}`),
+      'the newest 100, in order',
+    )
+    t.same(
+      delivered.filter((d) => d.includes('availability')),
+      ['boards/b/availability=online'],
+      'only the latest availability is sent',
+    )
+    t.equal(q.stats().delivered, 101)
+  },
+)
 
 t.test('a publish function that throws synchronously is treated as a failure, not a crash', async (t) => {
   let calls = 0
@@ -108,7 +136,14 @@ t.test('a slow but working broker slows the port down instead of dropping (backp
   const got: string[] = []
   let maxPending = 0
   const bridge = createBridge({
-    boards: [{ name: 'burst', port: '/sim/queue-burst', simulate: { rate: 0, text: (n) => String(n) }, heartbeatMs: 0 }],
+    boards: [
+      {
+        name: 'burst',
+        port: '/sim/queue-burst',
+        simulate: { rate: 0, text: (n) => String(n) },
+        heartbeatMs: 0,
+      },
+    ],
     publish: async (topic, payload) => {
       await new Promise((r) => setTimeout(r, 0))
       if (topic === 'boards/burst/coin') got.push(payload)
@@ -121,7 +156,11 @@ t.test('a slow but working broker slows the port down instead of dropping (backp
   t.teardown(() => clearInterval(watch))
   bridge.simulated('burst')!.emitEvents(5000) // one burst, 50× the bound
   await waitFor(() => got.length === 5000, 'all 5000 delivered')
-  t.same(got, Array.from({ length: 5000 }, (_, i) => String(i)), 'in order')
+  t.same(
+    got,
+    Array.from({ length: 5000 }, (_, i) => String(i)),
+    'in order',
+  )
   t.equal(bridge.stats().queue.dropped, 0, 'none dropped')
   t.ok(maxPending <= 100, `the queue stayed within its bound (max seen ${maxPending})`)
 })

@@ -34,7 +34,11 @@ t.test('unplug and replug 50 times: back each time, nothing lost while plugged',
     binding.unplug(path)
     await waitFor(() => bridge.stats().boards.vend1!.state === 'offline', `offline after unplug ${i + 1}`)
     t.equal(binding.isOpen(path), false)
-    t.match(await bridge.send('vend1', 'ping', {}), { ok: false, error: 'board vend1 is offline' }, 'commands fail at once while offline')
+    t.match(
+      await bridge.send('vend1', 'ping', {}),
+      { ok: false, error: 'board vend1 is offline' },
+      'commands fail at once while offline',
+    )
     binding.replug(path)
     await waitFor(() => bridge.stats().boards.vend1!.state === 'online', `online after replug ${i + 1}`)
   }
@@ -55,7 +59,11 @@ t.test('unplug and replug 50 times: back each time, nothing lost while plugged',
   t.equal(s.reconnects, cycles)
   t.equal(s.events, 2 * cycles + 1)
   t.equal(s.garbage, 0)
-  t.same(await bridge.send('vend1', 'ping', {}), { ok: true, result: 'pong' }, 'commands work after the last replug')
+  t.same(
+    await bridge.send('vend1', 'ping', {}),
+    { ok: true, result: 'pong' },
+    'commands work after the last replug',
+  )
 })
 
 t.test('a board that stops answering is found by the heartbeat and reopened', async (t) => {
@@ -74,9 +82,15 @@ t.test('a board that stops answering is found by the heartbeat and reopened', as
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await waitFor(() => bridge.stats().boards.quiet!.reconnects >= 1, 'a reopen after the heartbeat ping went unanswered')
+  await waitFor(
+    () => bridge.stats().boards.quiet!.reconnects >= 1,
+    'a reopen after the heartbeat ping went unanswered',
+  )
   await avail.until(3)
-  t.same(avail.got.slice(0, 3).map((a) => a.payload), ['online', 'offline', 'online'])
+  t.same(
+    avail.got.slice(0, 3).map((a) => a.payload),
+    ['online', 'offline', 'online'],
+  )
   t.ok(bridge.stats().boards.quiet!.timeouts >= 1, 'the unanswered ping is counted as a timeout')
   // Answering again: the heartbeat pings succeed and the port stays open.
   board.setMute(false)

@@ -8,7 +8,11 @@ import { compileContracts } from '../../chain/compile.ts'
 t.test('committed ABI matches the compiled contracts', async (t) => {
   const a = await compileContracts()
   t.same(identityRegistryAbi, a.IdentityRegistry.abi, 'IdentityRegistry: run `npx tsx chain/gen-abi.ts`')
-  t.same(validationRegistryAbi, a.ValidationRegistry.abi, 'ValidationRegistry: run `npx tsx chain/gen-abi.ts`')
+  t.same(
+    validationRegistryAbi,
+    a.ValidationRegistry.abi,
+    'ValidationRegistry: run `npx tsx chain/gen-abi.ts`',
+  )
   t.match(a.IdentityRegistry.bytecode, /^0x[0-9a-f]{100,}$/)
 })
 
@@ -27,9 +31,13 @@ t.test('ERC-8004 signatures', async (t) => {
     'getSummary(uint256,address[],string)',
     'getAgentValidations(uint256)',
     'getValidatorRequests(address)',
-  ]) t.ok(v.includes(s), s)
+  ])
+    t.ok(v.includes(s), s)
   const status = fn(validationRegistryAbi, 'getValidationStatus')[0] as unknown as AbiFunction
-  t.same(status.outputs.map((o) => o.type), ['address', 'uint256', 'uint8', 'bytes32', 'string', 'uint256'])
+  t.same(
+    status.outputs.map((o) => o.type),
+    ['address', 'uint256', 'uint8', 'bytes32', 'string', 'uint256'],
+  )
   const id = sigs(identityRegistryAbi)
   for (const s of [
     'register()',
@@ -44,7 +52,11 @@ t.test('ERC-8004 signatures', async (t) => {
     'getMetadata(uint256,string)',
     'setMetadata(uint256,string,bytes)',
     'setAgentURI(uint256,string)',
-  ]) t.ok(id.includes(s), s)
+  ])
+    t.ok(id.includes(s), s)
   const owner = fn(identityRegistryAbi, 'ownerOf')[0] as unknown as AbiFunction
-  t.same(owner.outputs.map((o) => o.type), ['address'])
+  t.same(
+    owner.outputs.map((o) => o.type),
+    ['address'],
+  )
 })

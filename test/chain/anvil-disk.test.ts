@@ -34,7 +34,11 @@ t.test('1,000 mined blocks leave no state files under ~/.foundry', async (t) => 
   })
   const anvil = await startAnvil()
   t.teardown(() => anvil.stop())
-  await createTestClient({ chain: svcChain(anvil.rpcUrl), mode: 'anvil', transport: http(anvil.rpcUrl) }).mine({ blocks: 1000 })
+  await createTestClient({
+    chain: svcChain(anvil.rpcUrl),
+    mode: 'anvil',
+    transport: http(anvil.rpcUrl),
+  }).mine({ blocks: 1000 })
   t.equal(await publicClientFor(anvil.rpcUrl).getBlockNumber(), 1000n, 'the blocks were mined')
   t.equal(await filesUnder(join(home, '.foundry')), 0, 'while running')
   await anvil.stop()
@@ -58,7 +62,9 @@ t.test('reads at latest never fail while blocks are being mined', async (t) => {
     while (sending > 0) {
       for (const r of [pub.getBalance({ address: target }), pub.call({ to: target, data: '0x' })]) {
         reads++
-        await r.catch((err: Error & { shortMessage?: string }) => failures.push(err.shortMessage ?? err.message))
+        await r.catch((err: Error & { shortMessage?: string }) =>
+          failures.push(err.shortMessage ?? err.message),
+        )
       }
     }
   }

@@ -27,7 +27,12 @@ t.test('the demo agent: id 0, owned by owner, wallet = device, device approved',
   t.same(o, { ok: true, value: owner.address })
   t.same(await readAgentWallet(pub, chain.identityRegistry, 0n), { ok: true, value: device.address })
   t.equal(
-    await pub.readContract({ address: chain.identityRegistry, abi: identityRegistryAbi, functionName: 'isApprovedForAll', args: [owner.address, device.address] }),
+    await pub.readContract({
+      address: chain.identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'isApprovedForAll',
+      args: [owner.address, device.address],
+    }),
     true,
   )
   const missing = await readOwnerOf(pub, chain.identityRegistry, 999n)
@@ -43,10 +48,18 @@ t.test('ids count up; wallet defaults to the registrant and is cleared on transf
   const other = anvilAccount(7)
   await setAgentWallet(b, pub, chain.identityRegistry, id, other.privateKey)
   t.same(await readAgentWallet(pub, chain.identityRegistry, id), { ok: true, value: other.address })
-  const h = await b.writeContract({ address: chain.identityRegistry, abi: identityRegistryAbi, functionName: 'transferFrom', args: [buyer.address, owner.address, id] })
+  const h = await b.writeContract({
+    address: chain.identityRegistry,
+    abi: identityRegistryAbi,
+    functionName: 'transferFrom',
+    args: [buyer.address, owner.address, id],
+  })
   await pub.waitForTransactionReceipt({ hash: h })
   t.same(await readOwnerOf(pub, chain.identityRegistry, id), { ok: true, value: owner.address })
-  t.same(await readAgentWallet(pub, chain.identityRegistry, id), { ok: true, value: '0x0000000000000000000000000000000000000000' })
+  t.same(await readAgentWallet(pub, chain.identityRegistry, id), {
+    ok: true,
+    value: '0x0000000000000000000000000000000000000000',
+  })
 })
 
 t.test('setAgentWallet refuses a signature by another key', async (t) => {
@@ -56,13 +69,38 @@ t.test('setAgentWallet refuses a signature by another key', async (t) => {
   const a9 = anvilAccount(9)
   const block = await pub.getBlock()
   const sig = await (await import('viem/accounts')).privateKeyToAccount(a8.privateKey).signTypedData({
-    domain: { name: 'ERC8004IdentityRegistry', version: '1', chainId: 10143, verifyingContract: chain.identityRegistry },
-    types: { AgentWalletSet: [{ name: 'agentId', type: 'uint256' }, { name: 'newWallet', type: 'address' }, { name: 'owner', type: 'address' }, { name: 'deadline', type: 'uint256' }] },
+    domain: {
+      name: 'ERC8004IdentityRegistry',
+      version: '1',
+      chainId: 10143,
+      verifyingContract: chain.identityRegistry,
+    },
+    types: {
+      AgentWalletSet: [
+        { name: 'agentId', type: 'uint256' },
+        { name: 'newWallet', type: 'address' },
+        { name: 'owner', type: 'address' },
+        { name: 'deadline', type: 'uint256' },
+      ],
+    },
     primaryType: 'AgentWalletSet',
     message: { agentId: 0n, newWallet: a9.address, owner: owner.address, deadline: block.timestamp + 60n },
   })
-  await reverts(t, o.writeContract({ address: chain.identityRegistry, abi: identityRegistryAbi, functionName: 'setAgentWallet', args: [0n, a9.address, block.timestamp + 60n, sig] }), 'invalid wallet sig')
-  t.same(await readAgentWallet(pub, chain.identityRegistry, 0n), { ok: true, value: device.address }, 'unchanged')
+  await reverts(
+    t,
+    o.writeContract({
+      address: chain.identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'setAgentWallet',
+      args: [0n, a9.address, block.timestamp + 60n, sig],
+    }),
+    'invalid wallet sig',
+  )
+  t.same(
+    await readAgentWallet(pub, chain.identityRegistry, 0n),
+    { ok: true, value: device.address },
+    'unchanged',
+  )
 })
 
 t.test('validation: request by operator, response by validator, first-come, unknown', async (t) => {
@@ -72,8 +110,22 @@ t.test('validation: request by operator, response by validator, first-come, unkn
   const unknown = await readValidationStatus(pub, chain.validationRegistry, reqHash('never'))
   t.same(unknown, { ok: false, kind: 'unknown', error: 'unknown request hash' })
 
-  await reverts(t, w(buyer.privateKey).writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: [attestor.address, 0n, 'svc://r/1', rh] }), 'Not authorized')
-  const h1 = await dev.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: [attestor.address, 0n, 'svc://r/1', rh] })
+  await reverts(
+    t,
+    w(buyer.privateKey).writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationRequest',
+      args: [attestor.address, 0n, 'svc://r/1', rh],
+    }),
+    'Not authorized',
+  )
+  const h1 = await dev.writeContract({
+    address: chain.validationRegistry,
+    abi: validationRegistryAbi,
+    functionName: 'validationRequest',
+    args: [attestor.address, 0n, 'svc://r/1', rh],
+  })
   t.equal((await pub.waitForTransactionReceipt({ hash: h1 })).status, 'success')
   const pending = await readValidationStatus(pub, chain.validationRegistry, rh)
   t.ok(pending.ok)
@@ -84,13 +136,54 @@ t.test('validation: request by operator, response by validator, first-come, unkn
     t.equal(pending.value.tag, '')
   }
   // first-come: the same hash cannot be requested again, even by the owner
-  await reverts(t, w(owner.privateKey).writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationRequest', args: [buyer.address, 0n, 'svc://r/x', rh] }), 'exists')
+  await reverts(
+    t,
+    w(owner.privateKey).writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationRequest',
+      args: [buyer.address, 0n, 'svc://r/x', rh],
+    }),
+    'exists',
+  )
 
   const ph = reqHash('params')
-  await reverts(t, dev.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args: [rh, 100, 'u', ph, 'svc-action'] }), 'not validator')
-  await reverts(t, att.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args: [rh, 101, 'u', ph, 'svc-action'] }), 'resp>100')
-  await reverts(t, att.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args: [reqHash('nope'), 100, 'u', ph, 'svc-action'] }), 'unknown')
-  const h2 = await att.writeContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'validationResponse', args: [rh, 100, 'svc://resp/1', ph, 'svc-action'] })
+  await reverts(
+    t,
+    dev.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args: [rh, 100, 'u', ph, 'svc-action'],
+    }),
+    'not validator',
+  )
+  await reverts(
+    t,
+    att.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args: [rh, 101, 'u', ph, 'svc-action'],
+    }),
+    'resp>100',
+  )
+  await reverts(
+    t,
+    att.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args: [reqHash('nope'), 100, 'u', ph, 'svc-action'],
+    }),
+    'unknown',
+  )
+  const h2 = await att.writeContract({
+    address: chain.validationRegistry,
+    abi: validationRegistryAbi,
+    functionName: 'validationResponse',
+    args: [rh, 100, 'svc://resp/1', ph, 'svc-action'],
+  })
   t.equal((await pub.waitForTransactionReceipt({ hash: h2 })).status, 'success')
   const done = await readValidationStatus(pub, chain.validationRegistry, rh)
   t.ok(done.ok)
@@ -100,10 +193,23 @@ t.test('validation: request by operator, response by validator, first-come, unkn
     t.equal(done.value.tag, 'svc-action')
     t.ok(done.value.lastUpdate > 0n)
   }
-  const [count, avg] = await pub.readContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'getSummary', args: [0n, [attestor.address], 'svc-action'] })
+  const [count, avg] = await pub.readContract({
+    address: chain.validationRegistry,
+    abi: validationRegistryAbi,
+    functionName: 'getSummary',
+    args: [0n, [attestor.address], 'svc-action'],
+  })
   t.equal(count, 1n)
   t.equal(avg, 100)
-  t.same(await pub.readContract({ address: chain.validationRegistry, abi: validationRegistryAbi, functionName: 'getAgentValidations', args: [0n] }), [rh])
+  t.same(
+    await pub.readContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'getAgentValidations',
+      args: [0n],
+    }),
+    [rh],
+  )
 })
 
 t.test('unreachable RPC is told apart from unknown', async (t) => {

@@ -16,19 +16,44 @@ t.test('with no agent configured, a step with no call fails with "no agent confi
 })
 
 t.test('an agent step: the model calls an allowed tool through the engine, then answers', async (t) => {
-  const srv = await fakeOpenAi(t, [message(null, [{ name: 'echo', args: { said: 'hi' } }, { name: 'fail', args: {} }]), message('{"done": true}')])
+  const srv = await fakeOpenAi(t, [
+    message(null, [
+      { name: 'echo', args: { said: 'hi' } },
+      { name: 'fail', args: {} },
+    ]),
+    message('{"done": true}'),
+  ])
   const agent = createOpenAiAgent({ url: srv.url, model: 'tiny' })
-  const s = sop({ agent: 'vendor', steps: [step(1, { title: 'greet', body: 'say hi', prompt: 'be brief', tools: ['echo', 'fail'], denyTools: ['fail'] })] })
+  const s = sop({
+    agent: 'vendor',
+    steps: [
+      step(1, {
+        title: 'greet',
+        body: 'say hi',
+        prompt: 'be brief',
+        tools: ['echo', 'fail'],
+        denyTools: ['fail'],
+      }),
+    ],
+  })
   const { engine, tools } = await startEngine(t, [s], { agent })
   const d = await engine.trigger('test-sop', event({ who: 'bob' }))
   await engine.idle()
   const run = await engine.getRun(d.runId!)
   t.equal(run?.state, 'completed')
   t.same(run?.steps['1']?.output, { done: true })
-  t.same(tools.calls.map((c) => c.tool), ['echo'], 'the denied tool was refused, not called')
+  t.same(
+    tools.calls.map((c) => c.tool),
+    ['echo'],
+    'the denied tool was refused, not called',
+  )
   t.equal(srv.requests.length, 2)
   t.equal(srv.requests[0]?.model, 'tiny')
-  t.same((srv.requests[0]?.tools as { function: { name: string } }[]).map((x) => x.function.name), ['echo'], 'only allowed tools offered')
+  t.same(
+    (srv.requests[0]!.tools as { function: { name: string } }[]).map((x) => x.function.name),
+    ['echo'],
+    'only allowed tools offered',
+  )
   t.match(srv.requests[0]?.messages[1]?.content, /greet[\s\S]*say hi[\s\S]*be brief[\s\S]*"who":"bob"/)
   const toolMsgs = srv.requests[1]!.messages.filter((m) => m.role === 'tool').map((m) => m.content)
   t.match(toolMsgs, [/"said":"hi"/, /denied by deny-tools/])
@@ -36,11 +61,21 @@ t.test('an agent step: the model calls an allowed tool through the engine, then 
 
 t.test('endpoint errors fail the step with what went wrong', async (t) => {
   const bad = await fakeOpenAi(t, [{ status: 500, body: 'overloaded' }])
-  const r1 = await createOpenAiAgent({ url: bad.url, model: 'm' }).decide({ sop: { name: 's', description: '' }, question: 'q?', trigger: event(), signal: new AbortController().signal })
+  const r1 = await createOpenAiAgent({ url: bad.url, model: 'm' }).decide({
+    sop: { name: 's', description: '' },
+    question: 'q?',
+    trigger: event(),
+    signal: new AbortController().signal,
+  })
   t.match(r1, { ok: false, error: /answered 500: overloaded/ })
   const junk = await fakeOpenAi(t, [{ body: 'not json' }, { body: { nothing: 1 } }, message('maybe')])
   const a = createOpenAiAgent({ url: junk.url + '/chat/completions', model: 'm' })
-  const req = { sop: { name: 's', description: '' }, question: 'q?', trigger: event(), signal: new AbortController().signal }
+  const req = {
+    sop: { name: 's', description: '' },
+    question: 'q?',
+    trigger: event(),
+    signal: new AbortController().signal,
+  }
   t.match(await a.decide(req), { ok: false, error: /not JSON/ })
   t.match(await a.decide(req), { ok: false, error: /no choices\[0\]\.message/ })
   t.match(await a.decide(req), { ok: false, error: /neither yes nor no: "maybe"/ })

@@ -3,19 +3,30 @@
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { createLocalApi, issueApiToken, readApiInfo, readApiToken, writeApiInfo } from '../../hub/api/index.ts'
+import {
+  createLocalApi,
+  issueApiToken,
+  readApiInfo,
+  readApiToken,
+  writeApiInfo,
+} from '../../hub/api/index.ts'
 import { main } from '../../hub/cli/main.ts'
 import type { CliIo } from '../../hub/cli/io.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { call, event, sop, step } from './helpers.ts'
+import { call, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
 function cli(env: NodeJS.ProcessEnv) {
   return async (...argv: string[]) => {
     let out = ''
     let err = ''
-    const io: CliIo = { out: (s) => void (out += s + '\n'), err: (s) => void (err += s + '\n'), env, cwd: process.cwd() }
+    const io: CliIo = {
+      out: (s) => void (out += s + '\n'),
+      err: (s) => void (err += s + '\n'),
+      env,
+      cwd: process.cwd(),
+    }
     const code = await main(['sop', ...argv], io)
     return { code, out, err }
   }
@@ -25,7 +36,10 @@ async function hub(t: Parameters<typeof startEngine>[0]) {
   const home = await tempDir(t, 'svc-home-')
   const env = { ...process.env, SVC_HOME: home, USER: 'tester' }
   const paths = svcPaths(env)
-  const steps = [step(1, { requiresConfirmation: true, prompt: 'open the door?', calls: [call('echo', { a: 1 })] }), step(2, { decide: 'is it raining?', calls: [call('echo', { b: 2 })] })]
+  const steps = [
+    step(1, { requiresConfirmation: true, prompt: 'open the door?', calls: [call('echo', { a: 1 })] }),
+    step(2, { decide: 'is it raining?', calls: [call('echo', { b: 2 })] }),
+  ]
   const { engine } = await startEngine(t, [sop({ name: 'door', executionMode: 'auto', steps })])
   const token = await issueApiToken(paths.apiToken)
   const app = createLocalApi({ engine, token })
@@ -58,7 +72,12 @@ t.test('token and info files: 0600, fresh per issue, refused when others can rea
 
 t.test('every route needs the bearer token; errors are JSON { error }', async (t) => {
   const h = await hub(t)
-  for (const [method, path] of [['GET', '/sop/pending'], ['GET', '/sop/runs'], ['POST', '/sop/runs/x/approve'], ['GET', '/nothing']] as const) {
+  for (const [method, path] of [
+    ['GET', '/sop/pending'],
+    ['GET', '/sop/runs'],
+    ['POST', '/sop/runs/x/approve'],
+    ['GET', '/nothing'],
+  ] as const) {
     const none = await fetch(h.url + path, { method })
     t.equal(none.status, 401, `${method} ${path} without a token`)
     t.match(await none.json(), { error: /missing bearer token/ })
@@ -69,13 +88,21 @@ t.test('every route needs the bearer token; errors are JSON { error }', async (t
   const r404 = await fetch(h.url + '/sop/runs/nope', { headers: auth })
   t.equal(r404.status, 404)
   t.same(await r404.json(), { error: 'no run with id "nope"' })
-  const extra = await fetch(h.url + '/sop/runs/x/approve', { method: 'POST', headers: auth, body: JSON.stringify({ bogus: 1 }) })
+  const extra = await fetch(h.url + '/sop/runs/x/approve', {
+    method: 'POST',
+    headers: auth,
+    body: JSON.stringify({ bogus: 1 }),
+  })
   t.equal(extra.status, 400)
   t.match(await extra.json(), { error: /additional properties: "bogus"/ })
   const badState = await fetch(h.url + '/sop/runs?state=sleeping', { headers: auth })
   t.equal(badState.status, 400)
   t.match(await badState.json(), { error: /state.*waiting_approval/ })
-  const notJson = await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: '{not json' })
+  const notJson = await fetch(h.url + '/sop/door/trigger', {
+    method: 'POST',
+    headers: auth,
+    body: '{not json',
+  })
   t.equal(notJson.status, 400)
   const unknown = await fetch(h.url + '/sop/nope/trigger', { method: 'POST', headers: auth, body: '{}' })
   t.equal(unknown.status, 404)
@@ -85,7 +112,13 @@ t.test('every route needs the bearer token; errors are JSON { error }', async (t
 t.test('svc sop pending / approve / deny / logs against the running hub', async (t) => {
   const h = await hub(t)
   const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
-  const started = (await (await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: JSON.stringify({ payload: { rain: true } }) })).json()) as { runId: string; outcome: string }
+  const started = (await (
+    await fetch(h.url + '/sop/door/trigger', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ payload: { rain: true } }),
+    })
+  ).json()) as { runId: string; outcome: string }
   t.equal(started.outcome, 'started')
   await h.engine.idle()
 
@@ -93,7 +126,7 @@ t.test('svc sop pending / approve / deny / logs against the running hub', async 
   t.equal(pending.code, 0)
   t.match(pending.out, new RegExp(`${started.runId}  door  waiting_approval  step 1`))
   t.match(pending.out, /prompt: open the door\?/)
-  t.match(pending.out, /question for step 2: is it raining\?  \(answer with --decide 2=yes\|no\)/)
+  t.match(pending.out, /question for step 2: is it raining\? {2}\(answer with --decide 2=yes\|no\)/)
   const pj = JSON.parse((await h.run('pending', '--json')).out)
   t.equal(pj[0].id, started.runId)
 
@@ -120,7 +153,9 @@ t.test('svc sop pending / approve / deny / logs against the running hub', async 
   t.equal(again.code, 1)
   t.match(again.err, /not waiting for approval \(it is completed\)/)
 
-  const second = (await (await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: '{}' })).json()) as { runId: string }
+  const second = (await (
+    await fetch(h.url + '/sop/door/trigger', { method: 'POST', headers: auth, body: '{}' })
+  ).json()) as { runId: string }
   await h.engine.idle()
   const denied = await h.run('deny', second.runId, '--note', 'storm')
   t.equal(denied.code, 0)

@@ -3,9 +3,16 @@ import t from 'tap'
 import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
-async function runOne(t: Parameters<typeof startEngine>[0], steps: ReturnType<typeof step>[], payload: unknown = {}, flaky = 0) {
+async function runOne(
+  t: Parameters<typeof startEngine>[0],
+  steps: ReturnType<typeof step>[],
+  payload: unknown = {},
+  flaky = 0,
+) {
   const { memoryTools } = await import('./helpers.ts')
-  const { engine, tools } = await startEngine(t, [sop({ steps })], { tools: memoryTools({ flakyFailures: flaky }) })
+  const { engine, tools } = await startEngine(t, [sop({ steps })], {
+    tools: memoryTools({ flakyFailures: flaky }),
+  })
   const d = await engine.trigger('test-sop', event(payload as never))
   await engine.idle()
   return { run: (await engine.getRun(d.runId!))!, tools, engine }
@@ -14,18 +21,40 @@ async function runOne(t: Parameters<typeof startEngine>[0], steps: ReturnType<ty
 t.test('step and call templates resolve from captured outputs, keeping types when whole', async (t) => {
   const { run, tools } = await runOne(t, [
     step(1, { calls: [call('echo', { sku: 'A1', qty: 2 })] }),
-    step(2, { calls: [call('echo', { first: '{{steps.1.qty}}' }), call('other', { again: '{{calls.0.first}}', text: 'sku={{steps.1.sku}} n={{steps.1.qty}}' })] }),
+    step(2, {
+      calls: [
+        call('echo', { first: '{{steps.1.qty}}' }),
+        call('other', { again: '{{calls.0.first}}', text: 'sku={{steps.1.sku}} n={{steps.1.qty}}' }),
+      ],
+    }),
   ])
   t.equal(run.state, 'completed')
-  t.same(tools.calls.map((c) => c.args), [{ sku: 'A1', qty: 2 }, { first: 2 }, { again: 2, text: 'sku=A1 n=2' }])
+  t.same(
+    tools.calls.map((c) => c.args),
+    [{ sku: 'A1', qty: 2 }, { first: 2 }, { again: 2, text: 'sku=A1 n=2' }],
+  )
   t.same(run.steps['2']?.calls, [{ first: 2 }, { again: 2, text: 'sku=A1 n=2' }])
-  t.same(tools.calls.map((c) => c.ctx.idempotencyKey), [`${run.id}:1:0`, `${run.id}:2:0`, `${run.id}:2:1`])
+  t.same(
+    tools.calls.map((c) => c.ctx.idempotencyKey),
+    [`${run.id}:1:0`, `${run.id}:2:0`, `${run.id}:2:1`],
+  )
 })
 
 t.test('{{trigger.path}} reads the JSON-parsed trigger payload in any step', async (t) => {
   const { run, tools } = await runOne(
     t,
-    [step(1, { calls: [call('echo', { a: 1 })] }), step(2, { calls: [call('echo', { slot: '{{trigger.slot}}', amount: '{{trigger.amount}}', note: 'slot {{trigger.slot}}' })] })],
+    [
+      step(1, { calls: [call('echo', { a: 1 })] }),
+      step(2, {
+        calls: [
+          call('echo', {
+            slot: '{{trigger.slot}}',
+            amount: '{{trigger.amount}}',
+            note: 'slot {{trigger.slot}}',
+          }),
+        ],
+      }),
+    ],
     '{"slot":"B2","amount":3}',
   )
   t.equal(run.state, 'completed')
@@ -36,14 +65,26 @@ t.test('{{trigger.path}} reads the JSON-parsed trigger payload in any step', asy
 })
 
 t.test('an unresolvable template fails the step; template text never reaches a tool', async (t) => {
-  const { run, tools } = await runOne(t, [step(1, { calls: [call('echo', { a: 1 })] }), step(2, { calls: [call('echo', { b: '{{steps.1.missing}}' })] })])
+  const { run, tools } = await runOne(t, [
+    step(1, { calls: [call('echo', { a: 1 })] }),
+    step(2, { calls: [call('echo', { b: '{{steps.1.missing}}' })] }),
+  ])
   t.equal(run.state, 'failed')
   t.match(run.error, /step 2 failed: call 0 \(echo\): .*steps\.1\.missing/)
   t.equal(tools.calls.length, 1)
 })
 
 t.test('step 1 gets the trigger payload, JSON parsed when it parses, else text', async (t) => {
-  const a = await runOne(t, [step(1, { input: { type: 'object', required: ['n'], properties: { n: { type: 'number' } } }, calls: [call('echo')] })], '{"n": 3}')
+  const a = await runOne(
+    t,
+    [
+      step(1, {
+        input: { type: 'object', required: ['n'], properties: { n: { type: 'number' } } },
+        calls: [call('echo')],
+      }),
+    ],
+    '{"n": 3}',
+  )
   t.equal(a.run.state, 'completed')
   t.same(a.run.steps['1']?.input, { n: 3 })
   const b = await runOne(t, [step(1, { calls: [call('echo')] })], 'plain words')
@@ -51,7 +92,11 @@ t.test('step 1 gets the trigger payload, JSON parsed when it parses, else text',
 })
 
 t.test('a failing input contract fails the run before the step runs', async (t) => {
-  const { run, tools } = await runOne(t, [step(1, { input: { n: 'number' }, onFailure: { kind: 'retry', count: 3 }, calls: [call('echo')] })], { n: 'x' })
+  const { run, tools } = await runOne(
+    t,
+    [step(1, { input: { n: 'number' }, onFailure: { kind: 'retry', count: 3 }, calls: [call('echo')] })],
+    { n: 'x' },
+  )
   t.equal(run.state, 'failed')
   t.match(run.error, /step 1: input does not match its input contract: \/n must be number/)
   t.equal(tools.calls.length, 0)
@@ -59,7 +104,11 @@ t.test('a failing input contract fails the run before the step runs', async (t) 
 
 t.test('a failing output contract goes through on_failure', async (t) => {
   const steps = [
-    step(1, { calls: [call('echo', { n: 'text' })], output: { n: 'number' }, onFailure: { kind: 'goto', step: 3 } }),
+    step(1, {
+      calls: [call('echo', { n: 'text' })],
+      output: { n: 'number' },
+      onFailure: { kind: 'goto', step: 3 },
+    }),
     step(2, { calls: [call('echo', { never: true })] }),
     step(3, { calls: [call('other', { recovered: true })] }),
   ]
@@ -67,7 +116,10 @@ t.test('a failing output contract goes through on_failure', async (t) => {
   t.equal(run.state, 'completed')
   t.equal(run.steps['1']?.status, 'failed')
   t.match(run.steps['1']?.error, /output does not match its output contract: \/n must be number/)
-  t.same(tools.calls.map((c) => c.tool), ['echo', 'other'])
+  t.same(
+    tools.calls.map((c) => c.tool),
+    ['echo', 'other'],
+  )
 })
 
 t.test('deny-tools and allow-tools are enforced with a clear reason', async (t) => {
@@ -75,9 +127,14 @@ t.test('deny-tools and allow-tools are enforced with a clear reason', async (t) 
   t.equal(denied.run.state, 'failed')
   t.match(denied.run.error, /call 0 \(echo\): tool "echo" is denied by deny-tools/)
   t.equal(denied.tools.calls.length, 0)
-  const notAllowed = await runOne(t, [step(1, { allowTools: ['other'], calls: [call('other'), call('echo')] })])
+  const notAllowed = await runOne(t, [
+    step(1, { allowTools: ['other'], calls: [call('other'), call('echo')] }),
+  ])
   t.match(notAllowed.run.error, /call 1 \(echo\): tool "echo" is not in allow-tools \(other\)/)
-  t.same(notAllowed.tools.calls.map((c) => c.tool), ['other'])
+  t.same(
+    notAllowed.tools.calls.map((c) => c.tool),
+    ['other'],
+  )
 })
 
 t.test('unknown tools, bad arguments and throwing tools fail the step, not the engine', async (t) => {
@@ -91,12 +148,22 @@ t.test('unknown tools, bad arguments and throwing tools fail the step, not the e
 })
 
 t.test('retry:N retries up to N times, then fails the run', async (t) => {
-  const ok = await runOne(t, [step(1, { onFailure: { kind: 'retry', count: 2 }, calls: [call('flaky', { x: 1 })] })], {}, 2)
+  const ok = await runOne(
+    t,
+    [step(1, { onFailure: { kind: 'retry', count: 2 }, calls: [call('flaky', { x: 1 })] })],
+    {},
+    2,
+  )
   t.equal(ok.run.state, 'completed')
   t.equal(ok.tools.calls.length, 3)
   const same = new Set(ok.tools.calls.map((c) => c.ctx.idempotencyKey))
   t.equal(same.size, 1, 'retries reuse the idempotency key')
-  const no = await runOne(t, [step(1, { onFailure: { kind: 'retry', count: 2 }, calls: [call('flaky')] })], {}, 5)
+  const no = await runOne(
+    t,
+    [step(1, { onFailure: { kind: 'retry', count: 2 }, calls: [call('flaky')] })],
+    {},
+    5,
+  )
   t.equal(no.run.state, 'failed')
   t.match(no.run.error, /step 1 failed \(after 2 retries\): call 0 \(flaky\): tool flaky|flaky failure/)
   t.equal(no.tools.calls.length, 3)
@@ -118,7 +185,13 @@ t.test('a step visited more than 256 times fails the run', async (t) => {
 
 t.test('switch, when, next and terminal route a real run', async (t) => {
   const steps = [
-    step(1, { calls: [call('echo', { n: 7 })], switch: [{ name: 'big', condition: '$.steps.1.n > 10', target: 4 }, { name: 'small', condition: '$.steps.1.n > 5', target: 3 }] }),
+    step(1, {
+      calls: [call('echo', { n: 7 })],
+      switch: [
+        { name: 'big', condition: '$.steps.1.n > 10', target: 4 },
+        { name: 'small', condition: '$.steps.1.n > 5', target: 3 },
+      ],
+    }),
     step(2, { calls: [call('echo', { at: 2 })] }),
     step(3, { calls: [call('echo', { at: 3 })], next: 5 }),
     step(4, { calls: [call('echo', { at: 4 })] }),
@@ -127,12 +200,18 @@ t.test('switch, when, next and terminal route a real run', async (t) => {
     step(7, { calls: [call('echo', { at: 7 })] }),
   ]
   const a = await runOne(t, steps, { go: 'no' })
-  t.same(a.tools.calls.map((c) => c.args), [{ n: 7 }, { at: 3 }, { at: 6 }])
+  t.same(
+    a.tools.calls.map((c) => c.args),
+    [{ n: 7 }, { at: 3 }, { at: 6 }],
+  )
   t.equal(a.run.steps['5']?.status, 'skipped')
   t.match(a.run.steps['5']?.reason, /when:/)
   t.equal(a.run.state, 'completed')
   const b = await runOne(t, steps, { go: 'yes' })
-  t.same(b.tools.calls.map((c) => c.args), [{ n: 7 }, { at: 3 }, { at: 5 }, { at: 6 }])
+  t.same(
+    b.tools.calls.map((c) => c.args),
+    [{ n: 7 }, { at: 3 }, { at: 5 }, { at: 6 }],
+  )
 })
 
 t.test('depends_on: a step whose prerequisites did not complete is skipped with the reason', async (t) => {
@@ -146,14 +225,22 @@ t.test('depends_on: a step whose prerequisites did not complete is skipped with 
   t.equal(run.state, 'completed')
   t.equal(run.steps['3']?.status, 'skipped')
   t.match(run.steps['3']?.reason, /depends_on: step 2 did not complete/)
-  t.same(tools.calls.map((c) => c.args), [{ a: 1 }, { d: 1 }])
+  t.same(
+    tools.calls.map((c) => c.args),
+    [{ a: 1 }, { d: 1 }],
+  )
 })
 
 t.test('a tool that breaks its result contract fails the step with a reason', async (t) => {
   const { createEngine } = await import('../../hub/engine/index.ts')
   const { tempDir } = await import('../helpers/tmp.ts')
   const { Type } = await import('typebox')
-  const bad = (name: string, result: unknown) => ({ name, description: '', schema: Type.Any(), run: async () => result as never })
+  const bad = (name: string, result: unknown) => ({
+    name,
+    description: '',
+    schema: Type.Any(),
+    run: async () => result as never,
+  })
   const registry = new Map([
     ['nothing', bad('nothing', undefined)],
     ['silent', bad('silent', { ok: false })],

@@ -14,26 +14,42 @@ const steps = (question: string) => [
 ]
 
 t.test('a question written as a condition is evaluated over the trigger (no agent)', async (t) => {
-  for (const [amount, ran] of [[50, [1, 2]], [5, [1, 3]]] as const) {
-    const { engine, tools } = await startEngine(t, [sop({ executionMode: 'deterministic', steps: steps('$.amount > 20') })])
+  for (const [amount, ran] of [
+    [50, [1, 2]],
+    [5, [1, 3]],
+  ] as const) {
+    const { engine, tools } = await startEngine(t, [
+      sop({ executionMode: 'deterministic', steps: steps('$.amount > 20') }),
+    ])
     const d = await engine.trigger('test-sop', event({ amount }))
     await engine.idle()
     const run = await engine.getRun(d.runId!)
     t.equal(run?.state, 'completed')
-    t.same(tools.calls.map((c) => (c.args as { s: number }).s), ran, `amount ${amount}`)
+    t.same(
+      tools.calls.map((c) => (c.args as { s: number }).s),
+      ran,
+      `amount ${amount}`,
+    )
     t.equal(run?.decidedBy['2'], 'condition over the trigger')
     const skipped = amount > 20 ? '3' : '2'
     t.equal(run?.steps[skipped]?.status, 'skipped')
-    t.match(run?.steps[skipped]?.reason, amount > 20 ? /unless_decided: step 2/ : /decide: .* was answered no/)
+    t.match(
+      run?.steps[skipped]?.reason,
+      amount > 20 ? /unless_decided: step 2/ : /decide: .* was answered no/,
+    )
   }
 })
 
-t.test('any other question goes to the operator with the run\'s first approval', async (t) => {
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'auto', steps: steps('is the customer a regular?') })])
+t.test("any other question goes to the operator with the run's first approval", async (t) => {
+  const { engine, tools } = await startEngine(t, [
+    sop({ executionMode: 'auto', steps: steps('is the customer a regular?') }),
+  ])
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   const p = engine.pending()
-  t.match(p, [{ gate: { kind: 'decision', questions: [{ step: 2, question: 'is the customer a regular?' }] } }])
+  t.match(p, [
+    { gate: { kind: 'decision', questions: [{ step: 2, question: 'is the customer a regular?' }] } },
+  ])
   t.equal(tools.calls.length, 0)
   const missing = await engine.approve(d.runId!)
   t.match(missing, { ok: false, error: /needs an answer to step 2's question "is the customer a regular\?"/ })
@@ -42,33 +58,50 @@ t.test('any other question goes to the operator with the run\'s first approval',
   await engine.idle()
   const run = await engine.getRun(d.runId!)
   t.equal(run?.state, 'completed')
-  t.same(tools.calls.map((c) => (c.args as { s: number }).s), [1, 2])
+  t.same(
+    tools.calls.map((c) => (c.args as { s: number }).s),
+    [1, 2],
+  )
   t.equal(run?.decidedBy['2'], 'operator ann')
 })
 
 t.test('the operator question rides on the supervised approval (one approval, not two)', async (t) => {
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'supervised', steps: steps('restock first?') })])
+  const { engine, tools } = await startEngine(t, [
+    sop({ executionMode: 'supervised', steps: steps('restock first?') }),
+  ])
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   t.match(engine.pending(), [{ gate: { kind: 'approval', reason: /supervised/, questions: [{ step: 2 }] } }])
   await engine.approve(d.runId!, { decisions: { 2: false } })
   await engine.idle()
   t.equal((await engine.getRun(d.runId!))?.state, 'completed')
-  t.same(tools.calls.map((c) => (c.args as { s: number }).s), [1, 3])
+  t.same(
+    tools.calls.map((c) => (c.args as { s: number }).s),
+    [1, 3],
+  )
 })
 
 t.test('with an agent configured, the agent answers (and deterministic runs never ask it)', async (t) => {
   const srv = await fakeOpenAi(t, [message('Yes.')])
   const agent = createOpenAiAgent({ url: srv.url, model: 'm' })
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'auto', steps: steps('is it urgent?') })], { agent })
+  const { engine, tools } = await startEngine(
+    t,
+    [sop({ executionMode: 'auto', steps: steps('is it urgent?') })],
+    { agent },
+  )
   const d = await engine.trigger('test-sop', event({ text: 'fire!' }))
   await engine.idle()
   const run = await engine.getRun(d.runId!)
   t.equal(run?.decidedBy['2'], 'agent')
-  t.same(tools.calls.map((c) => (c.args as { s: number }).s), [1, 2])
+  t.same(
+    tools.calls.map((c) => (c.args as { s: number }).s),
+    [1, 2],
+  )
   t.match(srv.requests[0]?.messages[1]?.content, /is it urgent\?[\s\S]*fire!/)
 
-  const det = await startEngine(t, [sop({ executionMode: 'deterministic', steps: steps('$.n == 1') })], { agent })
+  const det = await startEngine(t, [sop({ executionMode: 'deterministic', steps: steps('$.n == 1') })], {
+    agent,
+  })
   const d2 = await det.engine.trigger('test-sop', event({ n: 1 }))
   await det.engine.idle()
   t.equal((await det.engine.getRun(d2.runId!))?.decidedBy['2'], 'condition over the trigger')
@@ -78,9 +111,16 @@ t.test('with an agent configured, the agent answers (and deterministic runs neve
 t.test('an agent that cannot answer fails the run with the reason', async (t) => {
   const srv = await fakeOpenAi(t, [message('perhaps')])
   const agent = createOpenAiAgent({ url: srv.url, model: 'm' })
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'auto', steps: steps('is it urgent?') })], { agent })
+  const { engine, tools } = await startEngine(
+    t,
+    [sop({ executionMode: 'auto', steps: steps('is it urgent?') })],
+    { agent },
+  )
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
-  t.match((await engine.getRun(d.runId!))?.error, /step 2: the agent could not answer decide: "is it urgent\?": .*neither yes nor no/)
+  t.match(
+    (await engine.getRun(d.runId!))?.error,
+    /step 2: the agent could not answer decide: "is it urgent\?": .*neither yes nor no/,
+  )
   t.equal(tools.calls.length, 0)
 })

@@ -10,7 +10,12 @@ const fixtures = fileURLToPath(new URL('./fixtures/sops', import.meta.url))
 async function svc(...argv: string[]) {
   let out = ''
   let err = ''
-  const io: CliIo = { out: (s) => void (out += s + '\n'), err: (s) => void (err += s + '\n'), env: { ...process.env, SVC_SOPS_DIR: fixtures }, cwd: process.cwd() }
+  const io: CliIo = {
+    out: (s) => void (out += s + '\n'),
+    err: (s) => void (err += s + '\n'),
+    env: { ...process.env, SVC_SOPS_DIR: fixtures },
+    cwd: process.cwd(),
+  }
   const code = await main(['sop', 'run', ...argv], io)
   return { code, out, err }
 }
@@ -19,7 +24,10 @@ t.test('runs to the first gate, printing each resolved call; --approve-all goes 
   const a = await svc('restock', '--payload', '{"slot":"B2","count":3}')
   t.equal(a.code, 1)
   t.match(a.out, /\[dry run\] step 1 call 0: inventory_read \{"slot":"B2"\}/)
-  t.match(a.out, /stopped at step 2: waiting_approval \(requires_confirmation: asked in every mode\); prompt: Refill B2\?; pass --approve-all/)
+  t.match(
+    a.out,
+    /stopped at step 2: waiting_approval \(requires_confirmation: asked in every mode\); prompt: Refill B2\?; pass --approve-all/,
+  )
   const b = await svc('restock', '--payload', '{"slot":"B2","count":3}', '--approve-all')
   t.equal(b.code, 0, b.err)
   t.match(b.out, /\[dry run\] step 2 call 0: inventory_write \{"slot":"B2","add":3\}/)
@@ -27,7 +35,10 @@ t.test('runs to the first gate, printing each resolved call; --approve-all goes 
   const j = await svc('restock', '--payload', '{"slot":"B2","count":3}', '--approve-all', '--json')
   const parsed = JSON.parse(j.out)
   t.equal(parsed.run.state, 'completed')
-  t.same(parsed.calls.map((c: { tool: string }) => c.tool), ['inventory_read', 'inventory_write'])
+  t.same(
+    parsed.calls.map((c: { tool: string }) => c.tool),
+    ['inventory_read', 'inventory_write'],
+  )
 })
 
 t.test('bad input says what was wrong', async (t) => {

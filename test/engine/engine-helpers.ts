@@ -8,7 +8,11 @@ interface T {
   teardown(fn: () => unknown): void
 }
 
-export async function startEngine(t: T, sops: Sop[], over: Omit<Partial<EngineOptions>, 'tools'> & { tools?: ReturnType<typeof memoryTools> } = {}) {
+export async function startEngine(
+  t: T,
+  sops: Sop[],
+  over: Omit<Partial<EngineOptions>, 'tools'> & { tools?: ReturnType<typeof memoryTools> } = {},
+) {
   const dir = over.dbPath ?? (await tempDir(t, 'svc-engine-'))
   const tools = over.tools ?? memoryTools()
   const engine: HubEngine = await createEngine({ sops, dbPath: dir, ...over, tools: tools.registry })

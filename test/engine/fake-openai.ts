@@ -2,7 +2,12 @@
 // request, and keeps every request body so tests can check what the adapter sent.
 import { createServer, type Server } from 'node:http'
 
-export type Reply = { status?: number; body: unknown } | ((req: { messages: { role: string; content: string | null }[]; tools?: unknown[] }) => { status?: number; body: unknown })
+export type Reply =
+  | { status?: number; body: unknown }
+  | ((req: { messages: { role: string; content: string | null }[]; tools?: unknown[] }) => {
+      status?: number
+      body: unknown
+    })
 
 export function message(content: string | null, toolCalls?: { name: string; args: unknown }[]) {
   return {
@@ -12,7 +17,15 @@ export function message(content: string | null, toolCalls?: { name: string; args
           message: {
             role: 'assistant',
             content,
-            ...(toolCalls ? { tool_calls: toolCalls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.args) } })) } : {}),
+            ...(toolCalls
+              ? {
+                  tool_calls: toolCalls.map((c, i) => ({
+                    id: `call_${i}`,
+                    type: 'function',
+                    function: { name: c.name, arguments: JSON.stringify(c.args) },
+                  })),
+                }
+              : {}),
           },
         },
       ],
@@ -21,7 +34,11 @@ export function message(content: string | null, toolCalls?: { name: string; args
 }
 
 export async function fakeOpenAi(t: { teardown(fn: () => unknown): void }, replies: Reply[]) {
-  const requests: { messages: { role: string; content: string | null }[]; tools?: unknown[]; model: string }[] = []
+  const requests: {
+    messages: { role: string; content: string | null }[]
+    tools?: unknown[]
+    model: string
+  }[] = []
   let i = 0
   const server: Server = createServer((req, res) => {
     let data = ''

@@ -48,12 +48,45 @@ export function memoryTools(opts: { flakyFailures?: number } = {}) {
   const calls: Recorded[] = []
   let flaky = opts.flakyFailures ?? 0
   const blocked: (() => void)[] = []
-  const rec = (tool: string, args: Json, ctx: ToolContext) => calls.push({ tool, args, ctx: { runId: ctx.runId, sop: ctx.sop, step: ctx.step, call: ctx.call, idempotencyKey: ctx.idempotencyKey } })
+  const rec = (tool: string, args: Json, ctx: ToolContext) =>
+    calls.push({
+      tool,
+      args,
+      ctx: {
+        runId: ctx.runId,
+        sop: ctx.sop,
+        step: ctx.step,
+        call: ctx.call,
+        idempotencyKey: ctx.idempotencyKey,
+      },
+    })
   const tools: Tool[] = [
-    { name: 'echo', description: 'returns its args', schema: Type.Any(), run: async (args, ctx) => (rec('echo', args, ctx), { ok: true, output: args }) },
-    { name: 'other', description: 'returns its args', schema: Type.Any(), run: async (args, ctx) => (rec('other', args, ctx), { ok: true, output: args }) },
-    { name: 'fail', description: 'always fails', schema: Type.Any(), run: async (args, ctx) => (rec('fail', args, ctx), { ok: false, error: 'it broke' }) },
-    { name: 'throws', description: 'throws', schema: Type.Any(), run: async () => { throw new Error('kaboom') } },
+    {
+      name: 'echo',
+      description: 'returns its args',
+      schema: Type.Any(),
+      run: async (args, ctx) => (rec('echo', args, ctx), { ok: true, output: args }),
+    },
+    {
+      name: 'other',
+      description: 'returns its args',
+      schema: Type.Any(),
+      run: async (args, ctx) => (rec('other', args, ctx), { ok: true, output: args }),
+    },
+    {
+      name: 'fail',
+      description: 'always fails',
+      schema: Type.Any(),
+      run: async (args, ctx) => (rec('fail', args, ctx), { ok: false, error: 'it broke' }),
+    },
+    {
+      name: 'throws',
+      description: 'throws',
+      schema: Type.Any(),
+      run: async () => {
+        throw new Error('kaboom')
+      },
+    },
     {
       name: 'flaky',
       description: 'fails the first N calls',

@@ -27,7 +27,9 @@ t.test('a deferred trigger waits out the cooldown instead of being dropped', asy
 })
 
 t.test('setSops: runs in flight keep their SOP; new triggers see the new set', async (t) => {
-  const v1 = sop({ steps: [step(1, { calls: [call('block', { v: 1 })] }), step(2, { calls: [call('echo', { v: 1 })] })] })
+  const v1 = sop({
+    steps: [step(1, { calls: [call('block', { v: 1 })] }), step(2, { calls: [call('echo', { v: 1 })] })],
+  })
   const v2 = sop({ steps: [step(1, { calls: [call('echo', { v: 2 })] })] })
   const { engine, tools } = await startEngine(t, [v1])
   const a = await engine.trigger('test-sop', event())
@@ -35,13 +37,20 @@ t.test('setSops: runs in flight keep their SOP; new triggers see the new set', a
   engine.setSops([v2, sop({ name: 'other', steps: [step(1, { calls: [call('echo')] })] })])
   tools.release()
   await engine.idle()
-  t.same(tools.calls.map((c) => c.args), [{ v: 1 }, { v: 1 }], 'run a finished on v1')
+  t.same(
+    tools.calls.map((c) => c.args),
+    [{ v: 1 }, { v: 1 }],
+    'run a finished on v1',
+  )
   t.equal((await engine.getRun(a.runId!))?.state, 'completed')
   await engine.trigger('test-sop', event())
   await engine.idle()
   t.same(tools.calls.at(-1)?.args, { v: 2 })
   engine.setSops([])
-  t.match(await engine.trigger('test-sop', event()), { outcome: 'dropped', reason: /no SOP named "test-sop"/ })
+  t.match(await engine.trigger('test-sop', event()), {
+    outcome: 'dropped',
+    reason: /no SOP named "test-sop"/,
+  })
 })
 
 t.test('malformed events are dropped with the reason, never thrown', async (t) => {
@@ -52,12 +61,15 @@ t.test('malformed events are dropped with the reason, never thrown', async (t) =
     [{ type: 'manual', payload: 1, at: 1 }, /source is missing/],
     [{ source: 's', payload: 1, at: 1 }, /type is missing/],
   ]
-  for (const [ev, why] of bad) t.match(await engine.trigger('test-sop', ev as TriggerEvent), { outcome: 'dropped', reason: why })
+  for (const [ev, why] of bad)
+    t.match(await engine.trigger('test-sop', ev as TriggerEvent), { outcome: 'dropped', reason: why })
   t.same(await engine.listRuns(), [])
 })
 
 t.test('close() aborts tools that listen and does not wait for ever on one that does not', async (t) => {
-  const { engine, tools, close } = await startEngine(t, [sop({ steps: [step(1, { calls: [call('block')] })] })])
+  const { engine, tools, close } = await startEngine(t, [
+    sop({ steps: [step(1, { calls: [call('block')] })] }),
+  ])
   await engine.trigger('test-sop', event())
   await waitFor(() => tools.blockedCount() === 1, 'blocked')
   await close()
@@ -66,8 +78,16 @@ t.test('close() aborts tools that listen and does not wait for ever on one that 
 
 t.test('the injected log hears about state changes', async (t) => {
   const lines: string[] = []
-  const log = { info: (_o: object | string, m?: string) => void lines.push(`info ${m}`), warn: (_o: object | string, m?: string) => void lines.push(`warn ${m}`), error: (_o: object | string, m?: string) => void lines.push(`error ${m}`) }
-  const { engine } = await startEngine(t, [sop({ steps: [step(1, { title: 'only', calls: [call('fail')] })] })], { log })
+  const log = {
+    info: (_o: object | string, m?: string) => void lines.push(`info ${m}`),
+    warn: (_o: object | string, m?: string) => void lines.push(`warn ${m}`),
+    error: (_o: object | string, m?: string) => void lines.push(`error ${m}`),
+  }
+  const { engine } = await startEngine(
+    t,
+    [sop({ steps: [step(1, { title: 'only', calls: [call('fail')] })] })],
+    { log },
+  )
   await engine.trigger('test-sop', event())
   await engine.idle()
   t.match(lines, [/warn attempt 1 failed: call 0 \(fail\): it broke/, /error failed: step 1 failed/])

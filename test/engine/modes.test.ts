@@ -3,7 +3,8 @@ import t from 'tap'
 import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
-const three = (over: Parameters<typeof step>[1] = {}) => [1, 2, 3].map((n) => step(n, { calls: [call('echo', { n })], ...over }))
+const three = (over: Parameters<typeof step>[1] = {}) =>
+  [1, 2, 3].map((n) => step(n, { calls: [call('echo', { n })], ...over }))
 
 t.test('auto: every step runs without approval', async (t) => {
   const { engine, tools } = await startEngine(t, [sop({ executionMode: 'auto', steps: three() })])
@@ -47,8 +48,15 @@ t.test('step_by_step: approval before each step', async (t) => {
 })
 
 t.test('priority_based: critical/high behave as auto, normal/low as supervised', async (t) => {
-  for (const [priority, gated] of [['critical', false], ['high', false], ['normal', true], ['low', true]] as const) {
-    const { engine } = await startEngine(t, [sop({ executionMode: 'priority_based', priority, steps: three() })])
+  for (const [priority, gated] of [
+    ['critical', false],
+    ['high', false],
+    ['normal', true],
+    ['low', true],
+  ] as const) {
+    const { engine } = await startEngine(t, [
+      sop({ executionMode: 'priority_based', priority, steps: three() }),
+    ])
     const d = await engine.trigger('test-sop', event())
     await engine.idle()
     t.equal((await engine.getRun(d.runId!))?.state, gated ? 'waiting_approval' : 'completed', priority)
@@ -65,17 +73,27 @@ t.test('deterministic: outputs chain, a checkpoint pauses, approve resumes', asy
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   const p = engine.pending()
-  t.match(p, [{ state: 'paused_checkpoint', gate: { step: 2, kind: 'checkpoint', prompt: 'check the tray' } }])
+  t.match(p, [
+    { state: 'paused_checkpoint', gate: { step: 2, kind: 'checkpoint', prompt: 'check the tray' } },
+  ])
   await engine.approve(d.runId!)
   await engine.idle()
   const run = await engine.getRun(d.runId!)
   t.equal(run?.state, 'completed')
   t.same(run?.steps['2']?.output, { v: 1 }, 'a checkpoint with no call passes its input on')
-  t.same(tools.calls.map((c) => c.args), [{ v: 1 }, { v: 1 }])
+  t.same(
+    tools.calls.map((c) => c.args),
+    [{ v: 1 }, { v: 1 }],
+  )
 })
 
 t.test('deterministic: deny at a checkpoint cancels the run', async (t) => {
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'deterministic', steps: [step(1, { kind: 'checkpoint' }), step(2, { calls: [call('echo')] })] })])
+  const { engine, tools } = await startEngine(t, [
+    sop({
+      executionMode: 'deterministic',
+      steps: [step(1, { kind: 'checkpoint' }), step(2, { calls: [call('echo')] })],
+    }),
+  ])
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   const r = await engine.deny(d.runId!, { by: 'ops', note: 'tray empty' })
@@ -88,7 +106,9 @@ t.test('deterministic: deny at a checkpoint cancels the run', async (t) => {
 })
 
 t.test('deterministic: a step with no call fails the run with a clear reason', async (t) => {
-  const { engine } = await startEngine(t, [sop({ executionMode: 'deterministic', steps: [step(1, { calls: [call('echo')] }), step(2)] })])
+  const { engine } = await startEngine(t, [
+    sop({ executionMode: 'deterministic', steps: [step(1, { calls: [call('echo')] }), step(2)] }),
+  ])
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   const run = await engine.getRun(d.runId!)
@@ -98,12 +118,22 @@ t.test('deterministic: a step with no call fails the run with a clear reason', a
 
 t.test('requires_confirmation asks in every mode, with the step prompt', async (t) => {
   for (const mode of ['auto', 'deterministic', 'priority_based'] as const) {
-    const steps = [step(1, { calls: [call('echo')] }), step(2, { requiresConfirmation: true, prompt: 'really dispense?', calls: [call('echo')] })]
-    const { engine, tools } = await startEngine(t, [sop({ executionMode: mode, priority: 'critical', steps })])
+    const steps = [
+      step(1, { calls: [call('echo')] }),
+      step(2, { requiresConfirmation: true, prompt: 'really dispense?', calls: [call('echo')] }),
+    ]
+    const { engine, tools } = await startEngine(t, [
+      sop({ executionMode: mode, priority: 'critical', steps }),
+    ])
     const d = await engine.trigger('test-sop', event())
     await engine.idle()
     t.equal(tools.calls.length, 1, `${mode}: step 1 ran, step 2 waits`)
-    t.match(engine.pending()[0]?.gate, { step: 2, kind: 'approval', prompt: 'really dispense?', reason: /requires_confirmation/ })
+    t.match(engine.pending()[0]?.gate, {
+      step: 2,
+      kind: 'approval',
+      prompt: 'really dispense?',
+      reason: /requires_confirmation/,
+    })
     await engine.approve(d.runId!)
     await engine.idle()
     t.equal((await engine.getRun(d.runId!))?.state, 'completed')
@@ -111,7 +141,11 @@ t.test('requires_confirmation asks in every mode, with the step prompt', async (
 })
 
 t.test('mode: overrides per step', async (t) => {
-  const steps = [step(1, { calls: [call('echo')] }), step(2, { mode: 'step_by_step', calls: [call('echo')] }), step(3, { calls: [call('echo')] })]
+  const steps = [
+    step(1, { calls: [call('echo')] }),
+    step(2, { mode: 'step_by_step', calls: [call('echo')] }),
+    step(3, { calls: [call('echo')] }),
+  ]
   const { engine, tools } = await startEngine(t, [sop({ executionMode: 'auto', steps })])
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
@@ -138,22 +172,28 @@ t.test('approve and deny refuse runs that are not waiting, and change nothing', 
   const d = await engine.trigger('test-sop', event())
   await engine.idle()
   const before = await engine.getRun(d.runId!)
-  t.match(await engine.approve(d.runId!), { ok: false, error: /is not waiting for approval \(it is completed\)/ })
+  t.match(await engine.approve(d.runId!), {
+    ok: false,
+    error: /is not waiting for approval \(it is completed\)/,
+  })
   t.match(await engine.deny(d.runId!), { ok: false, error: /not waiting/ })
   t.same(await engine.getRun(d.runId!), before)
 })
 
-t.test('two approvals (or an approval and a denial) racing: exactly one wins, the other is refused', async (t) => {
-  const { engine, tools } = await startEngine(t, [sop({ executionMode: 'supervised', steps: three() })])
-  const a = await engine.trigger('test-sop', event())
-  const b = await engine.trigger('test-sop', event())
-  await engine.idle()
-  const [x, y] = await Promise.all([engine.approve(a.runId!), engine.approve(a.runId!)])
-  t.same([x.ok, y.ok].sort(), [false, true])
-  const [p, q] = await Promise.all([engine.deny(b.runId!), engine.approve(b.runId!)])
-  t.same([p.ok, q.ok].sort(), [false, true])
-  await engine.idle()
-  t.equal((await engine.getRun(a.runId!))?.state, 'completed')
-  t.equal((await engine.getRun(a.runId!))?.approvals.length, 1)
-  t.equal(tools.calls.length, 3 + (q.ok ? 3 : 0), 'run a ran once; run b ran only if approved')
-})
+t.test(
+  'two approvals (or an approval and a denial) racing: exactly one wins, the other is refused',
+  async (t) => {
+    const { engine, tools } = await startEngine(t, [sop({ executionMode: 'supervised', steps: three() })])
+    const a = await engine.trigger('test-sop', event())
+    const b = await engine.trigger('test-sop', event())
+    await engine.idle()
+    const [x, y] = await Promise.all([engine.approve(a.runId!), engine.approve(a.runId!)])
+    t.same([x.ok, y.ok].sort(), [false, true])
+    const [p, q] = await Promise.all([engine.deny(b.runId!), engine.approve(b.runId!)])
+    t.same([p.ok, q.ok].sort(), [false, true])
+    await engine.idle()
+    t.equal((await engine.getRun(a.runId!))?.state, 'completed')
+    t.equal((await engine.getRun(a.runId!))?.approvals.length, 1)
+    t.equal(tools.calls.length, 3 + (q.ok ? 3 : 0), 'run a ran once; run b ran only if approved')
+  },
+)

@@ -15,17 +15,30 @@ const child = fileURLToPath(new URL('./fixtures/hub-child.ts', import.meta.url))
 
 t.test('kill -9 mid-run, restart, and carry on without repeating an effect', async (t) => {
   const dir = await tempDir(t, 'svc-restart-')
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, dir], { stdio: ['ignore', 'inherit', 'inherit'] })
+  const proc = spawn(process.execPath, ['--import', 'tsx', child, dir], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+  })
   let exited = false
   proc.on('exit', () => (exited = true))
   t.teardown(() => {
     if (!exited && proc.pid) process.kill(proc.pid, 'SIGKILL')
   })
-  await waitFor(() => existsSync(join(dir, 'ready')) || exited, 'the child hub to reach its states', { timeoutMs: 30_000 })
+  await waitFor(() => existsSync(join(dir, 'ready')) || exited, 'the child hub to reach its states', {
+    timeoutMs: 30_000,
+  })
   t.notOk(exited, 'child is still running when killed')
-  const ids = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as { mid: string; gated: string; held1: string; held2: string }
+  const ids = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as {
+    mid: string
+    gated: string
+    held1: string
+    held2: string
+  }
   t.equal(ids.held2, 'held')
-  t.same(effects(dir).map((e) => e.key), [`${ids.mid}:1:0`, `${ids.mid}:2:0`], 'step 1 and the first call of step 2 happened')
+  t.same(
+    effects(dir).map((e) => e.key),
+    [`${ids.mid}:1:0`, `${ids.mid}:2:0`],
+    'step 1 and the first call of step 2 happened',
+  )
 
   process.kill(proc.pid!, 'SIGKILL')
   await waitFor(() => exited, 'the child to die')
@@ -36,13 +49,33 @@ t.test('kill -9 mid-run, restart, and carry on without repeating an effect', asy
 
   const mid = await engine.getRun(ids.mid)
   t.equal(mid?.state, 'completed', 'the run that was mid-step resumed and completed')
-  t.ok(mid?.log.some((l) => l.step === 2 && /hub restarted mid-run: resuming step 2 from its first call/.test(l.msg)), 'the restart is marked on the run')
-  t.same(mid?.steps['2']?.calls[0], { key: `${ids.mid}:2:0`, replayed: true }, 'the durable effect was returned, not repeated')
+  t.ok(
+    mid?.log.some(
+      (l) => l.step === 2 && /hub restarted mid-run: resuming step 2 from its first call/.test(l.msg),
+    ),
+    'the restart is marked on the run',
+  )
+  t.same(
+    mid?.steps['2']?.calls[0],
+    { key: `${ids.mid}:2:0`, replayed: true },
+    'the durable effect was returned, not repeated',
+  )
   const keys = effects(dir).map((e) => e.key)
   t.same(keys, [`${ids.mid}:1:0`, `${ids.mid}:2:0`, `${ids.mid}:3:0`], 'each effect exactly once')
 
-  t.same(engine.pending().map((p) => p.id).sort(), [ids.gated, ids.held1].sort(), 'waiting approvals are still waiting')
-  t.match(engine.keptTriggers(), [{ sop: 'held', kind: 'held', event: { payload: { n: 4 } } }], 'the held trigger is still held')
+  t.same(
+    engine
+      .pending()
+      .map((p) => p.id)
+      .sort(),
+    [ids.gated, ids.held1].sort(),
+    'waiting approvals are still waiting',
+  )
+  t.match(
+    engine.keptTriggers(),
+    [{ sop: 'held', kind: 'held', event: { payload: { n: 4 } } }],
+    'the held trigger is still held',
+  )
 
   t.equal((await engine.approve(ids.held1)).ok, true)
   await engine.idle()

@@ -1,9 +1,27 @@
 // Every transition of the run state machine: the allowed ones land where documented, every
 // other (state, event) pair is refused with a reason that names both.
 import t from 'tap'
-import { RUN_STATES, type RunEvent, type RunState, holdsSlot, isFinished, isParked, transition } from '../../sops/run/states.ts'
+import {
+  RUN_STATES,
+  type RunEvent,
+  type RunState,
+  holdsSlot,
+  isFinished,
+  isParked,
+  transition,
+} from '../../sops/run/states.ts'
 
-const EVENTS: RunEvent[] = ['start', 'gate', 'checkpoint', 'approve', 'deny', 'advance', 'end', 'fail', 'cancel']
+const EVENTS: RunEvent[] = [
+  'start',
+  'gate',
+  'checkpoint',
+  'approve',
+  'deny',
+  'advance',
+  'end',
+  'fail',
+  'cancel',
+]
 
 const ALLOWED: [RunState, RunEvent, RunState][] = [
   ['pending', 'start', 'running'],
@@ -27,7 +45,8 @@ const ALLOWED: [RunState, RunEvent, RunState][] = [
 ]
 
 t.test('the allowed transitions land in the documented state', async (t) => {
-  for (const [from, ev, to] of ALLOWED) t.same(transition(from, ev), { ok: true, state: to }, `${from} --${ev}--> ${to}`)
+  for (const [from, ev, to] of ALLOWED)
+    t.same(transition(from, ev), { ok: true, state: to }, `${from} --${ev}--> ${to}`)
 })
 
 t.test('every other (state, event) pair is refused, naming both', async (t) => {

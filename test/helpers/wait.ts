@@ -19,7 +19,11 @@ export type Reached<T> = Exclude<T, undefined | null | false | 0 | ''>
  * what it found). Throws `timed out waiting for <what>` after `timeoutMs`. Errors thrown by the
  * probe are not retried: they end the wait.
  */
-export async function waitFor<T>(probe: () => T | PromiseLike<T>, what: string, opts: WaitOptions = {}): Promise<Reached<T>> {
+export async function waitFor<T>(
+  probe: () => T | PromiseLike<T>,
+  what: string,
+  opts: WaitOptions = {},
+): Promise<Reached<T>> {
   const { timeoutMs = 20_000, intervalMs = 10 } = opts
   const giveUpAt = Date.now() + timeoutMs
   for (;;) {
@@ -42,7 +46,11 @@ export interface CountOptions {
  * not a deadline, so a large but steady delivery is never cut short. It does not throw; it returns
  * the last count, and the caller asserts on it (so a failure says how many arrived).
  */
-export async function waitForCount(count: () => number, want: number, opts: CountOptions = {}): Promise<number> {
+export async function waitForCount(
+  count: () => number,
+  want: number,
+  opts: CountOptions = {},
+): Promise<number> {
   const { idleMs = 5_000, intervalMs = 50 } = opts
   let last = count()
   let grewAt = Date.now()

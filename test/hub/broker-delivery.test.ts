@@ -19,8 +19,18 @@ function collect(client: mqtt.MqttClient, seen: Map<string, number>): void {
 
 function publishAll(url: string, round: string): Promise<void> {
   return (async () => {
-    const pubs = await Promise.all(Array.from({ length: PUBLISHERS }, () => mqtt.connectAsync(url, { reconnectPeriod: 0 })))
-    await Promise.all(pubs.map((c, i) => Promise.all(Array.from({ length: EACH }, (_, j) => c.publishAsync(`boards/b${i}/s`, `${round}:${i}:${j}`, { qos: 1 })))))
+    const pubs = await Promise.all(
+      Array.from({ length: PUBLISHERS }, () => mqtt.connectAsync(url, { reconnectPeriod: 0 })),
+    )
+    await Promise.all(
+      pubs.map((c, i) =>
+        Promise.all(
+          Array.from({ length: EACH }, (_, j) =>
+            c.publishAsync(`boards/b${i}/s`, `${round}:${i}:${j}`, { qos: 1 }),
+          ),
+        ),
+      ),
+    )
     await Promise.all(pubs.map((c) => c.endAsync()))
   })()
 }
@@ -39,27 +49,44 @@ t.test('concurrent QoS 1 publishers: a persistent subscriber receives every mess
   await sub.endAsync()
 })
 
-t.test('a persistent session that reconnects while publishers run gets the queue and the live traffic', async (t) => {
-  const broker = await startEmbeddedBroker(t)
-  const first = await mqtt.connectAsync(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
-  await first.subscribeAsync('boards/#', { qos: 1 })
-  await first.endAsync()
-  await publishAll(broker.url, 'queued')
+t.test(
+  'a persistent session that reconnects while publishers run gets the queue and the live traffic',
+  async (t) => {
+    const broker = await startEmbeddedBroker(t)
+    const first = await mqtt.connectAsync(broker.url, {
+      clientId: 'router',
+      clean: false,
+      reconnectPeriod: 0,
+    })
+    await first.subscribeAsync('boards/#', { qos: 1 })
+    await first.endAsync()
+    await publishAll(broker.url, 'queued')
 
-  const seen = new Map<string, number>()
-  const back = mqtt.connect(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
-  collect(back, seen)
-  await Promise.all([publishAll(broker.url, 'live'), new Promise((r) => back.once('connect', r))])
-  await waitForCount(() => seen.size, 2 * PUBLISHERS * EACH, { idleMs: 5_000 })
-  t.equal(seen.size, 2 * PUBLISHERS * EACH, 'every queued and every live message arrived')
-  await back.endAsync()
-})
+    const seen = new Map<string, number>()
+    const back = mqtt.connect(broker.url, { clientId: 'router', clean: false, reconnectPeriod: 0 })
+    collect(back, seen)
+    await Promise.all([publishAll(broker.url, 'live'), new Promise((r) => back.once('connect', r))])
+    await waitForCount(() => seen.size, 2 * PUBLISHERS * EACH, { idleMs: 5_000 })
+    t.equal(seen.size, 2 * PUBLISHERS * EACH, 'every queued and every live message arrived')
+    await back.endAsync()
+  },
+)
 
 t.test('forwardOnce: exact duplicates dropped, out-of-order deliveries kept', async (t) => {
   const once = forwardOnce(3)
   const a = {} as Client
   const b = {} as Client
-  const p = (counter: number, brokerId: string | null = 'B'): AedesPublishPacket => ({ brokerId: brokerId ?? undefined, brokerCounter: counter, topic: 't', payload: '', qos: 1, cmd: 'publish', dup: false, retain: false }) as unknown as AedesPublishPacket
+  const p = (counter: number, brokerId: string | null = 'B'): AedesPublishPacket =>
+    ({
+      brokerId: brokerId ?? undefined,
+      brokerCounter: counter,
+      topic: 't',
+      payload: '',
+      qos: 1,
+      cmd: 'publish',
+      dup: false,
+      retain: false,
+    }) as unknown as AedesPublishPacket
   t.ok(once.authorizeForward(a, p(5)), 'first delivery')
   t.ok(once.authorizeForward(a, p(3)), 'an older counter arriving late is still forwarded')
   t.equal(once.authorizeForward(a, p(5)), null, 'the same packet again is a duplicate')

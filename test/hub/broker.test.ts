@@ -38,7 +38,12 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
   await broker.close()
   broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
 
-  const back = await mqtt.connectAsync(broker.url, { clientId: 'keeper', clean: false, reconnectPeriod: 0, manualConnect: false })
+  const back = await mqtt.connectAsync(broker.url, {
+    clientId: 'keeper',
+    clean: false,
+    reconnectPeriod: 0,
+    manualConnect: false,
+  })
   const queued = await nextMessage(back, 'jobs/1')
   t.equal(queued.payload, 'queued-while-away')
   await back.endAsync()
@@ -54,7 +59,13 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
 
 t.test('MQTT over WebSocket reaches the same broker', async (t) => {
   const dir = await tempDir(t)
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: 0, dbPath: join(dir, 'b'), log: silentLog })
+  const broker = await startBroker({
+    host: '127.0.0.1',
+    port: 0,
+    wsPort: 0,
+    dbPath: join(dir, 'b'),
+    log: silentLog,
+  })
   t.teardown(() => broker.close())
   t.ok(broker.wsUrl)
   const ws = await mqtt.connectAsync(broker.wsUrl as string, { reconnectPeriod: 0 })
@@ -69,9 +80,18 @@ t.test('MQTT over WebSocket reaches the same broker', async (t) => {
 
 t.test('a port in use is an error, and nothing is left open', async (t) => {
   const dir = await tempDir(t)
-  const a = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath: join(dir, 'a'), log: silentLog })
+  const a = await startBroker({
+    host: '127.0.0.1',
+    port: 0,
+    wsPort: null,
+    dbPath: join(dir, 'a'),
+    log: silentLog,
+  })
   t.teardown(() => a.close())
-  await t.rejects(startBroker({ host: '127.0.0.1', port: a.port, wsPort: null, dbPath: join(dir, 'b'), log: silentLog }), /EADDRINUSE/)
+  await t.rejects(
+    startBroker({ host: '127.0.0.1', port: a.port, wsPort: null, dbPath: join(dir, 'b'), log: silentLog }),
+    /EADDRINUSE/,
+  )
 })
 
 t.test('garbage on the MQTT port does not take the broker down', async (t) => {

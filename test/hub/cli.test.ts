@@ -13,7 +13,11 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 function capture(env: NodeJS.ProcessEnv) {
   const out: string[] = []
   const err: string[] = []
-  return { io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env, cwd: root }, out, err }
+  return {
+    io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env, cwd: root },
+    out,
+    err,
+  }
 }
 
 t.test('svc hub config prints the effective config; bad config and usage are one-line errors', async (t) => {
@@ -51,13 +55,20 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
     join(home, 'sops', 'inbox', 'SOP.toml'),
     '[sop]\nname = "inbox"\ndescription = "d"\nexecution_mode = "deterministic"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "channel"\nchannel = "orders"\n\n[[triggers]]\ntype = "webhook"\npath = "/hooks/order"\n',
   )
-  await writeFile(join(home, 'sops', 'inbox', 'SOP.md'), '# inbox\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n')
+  await writeFile(
+    join(home, 'sops', 'inbox', 'SOP.md'),
+    '# inbox\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n',
+  )
   await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'], {
-    cwd: root,
-    env: { ...process.env, SVC_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'],
+    {
+      cwd: root,
+      env: { ...process.env, SVC_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  )
   const pid = child.pid as number
   t.teardown(() => {
     if (child.exitCode === null) process.kill(pid, 'SIGKILL')
@@ -69,7 +80,8 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
     child.stdout.on('data', (d: Buffer) => {
       stdout += d.toString()
       for (const line of stdout.split('\n')) {
-        if (line.includes('"hub started"')) resolve(JSON.parse(line) as { broker: string; webhook: string; api: string })
+        if (line.includes('"hub started"'))
+          resolve(JSON.parse(line) as { broker: string; webhook: string; api: string })
       }
     })
     child.on('exit', (code) => reject(new Error(`hub exited early (${code}): ${stderr}${stdout}`)))
@@ -81,14 +93,22 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   await c.endAsync()
 
   // The webhook gateway answers with the run id; the local API (token from the 0600 file) takes channel posts.
-  const hook = await fetch(`${started.webhook}/hooks/order`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sku":"A1"}' })
+  const hook = await fetch(`${started.webhook}/hooks/order`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"sku":"A1"}',
+  })
   t.equal(hook.status, 202)
   t.match(await hook.json(), { outcome: 'started', runId: /^[0-9a-f-]{36}$/ })
   const info = JSON.parse(await readFile(join(home, 'hub-api.json'), 'utf8')) as { url: string }
   t.equal(info.url, started.api)
   const token = (await readFile(join(home, 'hub.token'), 'utf8')).trim()
   const post = (name: string, auth = `Bearer ${token}`) =>
-    fetch(`${info.url}/channels/${name}`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: '{"n":1}' })
+    fetch(`${info.url}/channels/${name}`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/json' },
+      body: '{"n":1}',
+    })
   t.equal((await post('orders', 'Bearer nope')).status, 401)
   const ch = await post('orders')
   t.equal(ch.status, 200)

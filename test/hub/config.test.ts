@@ -25,7 +25,10 @@ t.test('no file at all: documented defaults under SVC_HOME', async (t) => {
 
 t.test('<SVC_HOME>/hub.toml is read when present; relative paths resolve against the file', async (t) => {
   const home = await tempDir(t)
-  await writeFile(join(home, 'hub.toml'), '[hub]\nsops_dir = "my-sops"\n[broker]\nport = 0\nws_port = 0\n[cron]\ntimezone = "Europe/Berlin"\n[[boards]]\nname = "vend1"\nport = "/dev/ttyUSB0"\nline_cap = 2048\nsimulate = true\n')
+  await writeFile(
+    join(home, 'hub.toml'),
+    '[hub]\nsops_dir = "my-sops"\n[broker]\nport = 0\nws_port = 0\n[cron]\ntimezone = "Europe/Berlin"\n[[boards]]\nname = "vend1"\nport = "/dev/ttyUSB0"\nline_cap = 2048\nsimulate = true\n',
+  )
   const r = await loadConfig(undefined, { SVC_HOME: home })
   if (!r.ok) throw new Error(r.error)
   t.equal(r.config.sopsDir, join(home, 'my-sops'))
@@ -54,7 +57,10 @@ const bad: [string, RegExp][] = [
   ['[webhook]\nbody_limit = 0\n', /webhook\.body_limit: must be >= 1/],
   ['[[boards]]\nname = "a b"\nport = "/dev/x"\n', /boards\[0\]\.name: /],
   ['[[boards]]\nname = "a"\n', /boards\[0\]: must have required properties? port|boards\[0\].*port/],
-  ['[[boards]]\nname = "a"\nport = "/x"\n[[boards]]\nname = "a"\nport = "/y"\n', /boards\[1\]\.name: board "a" is configured twice/],
+  [
+    '[[boards]]\nname = "a"\nport = "/x"\n[[boards]]\nname = "a"\nport = "/y"\n',
+    /boards\[1\]\.name: board "a" is configured twice/,
+  ],
   ['[broker\nport = 1', /hub\.toml:1:\d+: /],
 ]
 for (const [text, re] of bad) {
@@ -69,7 +75,11 @@ for (const [text, re] of bad) {
 }
 
 t.test('[chain] is kept for the attestation part; [agent] is checked', async (t) => {
-  const r = parseConfig('[chain]\nrpc_url = "http://127.0.0.1:8545"\n[agent]\nurl = "http://127.0.0.1:8080/v1"\nmodel = "m"\napi_key_env = "OPENAI_API_KEY"\n', null, {})
+  const r = parseConfig(
+    '[chain]\nrpc_url = "http://127.0.0.1:8545"\n[agent]\nurl = "http://127.0.0.1:8080/v1"\nmodel = "m"\napi_key_env = "OPENAI_API_KEY"\n',
+    null,
+    {},
+  )
   if (!r.ok) throw new Error(r.error)
   t.same(r.config.chain, { rpc_url: 'http://127.0.0.1:8545' })
   t.same(r.config.agent, { url: 'http://127.0.0.1:8080/v1', model: 'm', apiKeyEnv: 'OPENAI_API_KEY' })
@@ -78,14 +88,17 @@ t.test('[chain] is kept for the attestation part; [agent] is checked', async (t)
   if (!bad.ok) t.match(bad.error, /agent\.url: .*agent\.model|agent: .*model|agent\.url/)
 })
 
-t.test('SVC_SOPS_DIR is the default sops dir for the hub, as for svc sop; hub.sops_dir wins over it', async (t) => {
-  const env = { SVC_HOME: '/var/lib/svc-test', SVC_SOPS_DIR: '/srv/sops' }
-  const byEnv = parseConfig('', null, env)
-  t.ok(byEnv.ok)
-  if (byEnv.ok) t.equal(byEnv.config.sopsDir, '/srv/sops')
-  const byFile = parseConfig('[hub]\nsops_dir = "/etc/svc/sops"\n', null, env)
-  t.ok(byFile.ok)
-  if (byFile.ok) t.equal(byFile.config.sopsDir, '/etc/svc/sops')
-  const home = parseConfig('', null, { SVC_HOME: '/var/lib/svc-test' })
-  if (home.ok) t.equal(home.config.sopsDir, '/var/lib/svc-test/sops')
-})
+t.test(
+  'SVC_SOPS_DIR is the default sops dir for the hub, as for svc sop; hub.sops_dir wins over it',
+  async (t) => {
+    const env = { SVC_HOME: '/var/lib/svc-test', SVC_SOPS_DIR: '/srv/sops' }
+    const byEnv = parseConfig('', null, env)
+    t.ok(byEnv.ok)
+    if (byEnv.ok) t.equal(byEnv.config.sopsDir, '/srv/sops')
+    const byFile = parseConfig('[hub]\nsops_dir = "/etc/svc/sops"\n', null, env)
+    t.ok(byFile.ok)
+    if (byFile.ok) t.equal(byFile.config.sopsDir, '/etc/svc/sops')
+    const home = parseConfig('', null, { SVC_HOME: '/var/lib/svc-test' })
+    if (home.ok) t.equal(home.config.sopsDir, '/var/lib/svc-test/sops')
+  },
+)

@@ -15,7 +15,11 @@ const T0 = Date.UTC(2026, 0, 1, 10, 30) // 10:30 UTC
 
 t.test('missedSince: the latest due time after the last fire, in the timezone', async (t) => {
   t.equal(missedSince('0 * * * *', 'UTC', T0 - HOUR, T0), Date.UTC(2026, 0, 1, 10, 0))
-  t.equal(missedSince('0 * * * *', 'UTC', Date.UTC(2026, 0, 1, 10, 0), T0), null, 'fired at the due time: nothing missed')
+  t.equal(
+    missedSince('0 * * * *', 'UTC', Date.UTC(2026, 0, 1, 10, 0), T0),
+    null,
+    'fired at the due time: nothing missed',
+  )
   // 09:00 in Berlin (UTC+1 in January) is 08:00 UTC.
   t.equal(missedSince('0 9 * * *', 'Europe/Berlin', T0 - 24 * HOUR, T0), Date.UTC(2026, 0, 1, 8, 0))
 })
@@ -28,7 +32,12 @@ t.test('first start: no catch-up; a restart after missed times: exactly one, mar
   const firer = createFirer(engine, matches, silentLog)
 
   let now = T0
-  const first = await createCronSource(firer, silentLog, { timezone: 'UTC', catchUp: true, statePath, now: () => now })
+  const first = await createCronSource(firer, silentLog, {
+    timezone: 'UTC',
+    catchUp: true,
+    statePath,
+    now: () => now,
+  })
   await first.setPlan(plan)
   await first.stop()
   t.equal(engine.calls.length, 0, 'a schedule seen for the first time is not caught up')
@@ -36,13 +45,27 @@ t.test('first start: no catch-up; a restart after missed times: exactly one, mar
   t.equal(saved[cronKey('hourly', '0 * * * *')], T0)
 
   now = T0 + 5 * HOUR // off from 10:30 to 15:30: five due times missed
-  const second = await createCronSource(firer, silentLog, { timezone: 'UTC', catchUp: true, statePath, now: () => now })
+  const second = await createCronSource(firer, silentLog, {
+    timezone: 'UTC',
+    catchUp: true,
+    statePath,
+    now: () => now,
+  })
   await second.setPlan(plan)
   await second.stop()
   t.equal(engine.calls.length, 1, 'one catch-up run however many were missed')
-  t.match(engine.calls[0]?.event, { type: 'cron', source: 'cron 0 * * * * (catch-up)', payload: { catchUp: true, scheduled: '2026-01-01T15:00:00.000Z' } })
+  t.match(engine.calls[0]?.event, {
+    type: 'cron',
+    source: 'cron 0 * * * * (catch-up)',
+    payload: { catchUp: true, scheduled: '2026-01-01T15:00:00.000Z' },
+  })
 
-  const third = await createCronSource(firer, silentLog, { timezone: 'UTC', catchUp: true, statePath, now: () => now })
+  const third = await createCronSource(firer, silentLog, {
+    timezone: 'UTC',
+    catchUp: true,
+    statePath,
+    now: () => now,
+  })
   await third.setPlan(plan)
   await third.stop()
   t.equal(engine.calls.length, 1, 'the catch-up is remembered: a quick restart does not repeat it')
@@ -55,13 +78,23 @@ t.test('catch_up = false never catches up; a broken state file is survived', asy
   const engine = recordingEngine()
   const firer = createFirer(engine, matches, silentLog)
   const plan = buildPlan([sop('d', [{ type: 'cron', expression: '0 * * * *' }])])
-  const off = await createCronSource(firer, silentLog, { timezone: 'UTC', catchUp: false, statePath, now: () => T0 })
+  const off = await createCronSource(firer, silentLog, {
+    timezone: 'UTC',
+    catchUp: false,
+    statePath,
+    now: () => T0,
+  })
   await off.setPlan(plan)
   await off.stop()
   t.equal(engine.calls.length, 0)
 
   await writeFile(statePath, '{not json')
-  const broken = await createCronSource(firer, silentLog, { timezone: 'UTC', catchUp: true, statePath, now: () => T0 })
+  const broken = await createCronSource(firer, silentLog, {
+    timezone: 'UTC',
+    catchUp: true,
+    statePath,
+    now: () => T0,
+  })
   await broken.setPlan(plan)
   await broken.fireNow('d', '0 * * * *')
   await broken.stop()
@@ -71,7 +104,10 @@ t.test('catch_up = false never catches up; a broken state file is survived', asy
 
 t.test('schedules run in the configured timezone', async (t) => {
   const engine = recordingEngine()
-  const src = await createCronSource(createFirer(engine, matches, silentLog), silentLog, { timezone: 'Asia/Tokyo', catchUp: false })
+  const src = await createCronSource(createFirer(engine, matches, silentLog), silentLog, {
+    timezone: 'Asia/Tokyo',
+    catchUp: false,
+  })
   t.teardown(() => src.stop())
   await src.setPlan(buildPlan([sop('tokyo', [{ type: 'cron', expression: '30 9 * * *' }])]))
   const [n] = src.next()

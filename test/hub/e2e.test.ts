@@ -65,13 +65,21 @@ t.test('a board event starts a SOP run that completes', async (t) => {
   }
   const hub = await startHub(cfg.config, silentLog, parts)
   t.teardown(() => hub.close())
-  t.same(hub.sops.map((s) => s.name), ['vend'])
-  t.ok(hub.diagnostics.some((d) => d.severity === 'error' && d.file.includes('broken')), 'the broken SOP is reported with its file')
+  t.same(
+    hub.sops.map((s) => s.name),
+    ['vend'],
+  )
+  t.ok(
+    hub.diagnostics.some((d) => d.severity === 'error' && d.file.includes('broken')),
+    'the broken SOP is reported with its file',
+  )
 
   const watcher = await mqtt.connectAsync(hub.brokerUrl, { reconnectPeriod: 0 })
   t.teardown(() => watcher.endAsync(true))
   await watcher.subscribeAsync('vend/done', { qos: 1 })
-  const announced = new Promise<string>((resolve) => watcher.once('message', (_t, p) => resolve(p.toString())))
+  const announced = new Promise<string>((resolve) =>
+    watcher.once('message', (_t, p) => resolve(p.toString())),
+  )
 
   const sim = bridge?.simulated('vend1') as SimulatedBoard
   t.ok(sim, 'the simulated board is attached')
@@ -89,7 +97,15 @@ t.test('a board event starts a SOP run that completes', async (t) => {
   t.match(JSON.stringify(run), /"peripheral"/)
   t.match(JSON.stringify(run), /boards\/vend1\/coin/)
   // mqtt_publish sends a JSON value as its JSON text: the board's answer to gpio_read.
-  t.same(JSON.parse(await announced), { pin: 7, value: 0 }, 'the second step published what the board answered')
+  t.same(
+    JSON.parse(await announced),
+    { pin: 7, value: 0 },
+    'the second step published what the board answered',
+  )
   await hub.engine.idle()
-  t.equal((await hub.engine.listRuns({ sop: 'vend' })).length, 1, 'the amount-1 coin did not match the condition')
+  t.equal(
+    (await hub.engine.listRuns({ sop: 'vend' })).length,
+    1,
+    'the amount-1 coin did not match the condition',
+  )
 })

@@ -5,9 +5,18 @@ import { type EmbeddedBroker, startBroker } from '../../hub/daemon/broker.ts'
 import { silentLog } from '../../hub/daemon/log.ts'
 import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
-export async function startEmbeddedBroker(t: Teardown, opts: { dbPath?: string; wsPort?: number | null } = {}): Promise<EmbeddedBroker> {
+export async function startEmbeddedBroker(
+  t: Teardown,
+  opts: { dbPath?: string; wsPort?: number | null } = {},
+): Promise<EmbeddedBroker> {
   const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
-  const broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: opts.wsPort ?? null, dbPath, log: silentLog })
+  const broker = await startBroker({
+    host: '127.0.0.1',
+    port: 0,
+    wsPort: opts.wsPort ?? null,
+    dbPath,
+    log: silentLog,
+  })
   t.teardown(() => broker.close())
   return broker
 }

@@ -9,7 +9,9 @@ export interface RecordingEngine extends Engine {
   waitFor(n: number): Promise<void>
 }
 
-export function recordingEngine(decide?: (sop: string, event: TriggerEvent) => AdmissionDecision): RecordingEngine {
+export function recordingEngine(
+  decide?: (sop: string, event: TriggerEvent) => AdmissionDecision,
+): RecordingEngine {
   const calls: { sop: string; event: TriggerEvent }[] = []
   const waiters: { n: number; resolve: () => void }[] = []
   return {
@@ -17,7 +19,9 @@ export function recordingEngine(decide?: (sop: string, event: TriggerEvent) => A
     async trigger(sop, event) {
       calls.push({ sop, event })
       for (const w of waiters.filter((w) => calls.length >= w.n)) w.resolve()
-      return decide ? decide(sop, event) : { outcome: 'started', runId: `run-${calls.length}`, reason: 'slot free' }
+      return decide
+        ? decide(sop, event)
+        : { outcome: 'started', runId: `run-${calls.length}`, reason: 'slot free' }
     },
     waitFor(n) {
       if (calls.length >= n) return Promise.resolve()
@@ -40,7 +44,9 @@ export function sop(name: string, triggers: TriggerInput[]): Sop {
     maxConcurrent: 1,
     admissionPolicy: 'parallel',
     agent: 'test',
-    triggers: triggers.map((t) => ({ origin: { file: `/sops/${name}/SOP.toml`, line: ++line }, ...t }) as Trigger),
+    triggers: triggers.map(
+      (t) => ({ origin: { file: `/sops/${name}/SOP.toml`, line: ++line }, ...t }) as Trigger,
+    ),
     steps: [],
     dir: `/sops/${name}`,
     tomlPath: `/sops/${name}/SOP.toml`,

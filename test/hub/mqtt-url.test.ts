@@ -9,7 +9,10 @@ const FIELDS = ['protocol', 'host', 'hostname', 'port', 'path', 'username', 'pas
 
 /** The options mqtt.js settles on for a connect call (port 1 refuses at once; nothing is sent). */
 function settled(arg: string | mqtt.IClientOptions): Record<string, unknown> {
-  const c = typeof arg === 'string' ? mqtt.connect(arg, { reconnectPeriod: 0 }) : mqtt.connect({ ...arg, reconnectPeriod: 0 })
+  const c =
+    typeof arg === 'string'
+      ? mqtt.connect(arg, { reconnectPeriod: 0 })
+      : mqtt.connect({ ...arg, reconnectPeriod: 0 })
   c.on('error', () => undefined)
   const o = c.options as Record<string, unknown>
   c.end(true)
@@ -42,7 +45,10 @@ t.test('a colon percent-encoded in the password stays in the password', async (t
   // mqtt.js splits the decoded "user:pass" at its last colon, so it would read this one as
   // user "hub:p", password "ss"; RFC 3986 puts the colon in the password, and so do we.
   const r = mqttUrlOptions('mqtt://hub:p%3Ass@127.0.0.1:1')
-  t.same(r, { ok: true, value: { protocol: 'mqtt', host: '127.0.0.1', port: 1, username: 'hub', password: 'p:ss' } })
+  t.same(r, {
+    ok: true,
+    value: { protocol: 'mqtt', host: '127.0.0.1', port: 1, username: 'hub', password: 'p:ss' },
+  })
 })
 
 t.test('tls: is mqtts: (mqtt.js treats them alike; its types know only mqtts)', async (t) => {
@@ -52,9 +58,15 @@ t.test('tls: is mqtts: (mqtt.js treats them alike; its types know only mqtts)', 
 
 t.test('what is not a broker URL says why', async (t) => {
   t.same(mqttUrlOptions('not a url'), { ok: false, error: 'not a URL: "not a url"' })
-  t.same(mqttUrlOptions('http://x:1'), { ok: false, error: '"http" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)' })
+  t.same(mqttUrlOptions('http://x:1'), {
+    ok: false,
+    error: '"http" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)',
+  })
   t.same(mqttUrlOptions('mqtt://'), { ok: false, error: 'no host in "mqtt://"' })
-  t.same(mqttUrlOptions('constructor://x'), { ok: false, error: '"constructor" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)' })
+  t.same(mqttUrlOptions('constructor://x'), {
+    ok: false,
+    error: '"constructor" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)',
+  })
 })
 
 t.test('a real broker is reached over TCP and WebSocket with the converted options', async (t) => {

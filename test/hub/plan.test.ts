@@ -5,7 +5,7 @@ import { sop } from './fake-engine.ts'
 
 const always = { matches: (c: string) => c.trim() === '' || c === 'yes' }
 
-t.test('a bad trigger is reported with file and line and skipped; the SOP\'s others still plan', async (t) => {
+t.test("a bad trigger is reported with file and line and skipped; the SOP's others still plan", async (t) => {
   const plan = buildPlan([
     sop('a', [
       { type: 'peripheral', board: 'vend/1', signal: 'coin', condition: '' },
@@ -26,11 +26,17 @@ t.test('a bad trigger is reported with file and line and skipped; the SOP\'s oth
     t.equal(p.file, '/sops/a/SOP.toml')
     t.type(p.line, 'number')
   }
-  t.match(plan.problems.map((p) => p.message).join('\n'), /board "vend\/1"[\s\S]*"#" must be[\s\S]*exactly five fields[^\n]*found 6[\s\S]*invalid[\s\S]*must start with "\/"/)
+  t.match(
+    plan.problems.map((p) => p.message).join('\n'),
+    /board "vend\/1"[\s\S]*"#" must be[\s\S]*exactly five fields[^\n]*found 6[\s\S]*invalid[\s\S]*must start with "\/"/,
+  )
 })
 
 t.test('a webhook path is answered by one SOP; the second is reported', async (t) => {
-  const plan = buildPlan([sop('b', [{ type: 'webhook', path: '/hook' }]), sop('a', [{ type: 'webhook', path: '/hook' }])])
+  const plan = buildPlan([
+    sop('b', [{ type: 'webhook', path: '/hook' }]),
+    sop('a', [{ type: 'webhook', path: '/hook' }]),
+  ])
   t.equal(plan.webhook.get('/hook')?.sop, 'a', 'SOPs are planned in name order, so the winner is stable')
   t.match(plan.problems[0]?.message, /already answered by SOP "a"/)
 })
@@ -43,25 +49,28 @@ t.test('cron and webhook field checks', async (t) => {
   t.match(webhookPathError('/a?b=1'), /must not contain/)
 })
 
-t.test('dispatch: peripheral exact topic, mqtt wildcard, condition, one run per SOP per message', async (t) => {
-  const plan = buildPlan([
-    sop('coin', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: '' }]),
-    sop('guarded', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: 'no' }]),
-    sop('any', [{ type: 'mqtt', topic: 'boards/+/coin', condition: '' }]),
-    sop('both', [
-      { type: 'peripheral', board: 'vend1', signal: 'coin', condition: '' },
-      { type: 'mqtt', topic: 'boards/#', condition: '' },
-    ]),
-  ])
-  t.same(
-    dispatchMessage(plan, always, 'boards/vend1/coin', '1'),
-    [
+t.test(
+  'dispatch: peripheral exact topic, mqtt wildcard, condition, one run per SOP per message',
+  async (t) => {
+    const plan = buildPlan([
+      sop('coin', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: '' }]),
+      sop('guarded', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: 'no' }]),
+      sop('any', [{ type: 'mqtt', topic: 'boards/+/coin', condition: '' }]),
+      sop('both', [
+        { type: 'peripheral', board: 'vend1', signal: 'coin', condition: '' },
+        { type: 'mqtt', topic: 'boards/#', condition: '' },
+      ]),
+    ])
+    t.same(dispatchMessage(plan, always, 'boards/vend1/coin', '1'), [
       { sop: 'both', type: 'peripheral' },
       { sop: 'coin', type: 'peripheral' },
       { sop: 'any', type: 'mqtt' },
-    ],
-  )
-  t.same(dispatchMessage(plan, always, 'boards/vend2/coin', '1'), [{ sop: 'any', type: 'mqtt' }, { sop: 'both', type: 'mqtt' }])
-  t.same(dispatchMessage(plan, always, 'other', '1'), [])
-  t.same(subscriptionFilters(plan), ['boards/#'])
-})
+    ])
+    t.same(dispatchMessage(plan, always, 'boards/vend2/coin', '1'), [
+      { sop: 'any', type: 'mqtt' },
+      { sop: 'both', type: 'mqtt' },
+    ])
+    t.same(dispatchMessage(plan, always, 'other', '1'), [])
+    t.same(subscriptionFilters(plan), ['boards/#'])
+  },
+)

@@ -32,53 +32,85 @@ async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<Rou
   return { router, engine, pub, dir, client }
 }
 
-t.test('a board event on boards/<board>/<signal> starts the SOP, with the text payload and condition', async (t) => {
-  const { engine, pub } = await setup(t, [
-    sop('vend', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: '$.cents >= 100' }]),
-    sop('temp', [{ type: 'peripheral', board: 'vend1', signal: 'temp', condition: '> 30' }]),
-  ])
-  await pub.publishAsync('boards/vend1/coin', '{"cents":50}', { qos: 1 })
-  await pub.publishAsync('boards/vend1/temp', 'hot', { qos: 1 })
-  await pub.publishAsync('boards/vend1/temp', '31.5', { qos: 1 })
-  await pub.publishAsync('boards/vend1/coin', '{"cents":100}', { qos: 1 })
-  await engine.waitFor(2)
-  t.same(
-    engine.calls.map((c) => [c.sop, c.event.type, c.event.source, c.event.payload]),
-    [
-      ['temp', 'peripheral', 'boards/vend1/temp', '31.5'],
-      ['vend', 'peripheral', 'boards/vend1/coin', '{"cents":100}'],
-    ],
-  )
-})
+t.test(
+  'a board event on boards/<board>/<signal> starts the SOP, with the text payload and condition',
+  async (t) => {
+    const { engine, pub } = await setup(t, [
+      sop('vend', [{ type: 'peripheral', board: 'vend1', signal: 'coin', condition: '$.cents >= 100' }]),
+      sop('temp', [{ type: 'peripheral', board: 'vend1', signal: 'temp', condition: '> 30' }]),
+    ])
+    await pub.publishAsync('boards/vend1/coin', '{"cents":50}', { qos: 1 })
+    await pub.publishAsync('boards/vend1/temp', 'hot', { qos: 1 })
+    await pub.publishAsync('boards/vend1/temp', '31.5', { qos: 1 })
+    await pub.publishAsync('boards/vend1/coin', '{"cents":100}', { qos: 1 })
+    await engine.waitFor(2)
+    t.same(
+      engine.calls.map((c) => [c.sop, c.event.type, c.event.source, c.event.payload]),
+      [
+        ['temp', 'peripheral', 'boards/vend1/temp', '31.5'],
+        ['vend', 'peripheral', 'boards/vend1/coin', '{"cents":100}'],
+      ],
+    )
+  },
+)
 
 t.test('mqtt triggers: + wildcard and conditions; retained replays do not fire', async (t) => {
-  const { engine, pub, router } = await setup(t, [sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '$.c > 20' }])])
+  const { engine, pub, router } = await setup(t, [
+    sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '$.c > 20' }]),
+  ])
   await pub.publishAsync('sensors/a/temp', '{"c":25}', { qos: 1 })
   await pub.publishAsync('sensors/a/b/temp', '{"c":25}', { qos: 1 })
   await pub.publishAsync('sensors/b/temp', 'not json', { qos: 1 })
   await pub.publishAsync('sensors/c/temp', '{"c":21}', { qos: 1, retain: true })
   await engine.waitFor(2)
-  t.same(engine.calls.map((c) => c.event.source), ['sensors/a/temp', 'sensors/c/temp'])
+  t.same(
+    engine.calls.map((c) => c.event.source),
+    ['sensors/a/temp', 'sensors/c/temp'],
+  )
   // A new subscription set (setSops) replays the retained message: it must not start a run.
-  await router.setSops([sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '' }]), sop('n', [{ type: 'mqtt', topic: 'sensors/#', condition: '' }])])
+  await router.setSops([
+    sop('m', [{ type: 'mqtt', topic: 'sensors/+/temp', condition: '' }]),
+    sop('n', [{ type: 'mqtt', topic: 'sensors/#', condition: '' }]),
+  ])
   await pub.publishAsync('sensors/z/temp', '{"c":1}', { qos: 1 })
   await engine.waitFor(4)
-  t.same(engine.calls.slice(2).map((c) => `${c.sop} ${c.event.source}`).sort(), ['m sensors/z/temp', 'n sensors/z/temp'])
+  t.same(
+    engine.calls
+      .slice(2)
+      .map((c) => `${c.sop} ${c.event.source}`)
+      .sort(),
+    ['m sensors/z/temp', 'n sensors/z/temp'],
+  )
 })
 
 t.test('what a client sends never crashes the router', async (t) => {
-  const { engine, pub, router } = await setup(t, [sop('v', [{ type: 'peripheral', board: 'b', signal: 's', condition: '$.a.b.c == 1' }])])
-  const nasty = ['', '{', 'null', '[]', '{"a":null}', '\u0000\uffff', Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'), 'x'.repeat(300 * 1024)]
+  const { engine, pub, router } = await setup(t, [
+    sop('v', [{ type: 'peripheral', board: 'b', signal: 's', condition: '$.a.b.c == 1' }]),
+  ])
+  const nasty = [
+    '',
+    '{',
+    'null',
+    '[]',
+    '{"a":null}',
+    '\u0000\uffff',
+    Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'),
+    'x'.repeat(300 * 1024),
+  ]
   for (const p of nasty) await pub.publishAsync('boards/b/s', p, { qos: 1 })
   await pub.publishAsync('boards/b/s', '{"a":{"b":{"c":1}}}', { qos: 1 })
   await engine.waitFor(1)
   t.equal(engine.calls.length, 1)
   t.equal(engine.calls[0]?.event.payload, '{"a":{"b":{"c":1}}}')
-  t.same(await router.handleMessage('boards/b/s', 'x'.repeat(300 * 1024)), [], 'oversized payloads are ignored')
+  t.same(
+    await router.handleMessage('boards/b/s', 'x'.repeat(300 * 1024)),
+    [],
+    'oversized payloads are ignored',
+  )
 })
 
 t.test('an engine that throws is reported as a value; the router keeps going', async (t) => {
-  const dir = await tempDir(t)
+  const _dir = await tempDir(t)
   let n = 0
   const engine = {
     async trigger() {
@@ -96,7 +128,10 @@ t.test('an engine that throws is reported as a value; the router keeps going', a
   })
   t.teardown(() => router.stop())
   t.same(await router.manual('a', { x: 1 }), { ok: false, error: 'store is down' })
-  t.same(await router.manual('a', 'again'), { ok: true, decision: { outcome: 'started', runId: 'r2', reason: 'ok' } })
+  t.same(await router.manual('a', 'again'), {
+    ok: true,
+    decision: { outcome: 'started', runId: 'r2', reason: 'ok' },
+  })
   t.same(await router.manual('nope', {}), { ok: false, error: 'no SOP named "nope" is loaded' })
 })
 
@@ -110,9 +145,20 @@ t.test('channels: a named local inbox on the local API', async (t) => {
   t.teardown(() => app.close())
   let res = await app.inject({ method: 'POST', url: '/channels/orders', payload: { qty: 2 } })
   t.equal(res.statusCode, 200)
-  t.same(res.json().runs.map((r: { sop: string }) => r.sop), ['c1', 'c2'])
-  res = await app.inject({ method: 'POST', url: '/channels/o', payload: 'plain text', headers: { 'content-type': 'text/plain' } })
-  t.same(res.json().runs.map((r: { sop: string }) => r.sop), ['c1'])
+  t.same(
+    res.json().runs.map((r: { sop: string }) => r.sop),
+    ['c1', 'c2'],
+  )
+  res = await app.inject({
+    method: 'POST',
+    url: '/channels/o',
+    payload: 'plain text',
+    headers: { 'content-type': 'text/plain' },
+  })
+  t.same(
+    res.json().runs.map((r: { sop: string }) => r.sop),
+    ['c1'],
+  )
   res = await app.inject({ method: 'POST', url: '/channels/nobody' })
   t.equal(res.statusCode, 404)
   t.match(res.json().error, /no SOP listens on channel "nobody"/)
@@ -121,35 +167,46 @@ t.test('channels: a named local inbox on the local API', async (t) => {
   t.equal(engine.calls.length, 3)
 })
 
-t.test('a flood while the engine is stuck is bounded: messages past the cap are dropped and counted', async (t) => {
-  const release: (() => void)[] = []
-  let calls = 0
-  const engine = {
-    trigger: () =>
-      new Promise<{ outcome: 'started'; reason: string }>((resolve) => {
-        calls++
-        release.push(() => resolve({ outcome: 'started', reason: 'late' }))
-      }),
-  }
-  const { router, pub, client } = await setup(t, [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])], { engine, maxInFlight: 5 })
-  // Count what the router's own MQTT client delivered, independently of the router: the cap's
-  // accounting is checked against that. (Under a loaded full-suite run a few of 20 QoS 1 messages
-  // to this persistent session were seen never to arrive at the client at all; that is the broker
-  // path, recorded in the issue notes, not the cap this test is for.)
-  let delivered = 0
-  client.on('message', (topic, _p, packet) => {
-    if (topic === 'boards/b/s' && !packet.retain) delivered++
-  })
-  for (let i = 0; i < 20; i++) await pub.publishAsync('boards/b/s', String(i), { qos: 1 })
-  // All 20, or as many as arrive: a lost one is tolerated (above), so this wait never fails.
-  await waitForCount(() => delivered, 20, { idleMs: 10_000, intervalMs: 10 })
-  t.ok(delivered > 5, `the flood (${delivered} delivered) exceeds the cap`)
-  t.equal(calls, 5, 'only the cap reached the engine')
-  t.equal(router.droppedMessages(), delivered - 5, 'every delivered message past the cap is dropped and counted')
-  for (const r of release.splice(0)) r()
-  await new Promise((r) => setTimeout(r, 20))
-  await pub.publishAsync('boards/b/s', 'after', { qos: 1 })
-  await waitFor(() => calls >= 6, 'the message after the release to reach the engine')
-  t.equal(calls, 6, 'once the engine catches up, messages flow again')
-  for (const r of release.splice(0)) r()
-})
+t.test(
+  'a flood while the engine is stuck is bounded: messages past the cap are dropped and counted',
+  async (t) => {
+    const release: (() => void)[] = []
+    let calls = 0
+    const engine = {
+      trigger: () =>
+        new Promise<{ outcome: 'started'; reason: string }>((resolve) => {
+          calls++
+          release.push(() => resolve({ outcome: 'started', reason: 'late' }))
+        }),
+    }
+    const { router, pub, client } = await setup(
+      t,
+      [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])],
+      { engine, maxInFlight: 5 },
+    )
+    // Count what the router's own MQTT client delivered, independently of the router: the cap's
+    // accounting is checked against that. (Under a loaded full-suite run a few of 20 QoS 1 messages
+    // to this persistent session were seen never to arrive at the client at all; that is the broker
+    // path, recorded in the issue notes, not the cap this test is for.)
+    let delivered = 0
+    client.on('message', (topic, _p, packet) => {
+      if (topic === 'boards/b/s' && !packet.retain) delivered++
+    })
+    for (let i = 0; i < 20; i++) await pub.publishAsync('boards/b/s', String(i), { qos: 1 })
+    // All 20, or as many as arrive: a lost one is tolerated (above), so this wait never fails.
+    await waitForCount(() => delivered, 20, { idleMs: 10_000, intervalMs: 10 })
+    t.ok(delivered > 5, `the flood (${delivered} delivered) exceeds the cap`)
+    t.equal(calls, 5, 'only the cap reached the engine')
+    t.equal(
+      router.droppedMessages(),
+      delivered - 5,
+      'every delivered message past the cap is dropped and counted',
+    )
+    for (const r of release.splice(0)) r()
+    await new Promise((r) => setTimeout(r, 20))
+    await pub.publishAsync('boards/b/s', 'after', { qos: 1 })
+    await waitFor(() => calls >= 6, 'the message after the release to reach the engine')
+    t.equal(calls, 6, 'once the engine catches up, messages flow again')
+    for (const r of release.splice(0)) r()
+  },
+)

@@ -38,20 +38,27 @@ function staticGraph(entry: string): Map<string, string[]> {
 const graph = staticGraph(resolve(root, 'hub/cli/hub.ts'))
 
 t.test('the graph is read (it reaches the broker, the engine and the triggers)', async (t) => {
-  for (const p of ['aedes', 'level', 'mqtt', 'node-schedule', 'typebox/schema']) t.ok(graph.has(p), `${p} is statically imported`)
+  for (const p of ['aedes', 'level', 'mqtt', 'node-schedule', 'typebox/schema'])
+    t.ok(graph.has(p), `${p} is statically imported`)
 })
 
 // typebox/schema (the validator, used by the engine) is ~235 files; the Type builders add ~300
 // more and typebox/value and typebox/compile ~140: ~3.3 MB of heap for nothing at start.
 for (const heavy of ['typebox', 'typebox/value', 'typebox/compile']) {
   t.test(`svc hub does not load ${heavy} at start`, async (t) => {
-    t.notOk(graph.has(heavy), graph.has(heavy) ? `imported via ${graph.get(heavy)!.join(' → ')}` : 'not in the static graph')
+    t.notOk(
+      graph.has(heavy),
+      graph.has(heavy) ? `imported via ${graph.get(heavy)!.join(' → ')}` : 'not in the static graph',
+    )
   })
 }
 
 // Loaded only when configured: boards (serial stack, johnny-five) and attestation (viem).
 for (const lazy of ['serialport', 'johnny-five', 'viem']) {
   t.test(`svc hub does not load ${lazy} at start`, async (t) => {
-    t.notOk(graph.has(lazy), graph.has(lazy) ? `imported via ${graph.get(lazy)!.join(' → ')}` : 'not in the static graph')
+    t.notOk(
+      graph.has(lazy),
+      graph.has(lazy) ? `imported via ${graph.get(lazy)!.join(' → ')}` : 'not in the static graph',
+    )
   })
 }

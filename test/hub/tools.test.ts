@@ -18,7 +18,10 @@ function ctx(signal: AbortSignal = new AbortController().signal): ToolContext {
 }
 
 t.test('every tool declares a schema that rejects bad arguments', async (t) => {
-  const reg = buildToolRegistry({ publish: async () => undefined, boards: { send: async () => ({ ok: true }) } })
+  const reg = buildToolRegistry({
+    publish: async () => undefined,
+    boards: { send: async () => ({ ok: true }) },
+  })
   if (!reg.ok) throw new Error(reg.error)
   t.same([...reg.tools.keys()].sort(), ['board_send', 'http_request', 'mqtt_publish', 'wait'])
   const bad: [string, unknown][] = [
@@ -32,17 +35,21 @@ t.test('every tool declares a schema that rejects bad arguments', async (t) => {
     ['http_request', { url: 'http://x', method: 'BREW' }],
     ['http_request', { url: 'http://x', headers: { a: 1 } }],
   ]
-  for (const [name, args] of bad) t.notOk(Value.Check(reg.tools.get(name)!.schema, args), `${name} ${JSON.stringify(args)}`)
+  for (const [name, args] of bad)
+    t.notOk(Value.Check(reg.tools.get(name)!.schema, args), `${name} ${JSON.stringify(args)}`)
   t.ok(Value.Check(reg.tools.get('board_send')!.schema, { board: 'vend1', cmd: 'vend', args: { slot: 3 } }))
   t.ok(Value.Check(reg.tools.get('wait')!.schema, { seconds: 0.5 }))
 })
 
-t.test('the registry never lets a later tool replace an earlier one; http_request can be left out', async (t) => {
-  const dup = buildToolRegistry({ publish: async () => undefined, extra: [createWait()] })
-  t.same(dup, { ok: false, error: 'tool "wait" is registered twice' })
-  const offline = buildToolRegistry({ publish: async () => undefined, http: false })
-  t.ok(offline.ok && !offline.tools.has('http_request') && !offline.tools.has('board_send'))
-})
+t.test(
+  'the registry never lets a later tool replace an earlier one; http_request can be left out',
+  async (t) => {
+    const dup = buildToolRegistry({ publish: async () => undefined, extra: [createWait()] })
+    t.same(dup, { ok: false, error: 'tool "wait" is registered twice' })
+    const offline = buildToolRegistry({ publish: async () => undefined, http: false })
+    t.ok(offline.ok && !offline.tools.has('http_request') && !offline.tools.has('board_send'))
+  },
+)
 
 t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refused', async (t) => {
   const broker = await startEmbeddedBroker(t)
@@ -53,21 +60,32 @@ t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refu
     await sub.endAsync(true)
   })
   await sub.subscribeAsync('out/#', { qos: 1 })
-  const got = new Promise<[string, string]>((resolve) => sub.once('message', (tp, p) => resolve([tp, p.toString()])))
+  const got = new Promise<[string, string]>((resolve) =>
+    sub.once('message', (tp, p) => resolve([tp, p.toString()])),
+  )
   const tool = createMqttPublish(async (topic, payload, o) => {
     await pubClient.publishAsync(topic, payload, o)
   })
-  t.same(await tool.run({ topic: 'out/vend1', payload: { slot: 3 } }, ctx()), { ok: true, output: { topic: 'out/vend1', bytes: 10 } })
+  t.same(await tool.run({ topic: 'out/vend1', payload: { slot: 3 } }, ctx()), {
+    ok: true,
+    output: { topic: 'out/vend1', bytes: 10 },
+  })
   t.same(await got, ['out/vend1', '{"slot":3}'])
   t.match(await tool.run({ topic: 'out/+', payload: 'x' }, ctx()), { ok: false, error: /wildcard/ })
-  t.match(await tool.run({ topic: 'out/big', payload: 'x'.repeat(300 * 1024) }, ctx()), { ok: false, error: /more than/ })
+  t.match(await tool.run({ topic: 'out/big', payload: 'x'.repeat(300 * 1024) }, ctx()), {
+    ok: false,
+    error: /more than/,
+  })
   const failing = createMqttPublish(async () => {
     throw new Error('client disconnecting')
   })
-  t.same(await failing.run({ topic: 'a', payload: 'x' }, ctx()), { ok: false, error: 'mqtt_publish a: client disconnecting' })
+  t.same(await failing.run({ topic: 'a', payload: 'x' }, ctx()), {
+    ok: false,
+    error: 'mqtt_publish a: client disconnecting',
+  })
 })
 
-t.test('board_send: the board\'s reply is the output; errors and timeouts are values', async (t) => {
+t.test("board_send: the board's reply is the output; errors and timeouts are values", async (t) => {
   const seen: unknown[] = []
   const port: BoardPort = {
     async send(board, cmd, args, opts) {
@@ -78,10 +96,23 @@ t.test('board_send: the board\'s reply is the output; errors and timeouts are va
     },
   }
   const tool = createBoardSend(port, { timeoutMs: 1234 })
-  t.same(await tool.run({ board: 'vend1', cmd: 'vend', args: { slot: 3 } } as unknown as Json, ctx()), { ok: true, output: { vended: 3 } })
-  t.same(await tool.run({ board: 'vend1', cmd: 'fail' }, ctx()), { ok: false, error: 'board vend1 answered fail with an error: slot empty' })
-  t.same(await tool.run({ board: 'vend1', cmd: 'slow', timeout_ms: 5 }, ctx()), { ok: false, error: 'board_send vend1 slow: no reply within 5 ms' })
-  t.same(seen, [['vend1', 'vend', { slot: 3 }, 1234], ['vend1', 'fail', {}, 1234], ['vend1', 'slow', {}, 5]])
+  t.same(await tool.run({ board: 'vend1', cmd: 'vend', args: { slot: 3 } } as unknown as Json, ctx()), {
+    ok: true,
+    output: { vended: 3 },
+  })
+  t.same(await tool.run({ board: 'vend1', cmd: 'fail' }, ctx()), {
+    ok: false,
+    error: 'board vend1 answered fail with an error: slot empty',
+  })
+  t.same(await tool.run({ board: 'vend1', cmd: 'slow', timeout_ms: 5 }, ctx()), {
+    ok: false,
+    error: 'board_send vend1 slow: no reply within 5 ms',
+  })
+  t.same(seen, [
+    ['vend1', 'vend', { slot: 3 }, 1234],
+    ['vend1', 'fail', {}, 1234],
+    ['vend1', 'slow', {}, 5],
+  ])
 })
 
 t.test('wait: exactly one of ms/seconds, and a cancelled run stops waiting', async (t) => {
@@ -106,14 +137,29 @@ t.test('http_request against a real server: JSON, text, status as a result, caps
   const base = await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())
   const tool = createHttpRequest({ timeoutMs: 5000, maxResponseBytes: 1024 })
-  t.match(await tool.run({ url: `${base}/echo`, body: { a: 1 } }, ctx()), { ok: true, output: { status: 200, body: { got: { a: 1 } } } })
-  t.match(await tool.run({ url: `${base}/text` }, ctx()), { ok: true, output: { status: 200, body: 'plain' } })
-  t.match(await tool.run({ url: `${base}/missing` }, ctx()), { ok: true, output: { status: 404, body: { error: 'nope' } } })
+  t.match(await tool.run({ url: `${base}/echo`, body: { a: 1 } }, ctx()), {
+    ok: true,
+    output: { status: 200, body: { got: { a: 1 } } },
+  })
+  t.match(await tool.run({ url: `${base}/text` }, ctx()), {
+    ok: true,
+    output: { status: 200, body: 'plain' },
+  })
+  t.match(await tool.run({ url: `${base}/missing` }, ctx()), {
+    ok: true,
+    output: { status: 404, body: { error: 'nope' } },
+  })
   t.match(await tool.run({ url: `${base}/big` }, ctx()), { ok: false, error: /larger than 1024 bytes/ })
-  t.match(await tool.run({ url: `${base}/slow`, timeout_ms: 50 }, ctx()), { ok: false, error: /no answer within 50 ms/ })
+  t.match(await tool.run({ url: `${base}/slow`, timeout_ms: 50 }, ctx()), {
+    ok: false,
+    error: /no answer within 50 ms/,
+  })
   t.match(await tool.run({ url: 'file:///etc/passwd' }, ctx()), { ok: false, error: /not http or https/ })
   t.match(await tool.run({ url: 'not a url' }, ctx()), { ok: false, error: /not a valid URL/ })
-  t.match(await tool.run({ url: `${base}/text`, method: 'GET', body: 'x' }, ctx()), { ok: false, error: /cannot have a body/ })
+  t.match(await tool.run({ url: `${base}/text`, method: 'GET', body: 'x' }, ctx()), {
+    ok: false,
+    error: /cannot have a body/,
+  })
   const dead = await tool.run({ url: 'http://127.0.0.1:1/' }, ctx())
   t.match(dead, { ok: false, error: /http_request GET http:\/\/127.0.0.1:1\/: fetch failed/ })
 })

@@ -45,5 +45,9 @@ t.test('covering and the minimal subscription set', async (t) => {
   t.notOk(filterCovers('boards/+/coin', 'boards/+/+'))
   t.ok(filterCovers('a/#', 'a/+/c'))
   t.notOk(filterCovers('a/+', 'a/#'))
-  t.same(minimalFilters(['boards/+/+', 'boards/vend1/coin', 'sensors/#', 'sensors/t1', 'x/y', 'x/y']), ['boards/+/+', 'sensors/#', 'x/y'])
+  t.same(minimalFilters(['boards/+/+', 'boards/vend1/coin', 'sensors/#', 'sensors/t1', 'x/y', 'x/y']), [
+    'boards/+/+',
+    'sensors/#',
+    'x/y',
+  ])
 })

@@ -9,20 +9,33 @@ import { recordingEngine, sop } from './fake-engine.ts'
 
 async function gateway(t: { teardown(fn: () => unknown): void }, engine = recordingEngine()) {
   const plan = buildPlan([sop('hook', [{ type: 'webhook', path: '/hooks/order' }])])
-  const gw = await startWebhookGateway(createFirer(engine, matches, silentLog), silentLog, { host: '127.0.0.1', port: 0, bodyLimit: 1024 }, plan)
+  const gw = await startWebhookGateway(
+    createFirer(engine, matches, silentLog),
+    silentLog,
+    { host: '127.0.0.1', port: 0, bodyLimit: 1024 },
+    plan,
+  )
   t.teardown(() => gw.stop())
   return { gw, engine }
 }
 
 t.test('POST on exactly the configured path starts a run and answers { runId, outcome }', async (t) => {
   const { gw, engine } = await gateway(t)
-  let res = await fetch(`${gw.url}/hooks/order`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"sku":"A1","qty":2}' })
+  let res = await fetch(`${gw.url}/hooks/order`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"sku":"A1","qty":2}',
+  })
   t.equal(res.status, 202)
   t.same(await res.json(), { runId: 'run-1', outcome: 'started', reason: 'slot free' })
   t.same(engine.calls[0]?.event.payload, { sku: 'A1', qty: 2 }, 'JSON body is the JSON payload')
   t.equal(engine.calls[0]?.event.type, 'webhook')
   t.equal(engine.calls[0]?.event.source, '/hooks/order')
-  res = await fetch(`${gw.url}/hooks/order?x=1`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'hello' })
+  res = await fetch(`${gw.url}/hooks/order?x=1`, {
+    method: 'POST',
+    headers: { 'content-type': 'text/plain' },
+    body: 'hello',
+  })
   t.equal(res.status, 202)
   t.equal(engine.calls[1]?.event.payload, 'hello', 'text body is the text payload')
   res = await fetch(`${gw.url}/hooks/order`, { method: 'POST' })
@@ -38,8 +51,18 @@ t.test('anything else is refused with a reason, and starts nothing', async (t) =
     ['/hooks', { method: 'POST' }, 404, /no webhook/],
     ['/hooks/order', { method: 'GET' }, 405, /accepts POST only/],
     ['/hooks/order', { method: 'PUT', body: 'x' }, 405, /accepts POST only/],
-    ['/hooks/order', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"broken' }, 400, /body is not valid JSON/],
-    ['/hooks/order', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(2048) }, 413, /larger than 1024 bytes/],
+    [
+      '/hooks/order',
+      { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"broken' },
+      400,
+      /body is not valid JSON/,
+    ],
+    [
+      '/hooks/order',
+      { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(2048) },
+      413,
+      /larger than 1024 bytes/,
+    ],
   ]
   for (const [path, init, status, re] of cases) {
     const res = await fetch(`${gw.url}${path}`, init)
@@ -60,7 +83,12 @@ t.test('admission outcomes other than started still answer, with the outcome', a
 t.test('a caller over the rate limit gets 429 with a reason; nothing more is started', async (t) => {
   const engine = recordingEngine()
   const plan = buildPlan([sop('hook', [{ type: 'webhook', path: '/h' }])])
-  const gw = await startWebhookGateway(createFirer(engine, matches, silentLog), silentLog, { host: '127.0.0.1', port: 0, bodyLimit: 1024, rateLimit: 3 }, plan)
+  const gw = await startWebhookGateway(
+    createFirer(engine, matches, silentLog),
+    silentLog,
+    { host: '127.0.0.1', port: 0, bodyLimit: 1024, rateLimit: 3 },
+    plan,
+  )
   t.teardown(() => gw.stop())
   const codes: number[] = []
   for (let i = 0; i < 5; i++) codes.push((await fetch(`${gw.url}/h`, { method: 'POST', body: 'x' })).status)

@@ -15,13 +15,25 @@ const MARKET = 'http://127.0.0.1:9'
 
 t.test('a listing of attested lines: three files, manifest row i = line i', async (t) => {
   const { store, home } = await storeWith(t, ['attested', 'attested', 'attested', 'pending'])
-  const r = await createListing({ home, fields: FIELDS, range: { to: 3 }, market: MARKET, store, agentId: '7' })
+  const r = await createListing({
+    home,
+    fields: FIELDS,
+    range: { to: 3 },
+    market: MARKET,
+    store,
+    agentId: '7',
+  })
   if (!r.ok) return t.fail(r.error)
   t.equal(r.entry.state, 'queued')
   t.equal(r.entry.rows, 3)
   const data = await readFile(join(r.dir, 'operations.jsonl'), 'utf8')
   const reqs = (await readFile(join(r.dir, 'operation-requests.txt'), 'utf8')).trim().split('\n')
-  const manifest = JSON.parse(await readFile(join(r.dir, 'manifest.json'), 'utf8')) as { version: number; chainId: number; agentId: string; rows: { paramsHash: string; requestHash: string }[] }
+  const manifest = JSON.parse(await readFile(join(r.dir, 'manifest.json'), 'utf8')) as {
+    version: number
+    chainId: number
+    agentId: string
+    rows: { paramsHash: string; requestHash: string }[]
+  }
   t.same(data.trimEnd().split('\n'), [opLine(0), opLine(1), opLine(2)], 'data lines in store order')
   t.equal(manifest.version, 1)
   t.equal(manifest.chainId, 10143)
@@ -40,13 +52,31 @@ t.test('a line not attested yet in the range: refused with its line, nothing que
   const r = await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '7' })
   t.same(r, { ok: false, error: 'operation-requests.txt line 3: blank (line not attested yet)' })
   t.same(await readdir(listingsDir(home)).catch(() => []), [], 'no folder left behind')
-  const later = await createListing({ home, fields: FIELDS, range: { from: 1 }, market: MARKET, store, agentId: '7' })
-  t.same(later, { ok: false, error: 'operation-requests.txt line 2: blank (line not attested yet) (attested line 3)' }, 'a later range names the file line and the store line')
+  const later = await createListing({
+    home,
+    fields: FIELDS,
+    range: { from: 1 },
+    market: MARKET,
+    store,
+    agentId: '7',
+  })
+  t.same(
+    later,
+    { ok: false, error: 'operation-requests.txt line 2: blank (line not attested yet) (attested line 3)' },
+    'a later range names the file line and the store line',
+  )
 })
 
 t.test('an empty range is refused', async (t) => {
   const { store, home } = await storeWith(t, ['attested'])
-  const r = await createListing({ home, fields: FIELDS, range: { from: 5 }, market: MARKET, store, agentId: '7' })
+  const r = await createListing({
+    home,
+    fields: FIELDS,
+    range: { from: 5 },
+    market: MARKET,
+    store,
+    agentId: '7',
+  })
   t.same(r, { ok: false, error: 'no attested lines in the range: nothing to list' })
 })
 
@@ -54,9 +84,21 @@ t.test('hand-made record files: blank, duplicate, different counts, each with it
   const dir = await tempDir(t)
   const h = (n: number) => `0x${n.toString(16).padStart(64, '0')}`
   const cases: [string, string, string][] = [
-    [`${opLine(0)}\n${opLine(1)}\n`, `${h(1)}\n\n`, 'operation-requests.txt line 2: blank (line not attested yet)'],
-    [`${opLine(0)}\n${opLine(1)}\n${opLine(2)}\n`, `${h(1)}\n${h(2)}\n${h(1)}\n`, 'operation-requests.txt line 3: same request hash as line 1'],
-    [`${opLine(0)}\n${opLine(1)}\n`, `${h(1)}\n`, 'operations.jsonl has 2 lines but operation-requests.txt has 1'],
+    [
+      `${opLine(0)}\n${opLine(1)}\n`,
+      `${h(1)}\n\n`,
+      'operation-requests.txt line 2: blank (line not attested yet)',
+    ],
+    [
+      `${opLine(0)}\n${opLine(1)}\n${opLine(2)}\n`,
+      `${h(1)}\n${h(2)}\n${h(1)}\n`,
+      'operation-requests.txt line 3: same request hash as line 1',
+    ],
+    [
+      `${opLine(0)}\n${opLine(1)}\n`,
+      `${h(1)}\n`,
+      'operations.jsonl has 2 lines but operation-requests.txt has 1',
+    ],
     [`${opLine(0)}\n`, `0x1234\n`, 'operation-requests.txt line 1: not a 32-byte hex hash'],
   ]
   for (const [data, reqs, error] of cases) {
@@ -85,31 +127,74 @@ t.test('bad fields and images are refused before anything is written', async (t)
     t.match(r, { ok: false, error: re }, String(re))
   }
   const { title: _omit, ...noTitle } = FIELDS
-  t.same(await createListing({ home, fields: noTitle, range: {}, market: MARKET, store, agentId: '1' }), { ok: false, error: 'title: required' })
+  t.same(await createListing({ home, fields: noTitle, range: {}, market: MARKET, store, agentId: '1' }), {
+    ok: false,
+    error: 'title: required',
+  })
   const txt = join(home, 'cover.png')
   await writeFile(txt, 'not an image')
-  t.same(await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '1', imagePath: txt }), { ok: false, error: '--image cover.png: not a JPEG, PNG or WebP file' })
-  t.match(await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '1', imagePath: join(home, 'nope.jpg') }), { ok: false, error: /nope\.jpg: no such file/ })
+  t.same(
+    await createListing({
+      home,
+      fields: FIELDS,
+      range: {},
+      market: MARKET,
+      store,
+      agentId: '1',
+      imagePath: txt,
+    }),
+    { ok: false, error: '--image cover.png: not a JPEG, PNG or WebP file' },
+  )
+  t.match(
+    await createListing({
+      home,
+      fields: FIELDS,
+      range: {},
+      market: MARKET,
+      store,
+      agentId: '1',
+      imagePath: join(home, 'nope.jpg'),
+    }),
+    { ok: false, error: /nope\.jpg: no such file/ },
+  )
   t.same(await readdir(listingsDir(home)).catch(() => []), [], 'nothing queued')
 
   const png = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0])
   const good = join(home, 'cover.bin')
   await writeFile(good, png)
-  const r = await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '1', imagePath: good })
+  const r = await createListing({
+    home,
+    fields: FIELDS,
+    range: {},
+    market: MARKET,
+    store,
+    agentId: '1',
+    imagePath: good,
+  })
   if (!r.ok) return t.fail(r.error)
   t.same(r.entry.image, { file: 'image.png', type: 'image/png' }, 'type by magic bytes, not by name')
   t.same(await readFile(join(r.dir, 'image.png')), png, 'image copied into the listing')
 })
 
-t.test('a queued listing whose files were removed by hand: failed with the reason, others still posted', async (t) => {
-  const { store, home } = await storeWith(t, ['attested'])
-  const r = await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '1' })
-  if (!r.ok) return t.fail(r.error)
-  const { rm } = await import('node:fs/promises')
-  await rm(join(r.dir, 'operations.jsonl'))
-  const { syncListings } = await import('../../hub/listing/sync.ts')
-  const s = await syncListings({ home, key: async () => 'svc_' + 'a'.repeat(43), log: { info: () => undefined, warn: () => undefined } }, { force: true })
-  t.equal(s.failed, 1)
-  const [e] = await loadAll(home)
-  t.match(e, { ok: true, entry: { state: 'failed', lastError: /listing files in .*operations\.jsonl/ } })
-})
+t.test(
+  'a queued listing whose files were removed by hand: failed with the reason, others still posted',
+  async (t) => {
+    const { store, home } = await storeWith(t, ['attested'])
+    const r = await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '1' })
+    if (!r.ok) return t.fail(r.error)
+    const { rm } = await import('node:fs/promises')
+    await rm(join(r.dir, 'operations.jsonl'))
+    const { syncListings } = await import('../../hub/listing/sync.ts')
+    const s = await syncListings(
+      {
+        home,
+        key: async () => 'svc_' + 'a'.repeat(43),
+        log: { info: () => undefined, warn: () => undefined },
+      },
+      { force: true },
+    )
+    t.equal(s.failed, 1)
+    const [e] = await loadAll(home)
+    t.match(e, { ok: true, entry: { state: 'failed', lastError: /listing files in .*operations\.jsonl/ } })
+  },
+)

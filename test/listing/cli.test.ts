@@ -14,7 +14,12 @@ function cli(home: string, cwd = home) {
   return async (...argv: string[]) => {
     let out = ''
     let err = ''
-    const io: CliIo = { out: (s) => void (out += s + '\n'), err: (s) => void (err += s + '\n'), env: { ...process.env, SVC_HOME: home }, cwd }
+    const io: CliIo = {
+      out: (s) => void (out += s + '\n'),
+      err: (s) => void (err += s + '\n'),
+      env: { ...process.env, SVC_HOME: home },
+      cwd,
+    }
     const code = await main(argv, io)
     return { code, out, err }
   }
@@ -86,7 +91,26 @@ t.test('svc listing create while the hub holds the store: a draft the hub builds
   const svc = cli(home)
   // The fixture's store lives where the CLI looks (SVC_HOME/data/attest) and is held open here,
   // as the running hub holds it.
-  const args = ['listing', 'create', '--title', FIELDS.title, '--summary', FIELDS.summary, '--description', FIELDS.description, '--machine-type', 'vending', '--license', 'research', '--price', '0.5', '--market', 'http://127.0.0.1:9', '--agent', '4']
+  const args = [
+    'listing',
+    'create',
+    '--title',
+    FIELDS.title,
+    '--summary',
+    FIELDS.summary,
+    '--description',
+    FIELDS.description,
+    '--machine-type',
+    'vending',
+    '--license',
+    'research',
+    '--price',
+    '0.5',
+    '--market',
+    'http://127.0.0.1:9',
+    '--agent',
+    '4',
+  ]
   let r = await svc(...args)
   t.equal(r.code, 0, r.err)
   t.match(r.out, /as a draft: the running hub builds and posts it/)
@@ -98,12 +122,20 @@ t.test('svc listing create while the hub holds the store: a draft the hub builds
   t.match(r.err, /^svc listing: refused: machineType: must be one of/)
   t.equal((await loadAll(home)).length, 1, 'a refused listing adds nothing')
 
-  const s = await syncListings({ home, key: async () => null, builder: { store, agentId: '4' }, log: { info: () => undefined, warn: () => undefined } })
+  const s = await syncListings({
+    home,
+    key: async () => null,
+    builder: { store, agentId: '4' },
+    log: { info: () => undefined, warn: () => undefined },
+  })
   t.equal(s.built, 1, 'the hub pass builds the draft')
   all = await loadAll(home)
   t.match(all, [{ ok: true, entry: { state: 'queued', rows: 2 } }])
   const dir = all[0]!.dir
-  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as { agentId: string; rows: unknown[] }
+  const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as {
+    agentId: string
+    rows: unknown[]
+  }
   t.equal(manifest.agentId, '4')
   t.equal(manifest.rows.length, 2)
 
@@ -127,11 +159,19 @@ t.test('svc key set --stdin (a real child process): the key never on the command
   const { fileURLToPath } = await import('node:url')
   const home = await tempDir(t)
   const bin = fileURLToPath(new URL('../../bin/svc.js', import.meta.url))
-  const r = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], { input: `${KEY}\n`, env: { ...process.env, SVC_HOME: home }, encoding: 'utf8' })
+  const r = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], {
+    input: `${KEY}\n`,
+    env: { ...process.env, SVC_HOME: home },
+    encoding: 'utf8',
+  })
   t.equal(r.status, 0, r.stderr)
   t.equal(await readFile(join(home, 'market.key'), 'utf8'), KEY + '\n')
   t.equal((await stat(join(home, 'market.key'))).mode & 0o777, 0o600)
-  const bad = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], { input: 'not-a-key\n', env: { ...process.env, SVC_HOME: home }, encoding: 'utf8' })
+  const bad = spawnSync(process.execPath, [bin, 'key', 'set', '--stdin'], {
+    input: 'not-a-key\n',
+    env: { ...process.env, SVC_HOME: home },
+    encoding: 'utf8',
+  })
   t.equal(bad.status, 1)
   t.equal(bad.stderr, 'svc key: a market key starts with "svc_"\n', 'one line, no stack')
   t.equal(await readFile(join(home, 'market.key'), 'utf8'), KEY + '\n', 'unchanged')

@@ -17,7 +17,10 @@ export function opLine(i: number): string {
 }
 
 /** A store with one line per state given, in order. */
-export async function storeWith(t: T, states: AttestState[]): Promise<{ store: AttestStore; path: string; home: string }> {
+export async function storeWith(
+  t: T,
+  states: AttestState[],
+): Promise<{ store: AttestStore; path: string; home: string }> {
   const home = await tempDir(t, 'svc-listing-')
   const path = join(home, 'data', 'attest')
   const store = await openAttestStore(path)

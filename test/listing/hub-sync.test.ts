@@ -39,7 +39,14 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
 
   // A listing built elsewhere (from another store) and queued here, as if made while offline.
   const fx = await storeWith(t, ['attested', 'attested'])
-  const made = await createListing({ home: fx.home, fields: FIELDS, range: {}, market: marketUrl, store: fx.store, agentId: dev.agentId })
+  const made = await createListing({
+    home: fx.home,
+    fields: FIELDS,
+    range: {},
+    market: marketUrl,
+    store: fx.store,
+    agentId: dev.agentId,
+  })
   if (!made.ok) throw new Error(made.error)
   await cp(made.dir, join(listingsDir(home), made.entry.id), { recursive: true })
 
@@ -49,7 +56,13 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
       broker: { port: 0 },
       api: { port: 0 },
       webhook: { enabled: false },
-      chain: { rpc_url: dev.rpcUrl, validation_registry: dev.validationRegistry, agent_id: dev.agentId, attestor_address: dev.info.attestorAddress, attestor_url: marketUrl },
+      chain: {
+        rpc_url: dev.rpcUrl,
+        validation_registry: dev.validationRegistry,
+        agent_id: dev.agentId,
+        attestor_address: dev.info.attestorAddress,
+        attestor_url: marketUrl,
+      },
     },
     null,
     env,
@@ -60,20 +73,57 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
 
   // The hub's listing loop runs every 5 s: a minute's safety net, read four times a second.
   const hubLoop = { timeoutMs: 60_000, intervalMs: 250 }
-  await waitFor(async () => (await loadAll(home)).some((l) => l.ok && l.entry.state === 'posted'), 'the queued listing to be posted', hubLoop)
+  await waitFor(
+    async () => (await loadAll(home)).some((l) => l.ok && l.entry.state === 'posted'),
+    'the queued listing to be posted',
+    hubLoop,
+  )
   const [posted] = await loadAll(home)
-  t.match(posted, { ok: true, entry: { state: 'posted', url: new RegExp(`^${marketUrl}/marketplace/`) } }, 'posted by the hub, absolute URL')
+  t.match(
+    posted,
+    { ok: true, entry: { state: 'posted', url: new RegExp(`^${marketUrl}/marketplace/`) } },
+    'posted by the hub, absolute URL',
+  )
 
   // While the hub holds the store, `svc listing create` queues a draft; the hub builds it. Its
   // store is empty, so the build is refused, and the refusal is kept for `svc listing status`.
   const out: string[] = []
   const io: CliIo = { out: (s) => void out.push(s), err: (s) => void out.push(s), env, cwd: home }
-  const code = await main(['listing', 'create', '--title', 'Draft', '--summary', 's', '--description', FIELDS.description, '--machine-type', 'vending', '--license', 'research', '--price', '1'], io)
+  const code = await main(
+    [
+      'listing',
+      'create',
+      '--title',
+      'Draft',
+      '--summary',
+      's',
+      '--description',
+      FIELDS.description,
+      '--machine-type',
+      'vending',
+      '--license',
+      'research',
+      '--price',
+      '1',
+    ],
+    io,
+  )
   t.equal(code, 0, out.join('\n'))
   t.match(out.join('\n'), /as a draft/)
-  await waitFor(async () => (await loadAll(home)).some((l) => l.ok && l.entry.fields.title === 'Draft' && l.entry.state !== 'draft'), 'the hub to build the draft', hubLoop)
+  await waitFor(
+    async () =>
+      (await loadAll(home)).some(
+        (l) => l.ok && l.entry.fields.title === 'Draft' && l.entry.state !== 'draft',
+      ),
+    'the hub to build the draft',
+    hubLoop,
+  )
   const draft = (await loadAll(home)).find((l) => l.ok && l.entry.fields.title === 'Draft')
-  t.match(draft, { ok: true, entry: { state: 'failed', lastError: 'no attested lines in the range: nothing to list' } }, 'built by the hub with the same checks')
+  t.match(
+    draft,
+    { ok: true, entry: { state: 'failed', lastError: 'no attested lines in the range: nothing to list' } },
+    'built by the hub with the same checks',
+  )
 
   // The hub holds the attestation store; `svc attest status` asks it over the local API.
   out.length = 0

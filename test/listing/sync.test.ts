@@ -34,12 +34,24 @@ t.test('listing sync with a real market', async (t) => {
     return m
   }
   const { store, home } = await storeWith(t, ['attested', 'attested', 'attested'])
-  const created = await createListing({ home, fields: FIELDS, range: {}, market: marketUrl, store, agentId: dev.agentId })
+  const created = await createListing({
+    home,
+    fields: FIELDS,
+    range: {},
+    market: marketUrl,
+    store,
+    agentId: dev.agentId,
+  })
   if (!created.ok) throw new Error(created.error)
   const { dir } = created
 
   await t.test('offline: stays queued with the error and a later retry time', async (t) => {
-    const s = await syncListings({ home, key: async () => 'svc_' + 'a'.repeat(43), log: silent, backoffMinMs: 50 })
+    const s = await syncListings({
+      home,
+      key: async () => 'svc_' + 'a'.repeat(43),
+      log: silent,
+      backoffMinMs: 50,
+    })
     t.equal(s.retrying, 1)
     const e = await loadEntry(dir)
     if (!e.ok) return t.fail(e.error)
@@ -47,9 +59,18 @@ t.test('listing sync with a real market', async (t) => {
     t.equal(e.entry.attempts, 1)
     t.match(e.entry.lastError, /ECONNREFUSED/)
     t.ok(e.entry.nextAttemptAt !== null, 'next try scheduled')
-    const again = await syncListings({ home, key: async () => 'svc_' + 'a'.repeat(43), log: silent, now: () => 0 })
+    const again = await syncListings({
+      home,
+      key: async () => 'svc_' + 'a'.repeat(43),
+      log: silent,
+      now: () => 0,
+    })
     t.equal(again.retrying, 1, 'not retried before its time')
-    t.equal((await loadEntry(dir)).ok && ((await loadEntry(dir)) as { entry: { attempts: number } }).entry.attempts, 1, 'no attempt made')
+    t.equal(
+      (await loadEntry(dir)).ok && ((await loadEntry(dir)) as { entry: { attempts: number } }).entry.attempts,
+      1,
+      'no attempt made',
+    )
   })
 
   const market = await startMarket()
@@ -65,9 +86,19 @@ t.test('listing sync with a real market', async (t) => {
   t.match(issued.key, /^svc_/, 'the owner gets a svc_ key')
 
   await t.test('a key the market refuses: the listing fails for good, with the answer', async (t) => {
-    const other = await createListing({ home: join(home, 'other'), fields: FIELDS, range: {}, market: marketUrl, store, agentId: dev.agentId })
+    const other = await createListing({
+      home: join(home, 'other'),
+      fields: FIELDS,
+      range: {},
+      market: marketUrl,
+      store,
+      agentId: dev.agentId,
+    })
     if (!other.ok) return t.fail(other.error)
-    const s = await syncListings({ home: join(home, 'other'), key: async () => 'svc_' + 'b'.repeat(43), log: silent }, { force: true })
+    const s = await syncListings(
+      { home: join(home, 'other'), key: async () => 'svc_' + 'b'.repeat(43), log: silent },
+      { force: true },
+    )
     t.equal(s.failed, 1)
     const e = await loadEntry(other.dir)
     t.match(e, { ok: true, entry: { state: 'failed', lastError: /market answered 401/ } })
@@ -89,45 +120,84 @@ t.test('listing sync with a real market', async (t) => {
     t.equal(v.status, 200, 'the listing can be verified')
   })
 
-  await t.test('Idempotency-Key: a repeated post (lost answer) and concurrent posts are one listing', async (t) => {
-    const e = await loadEntry(dir)
-    if (!e.ok) return t.fail(e.error)
-    const before = (await realListings()).length
-    const replay = await postListing(dir, e.entry, issued.key)
-    t.same(replay, { kind: 'posted', slug: e.entry.slug, url: e.entry.url }, 'the retry gets the first answer')
-    const fresh = { ...e.entry, id: 'concurrent-1' }
-    const outs = await Promise.all([1, 2, 3].map(() => postListing(dir, fresh, issued.key)))
-    const slugs = new Set(outs.map((o) => (o.kind === 'posted' ? o.slug : o.error)))
-    t.equal(slugs.size, 1, 'three concurrent posts, one answer')
-    t.equal((await realListings()).length, before + 1, 'one new listing only')
-    const other = await postListing(dir, { ...e.entry, id: 'concurrent-2' }, issued.key)
-    t.ok(other.kind === 'posted' && !slugs.has(other.slug), 'another key makes another listing')
-  })
+  await t.test(
+    'Idempotency-Key: a repeated post (lost answer) and concurrent posts are one listing',
+    async (t) => {
+      const e = await loadEntry(dir)
+      if (!e.ok) return t.fail(e.error)
+      const before = (await realListings()).length
+      const replay = await postListing(dir, e.entry, issued.key)
+      t.same(
+        replay,
+        { kind: 'posted', slug: e.entry.slug, url: e.entry.url },
+        'the retry gets the first answer',
+      )
+      const fresh = { ...e.entry, id: 'concurrent-1' }
+      const outs = await Promise.all([1, 2, 3].map(() => postListing(dir, fresh, issued.key)))
+      const slugs = new Set(outs.map((o) => (o.kind === 'posted' ? o.slug : o.error)))
+      t.equal(slugs.size, 1, 'three concurrent posts, one answer')
+      t.equal((await realListings()).length, before + 1, 'one new listing only')
+      const other = await postListing(dir, { ...e.entry, id: 'concurrent-2' }, issued.key)
+      t.ok(other.kind === 'posted' && !slugs.has(other.slug), 'another key makes another listing')
+    },
+  )
 
-  await t.test('svc listing create with a stored key posts at once and prints the absolute URL', async (t) => {
-    const cliHome = join(home, 'cli')
-    const fx = await storeWith(t, ['attested', 'attested'])
-    await fx.store.close() // the hub is not running: the CLI opens the store itself
-    const io = (lines: string[], errs: string[]) => ({ out: (s: string) => void lines.push(s), err: (s: string) => void errs.push(s), env: { ...process.env, SVC_HOME: fx.home }, cwd: cliHome })
-    const out: string[] = []
-    const err: string[] = []
-    t.equal(await main(['key', 'set', issued.key, '--market', marketUrl], io(out, err)), 0, err.join('\n'))
-    const before = (await realListings()).length
-    const code = await main(['listing', 'create', '--title', 'From the CLI', '--summary', 'two lines', '--description', FIELDS.description, '--machine-type', 'vending', '--license', 'audit', '--price', '0.2', '--agent', dev.agentId], io(out, err))
-    t.equal(code, 0, err.join('\n'))
-    t.match(out.at(-1), new RegExp(`^listed: ${marketUrl}/marketplace/from-the-cli-[a-z0-9]+$`))
-    t.equal((await realListings()).length, before + 1)
-    out.length = 0
-    t.equal(await main(['listing', 'status'], io(out, err)), 0)
-    t.match(out.join('\n'), /posted .* 2 rows {2}1 tries {2}From the CLI {2}http/)
-  })
+  await t.test(
+    'svc listing create with a stored key posts at once and prints the absolute URL',
+    async (t) => {
+      const cliHome = join(home, 'cli')
+      const fx = await storeWith(t, ['attested', 'attested'])
+      await fx.store.close() // the hub is not running: the CLI opens the store itself
+      const io = (lines: string[], errs: string[]) => ({
+        out: (s: string) => void lines.push(s),
+        err: (s: string) => void errs.push(s),
+        env: { ...process.env, SVC_HOME: fx.home },
+        cwd: cliHome,
+      })
+      const out: string[] = []
+      const err: string[] = []
+      t.equal(await main(['key', 'set', issued.key, '--market', marketUrl], io(out, err)), 0, err.join('\n'))
+      const before = (await realListings()).length
+      const code = await main(
+        [
+          'listing',
+          'create',
+          '--title',
+          'From the CLI',
+          '--summary',
+          'two lines',
+          '--description',
+          FIELDS.description,
+          '--machine-type',
+          'vending',
+          '--license',
+          'audit',
+          '--price',
+          '0.2',
+          '--agent',
+          dev.agentId,
+        ],
+        io(out, err),
+      )
+      t.equal(code, 0, err.join('\n'))
+      t.match(out.at(-1), new RegExp(`^listed: ${marketUrl}/marketplace/from-the-cli-[a-z0-9]+$`))
+      t.equal((await realListings()).length, before + 1)
+      out.length = 0
+      t.equal(await main(['listing', 'status'], io(out, err)), 0)
+      t.match(out.join('\n'), /posted .* 2 rows {2}1 tries {2}From the CLI {2}http/)
+    },
+  )
 
   await t.test('a bad Idempotency-Key header is a 400 naming it, nothing listed', async (t) => {
     const before = (await realListings()).length
     for (const bad of ['', 'has space', 'x'.repeat(256)]) {
       const form = new FormData()
       form.set('title', 'x')
-      const res = await fetch(`${marketUrl}/api/agent/listings`, { method: 'POST', headers: { authorization: `Bearer ${issued.key}`, 'idempotency-key': bad }, body: form })
+      const res = await fetch(`${marketUrl}/api/agent/listings`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${issued.key}`, 'idempotency-key': bad },
+        body: form,
+      })
       t.equal(res.status, 400, JSON.stringify(bad.slice(0, 12)))
       t.match(((await res.json()) as { error: string }).error, /^Idempotency-Key: /)
     }

@@ -16,13 +16,15 @@ const REGISTRY = '0x5FbDB2315678afecb367f032d93F642f64180aa3'
 const VALIDATOR = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8'
 const hashes = Array.from({ length: 5 }, (_, i) => keccak256(toHex(`codec:${i}`)))
 const ERROR_ABI = [{ type: 'error', name: 'Error', inputs: [{ name: 'reason', type: 'string' }] }] as const
-const reasonData = (reason: string): Hex => encodeErrorResult({ abi: ERROR_ABI, errorName: 'Error', args: [reason] })
+const reasonData = (reason: string): Hex =>
+  encodeErrorResult({ abi: ERROR_ABI, errorName: 'Error', args: [reason] })
 
 t.test('the call is the ABI encoding viem makes', async (t) => {
   for (const hs of [hashes, [], [hashes[0]!.toUpperCase().replace('0X', '0x') as Hex]]) {
     const e = encodeReadCall(REGISTRY, hs)
     t.ok(e.ok)
-    if (e.ok) t.equal(e.data, encodeFunctionData({ abi: batchReaderAbi, functionName: 'read', args: [REGISTRY, hs] }))
+    if (e.ok)
+      t.equal(e.data, encodeFunctionData({ abi: batchReaderAbi, functionName: 'read', args: [REGISTRY, hs] }))
   }
   t.match(encodeReadCall(REGISTRY, [`0x${'g'.repeat(64)}`]), { ok: false, error: /not hex/ })
   t.match(encodeReadCall(REGISTRY, ['0x1234']), { ok: false, error: /0x1234 is not 32 bytes/ })
@@ -32,30 +34,81 @@ t.test('the call is the ABI encoding viem makes', async (t) => {
 t.test('each record kind decodes to its read', async (t) => {
   const tag = 'svc-action ✓ '.repeat(40) // multi-byte UTF-8, longer than one word
   const data = answer([
-    okRecord({ validator: VALIDATOR, agentId: 7n, response: 100, responseHash: hashes[0]!, tag, lastUpdate: 1_700_000_000n }),
-    okRecord({ validator: VALIDATOR, agentId: 2n ** 255n + 3n, response: 0, responseHash: hashes[1]!, tag: '', lastUpdate: 2n ** 64n }),
+    okRecord({
+      validator: VALIDATOR,
+      agentId: 7n,
+      response: 100,
+      responseHash: hashes[0]!,
+      tag,
+      lastUpdate: 1_700_000_000n,
+    }),
+    okRecord({
+      validator: VALIDATOR,
+      agentId: 2n ** 255n + 3n,
+      response: 0,
+      responseHash: hashes[1]!,
+      tag: '',
+      lastUpdate: 2n ** 64n,
+    }),
     revertedRecord(reasonData('unknown')),
     revertedRecord(reasonData('paused')),
     revertedRecord('0x'),
-    revertedRecord(encodeErrorResult({ abi: [{ type: 'error', name: 'Panic', inputs: [{ type: 'uint256' }] }], errorName: 'Panic', args: [0x11n] })),
+    revertedRecord(
+      encodeErrorResult({
+        abi: [{ type: 'error', name: 'Panic', inputs: [{ type: 'uint256' }] }],
+        errorName: 'Panic',
+        args: [0x11n],
+      }),
+    ),
     misshapenRecord(),
   ])
   const d = decodeReadResult(data, 7)
   if (!d.ok) return t.fail(d.error)
-  t.same(d.reads[0], { ok: true, row: { validator: VALIDATOR, agentId: 7n, response: 100, responseHash: hashes[0], tag, lastUpdate: 1_700_000_000n } })
-  t.same(d.reads[1], { ok: true, row: { validator: VALIDATOR, agentId: 2n ** 255n + 3n, response: 0, responseHash: hashes[1], tag: '', lastUpdate: 2n ** 64n } })
+  t.same(d.reads[0], {
+    ok: true,
+    row: {
+      validator: VALIDATOR,
+      agentId: 7n,
+      response: 100,
+      responseHash: hashes[0],
+      tag,
+      lastUpdate: 1_700_000_000n,
+    },
+  })
+  t.same(d.reads[1], {
+    ok: true,
+    row: {
+      validator: VALIDATOR,
+      agentId: 2n ** 255n + 3n,
+      response: 0,
+      responseHash: hashes[1],
+      tag: '',
+      lastUpdate: 2n ** 64n,
+    },
+  })
   const first = d.reads[0]!
   t.equal(first.ok && first.row.validator, VALIDATOR, 'EIP-55 checksummed, as viem returns it')
   t.same(d.reads[2], { ok: false, kind: 'unknown', error: 'unknown request hash' })
   t.same(d.reads[3], { ok: false, kind: 'reverted', error: 'paused' })
   t.same(d.reads[4], { ok: false, kind: 'reverted', error: 'reverted without a reason' })
   t.same(d.reads[5], { ok: false, kind: 'reverted', error: 'reverted without a reason' })
-  t.same(d.reads[6], { ok: false, kind: 'reverted', error: 'the registry answered data that does not decode' })
+  t.same(d.reads[6], {
+    ok: false,
+    kind: 'reverted',
+    error: 'the registry answered data that does not decode',
+  })
   t.same(decodeReadResult(answer([]), 0), { ok: true, reads: [] })
 })
 
 t.test('a malformed or short answer is an error naming what is wrong, not a throw', async (t) => {
-  const ok = okRecord({ validator: VALIDATOR, agentId: 1n, response: 100, responseHash: hashes[0]!, tag: 'svc-action', lastUpdate: 1n })
+  const ok = okRecord({
+    validator: VALIDATOR,
+    agentId: 1n,
+    response: 100,
+    responseHash: hashes[0]!,
+    tag: 'svc-action',
+    lastUpdate: 1n,
+  })
   const good = answer([ok, ok])
   const cases: [string, string, number, RegExp][] = [
     ['empty', '0x', 2, /shorter than the 64-byte header/],
@@ -69,7 +122,12 @@ t.test('a malformed or short answer is an error naming what is wrong, not a thro
     ['more records than hashes', good, 1, /bytes after the last of 1 records/],
     ['record head cut short', answer([ok, ok.slice(0, 100)]), 2, /record 1 is cut short/],
     ['tag cut short', answer([ok, ok.slice(0, -4)]), 2, /record 1's tag is cut short/],
-    ['revert data cut short', answer([revertedRecord(reasonData('unknown')).slice(0, -10)]), 1, /record 0's revert data is cut short/],
+    [
+      'revert data cut short',
+      answer([revertedRecord(reasonData('unknown')).slice(0, -10)]),
+      1,
+      /record 0's revert data is cut short/,
+    ],
     ['revert length cut short', answer(['0000']), 1, /record 0 is cut short/],
     ['unknown record kind', answer(['07']), 1, /record 0 has kind 7/],
   ]
@@ -100,11 +158,22 @@ t.test('an RPC answering malformed data: every row fails with the reason, nothin
   const client = publicClientFor(`http://127.0.0.1:${port}`)
   const short = await readValidationOverride(client, REGISTRY, hashes, 2, 2)
   t.equal(short.length, hashes.length)
-  t.ok(short.every((r) => !r.ok && r.kind === 'unreachable' && /malformed data: 2 bytes, shorter than the 64-byte header/.test(r.error)))
+  t.ok(
+    short.every(
+      (r) =>
+        !r.ok &&
+        r.kind === 'unreachable' &&
+        /malformed data: 2 bytes, shorter than the 64-byte header/.test(r.error),
+    ),
+  )
   // Well formed but one record short for each call of two hashes.
   result = answer([misshapenRecord()])
   const few = await readValidationOverride(client, REGISTRY, hashes.slice(0, 4), 2, 2)
   t.equal(few.length, 4)
-  t.ok(few.every((r) => !r.ok && r.kind === 'unreachable' && /malformed data: 1 records for 2 hashes/.test(r.error)), JSON.stringify(few[0]))
+  t.ok(
+    few.every(
+      (r) => !r.ok && r.kind === 'unreachable' && /malformed data: 1 records for 2 hashes/.test(r.error),
+    ),
+    JSON.stringify(few[0]),
+  )
 })
-

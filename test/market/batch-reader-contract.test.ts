@@ -25,7 +25,11 @@ t.test('against the real registry: the same reads as one getValidationStatus cal
     { requestHash: hash('plain'), paramsHash: lineHash('a') },
     { requestHash: hash('other validator'), paramsHash: lineHash('b'), validatorKey: other.privateKey },
     { requestHash: hash('response 99'), paramsHash: lineHash('c'), response: 99 },
-    { requestHash: hash('long tag'), paramsHash: lineHash('d'), tag: 'a tag longer than one word ✓ '.repeat(3) },
+    {
+      requestHash: hash('long tag'),
+      paramsHash: lineHash('d'),
+      tag: 'a tag longer than one word ✓ '.repeat(3),
+    },
     { requestHash: hash('empty tag'), paramsHash: lineHash('e'), tag: '' },
     { requestHash: hash('no response'), paramsHash: lineHash('f'), respond: false },
   ]
@@ -51,7 +55,10 @@ function answering(blob: Hex, how: 'return' | 'revert'): Hex {
 let registries = 0
 async function readFrom(code: Hex, count = 1): Promise<Decoded> {
   const registry = `0x${(0xbeef0000 + ++registries).toString(16).padStart(40, '0')}` as Address
-  const call = encodeReadCall(registry, Array.from({ length: count }, (_, i) => hash(`stand-in ${i}`)))
+  const call = encodeReadCall(
+    registry,
+    Array.from({ length: count }, (_, i) => hash(`stand-in ${i}`)),
+  )
   if (!call.ok) throw new Error(call.error)
   const r = await client.call({
     to: READER_ADDRESS,
@@ -64,8 +71,22 @@ async function readFrom(code: Hex, count = 1): Promise<Decoded> {
   return decodeReadResult(r.data ?? '0x', count)
 }
 
-const STATUS = [{ type: 'address' }, { type: 'uint256' }, { type: 'uint8' }, { type: 'bytes32' }, { type: 'string' }, { type: 'uint256' }] as const
-const RAW = [{ type: 'uint256' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'bytes32' }, { type: 'string' }, { type: 'uint256' }] as const
+const STATUS = [
+  { type: 'address' },
+  { type: 'uint256' },
+  { type: 'uint8' },
+  { type: 'bytes32' },
+  { type: 'string' },
+  { type: 'uint256' },
+] as const
+const RAW = [
+  { type: 'uint256' },
+  { type: 'uint256' },
+  { type: 'uint256' },
+  { type: 'bytes32' },
+  { type: 'string' },
+  { type: 'uint256' },
+] as const
 const validator = dev.accounts.attestor.address
 const MISSHAPEN = { ok: false, kind: 'reverted', error: 'the registry answered data that does not decode' }
 
@@ -74,13 +95,20 @@ t.test('stand-in registries: well-formed answers are packed, others marked missh
   const good = encodeAbiParameters(STATUS, [validator, 2n ** 200n, 100, hash('p'), tag, 123n])
   t.same(await readFrom(answering(good, 'return'), 3), {
     ok: true,
-    reads: Array.from({ length: 3 }, () => ({ ok: true, row: { validator, agentId: 2n ** 200n, response: 100, responseHash: hash('p'), tag, lastUpdate: 123n } })),
+    reads: Array.from({ length: 3 }, () => ({
+      ok: true,
+      row: { validator, agentId: 2n ** 200n, response: 100, responseHash: hash('p'), tag, lastUpdate: 123n },
+    })),
   })
   // Word i of the well-formed answer replaced by `value`.
-  const withWord = (i: number, value: bigint): Hex => `0x${good.slice(2, 2 + 64 * i)}${value.toString(16).padStart(64, '0')}${good.slice(2 + 64 * (i + 1))}`
+  const withWord = (i: number, value: bigint): Hex =>
+    `0x${good.slice(2, 2 + 64 * i)}${value.toString(16).padStart(64, '0')}${good.slice(2 + 64 * (i + 1))}`
   const bad: [string, Hex][] = [
     ['response 300', encodeAbiParameters(RAW, [BigInt(validator), 1n, 300n, hash('p'), 'svc-action', 1n])],
-    ['validator with high bits', encodeAbiParameters(RAW, [BigInt(validator) + 2n ** 160n, 1n, 100n, hash('p'), 'svc-action', 1n])],
+    [
+      'validator with high bits',
+      encodeAbiParameters(RAW, [BigInt(validator) + 2n ** 160n, 1n, 100n, hash('p'), 'svc-action', 1n]),
+    ],
     ['one word', `0x${'00'.repeat(32)}`],
     ['nothing', '0x'],
     ['tag offset past the end', withWord(4, 0x1000n)],
@@ -88,21 +116,31 @@ t.test('stand-in registries: well-formed answers are packed, others marked missh
     ['tag length past the end', withWord(6, BigInt((good.length - 2) / 2 - 0xe0 + 1))],
     ['tag length above 0xffff', withWord(6, 0x10000n)],
   ]
-  for (const [name, blob] of bad) t.same(await readFrom(answering(blob, 'return'), 2), { ok: true, reads: [MISSHAPEN, MISSHAPEN] }, name)
+  for (const [name, blob] of bad)
+    t.same(await readFrom(answering(blob, 'return'), 2), { ok: true, reads: [MISSHAPEN, MISSHAPEN] }, name)
 })
 
 t.test('stand-in registries that revert: the reason is kept', async (t) => {
   const abi = [{ type: 'error', name: 'Error', inputs: [{ name: 'reason', type: 'string' }] }] as const
-  t.same(await readFrom(answering(encodeErrorResult({ abi, errorName: 'Error', args: ['unknown'] }), 'revert')), {
+  t.same(
+    await readFrom(answering(encodeErrorResult({ abi, errorName: 'Error', args: ['unknown'] }), 'revert')),
+    {
+      ok: true,
+      reads: [{ ok: false, kind: 'unknown', error: 'unknown request hash' }],
+    },
+  )
+  t.same(
+    await readFrom(answering(encodeErrorResult({ abi, errorName: 'Error', args: ['paused'] }), 'revert'), 2),
+    {
+      ok: true,
+      reads: [
+        { ok: false, kind: 'reverted', error: 'paused' },
+        { ok: false, kind: 'reverted', error: 'paused' },
+      ],
+    },
+  )
+  t.same(await readFrom(answering('0x', 'revert')), {
     ok: true,
-    reads: [{ ok: false, kind: 'unknown', error: 'unknown request hash' }],
+    reads: [{ ok: false, kind: 'reverted', error: 'reverted without a reason' }],
   })
-  t.same(await readFrom(answering(encodeErrorResult({ abi, errorName: 'Error', args: ['paused'] }), 'revert'), 2), {
-    ok: true,
-    reads: [
-      { ok: false, kind: 'reverted', error: 'paused' },
-      { ok: false, kind: 'reverted', error: 'paused' },
-    ],
-  })
-  t.same(await readFrom(answering('0x', 'revert')), { ok: true, reads: [{ ok: false, kind: 'reverted', error: 'reverted without a reason' }] })
 })

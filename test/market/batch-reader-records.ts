@@ -9,7 +9,16 @@ const word = (n: bigint | number): string => n.toString(16).padStart(64, '0')
 
 export function okRecord(r: ValidationRow): string {
   const tag = Buffer.from(r.tag, 'utf8').toString('hex')
-  return hex(OK, 1) + r.validator.slice(2) + word(r.agentId) + hex(r.response, 1) + r.responseHash.slice(2) + word(r.lastUpdate) + hex(tag.length / 2, 2) + tag
+  return (
+    hex(OK, 1) +
+    r.validator.slice(2) +
+    word(r.agentId) +
+    hex(r.response, 1) +
+    r.responseHash.slice(2) +
+    word(r.lastUpdate) +
+    hex(tag.length / 2, 2) +
+    tag
+  )
 }
 
 export function revertedRecord(data: Hex): string {

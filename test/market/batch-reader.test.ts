@@ -4,5 +4,9 @@ import t from 'tap'
 import { ARTIFACT, renderBatchReaderArtifact } from '../../market/chain/gen-batch-reader.ts'
 
 t.test('batch-reader.artifact.ts matches a fresh compile of ValidationBatchReader.sol', async (t) => {
-  t.equal(await readFile(ARTIFACT, 'utf8'), await renderBatchReaderArtifact(), 'run `npx tsx market/chain/gen-batch-reader.ts` after changing the contract')
+  t.equal(
+    await readFile(ARTIFACT, 'utf8'),
+    await renderBatchReaderArtifact(),
+    'run `npx tsx market/chain/gen-batch-reader.ts` after changing the contract',
+  )
 })

@@ -20,8 +20,13 @@ export interface RowSpec {
 }
 
 type Pub = ReturnType<typeof rpc>
-const rpc = (dev: DevChain) => createPublicClient({ chain: svcChain(dev.rpcUrl), transport: http(dev.rpcUrl, { batch: { batchSize: 200 }, retryCount: 0, timeout: 120_000 }) })
-const raw = (pub: Pub, method: string, params: unknown[]) => pub.request({ method: method as never, params: params as never })
+const rpc = (dev: DevChain) =>
+  createPublicClient({
+    chain: svcChain(dev.rpcUrl),
+    transport: http(dev.rpcUrl, { batch: { batchSize: 200 }, retryCount: 0, timeout: 120_000 }),
+  })
+const raw = (pub: Pub, method: string, params: unknown[]) =>
+  pub.request({ method: method as never, params: params as never })
 
 // The dev accounts are anvil's own unlocked accounts, so anvil signs (eth_sendTransaction):
 // much faster than signing thousands of transactions in JavaScript.
@@ -35,8 +40,29 @@ async function sendAll(pub: Pub, rpcUrl: string, key: Hex, calls: Hex[], to: Add
     // One JSON-RPC batch per chunk, sent in order, so nonces arrive without gaps.
     const sent: Hex[] = []
     for (let j = 0; j < part.length; j += 100) {
-      const body = part.slice(j, j + 100).map((data, k) => ({ jsonrpc: '2.0', id: k, method: 'eth_sendTransaction', params: [{ from, to, data, gas: '0x61a80', nonce: toHex(nonce++), maxFeePerGas: '0x77359400', maxPriorityFeePerGas: '0x0' }] }))
-      const res = (await (await fetch(rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json()) as { id: number; result?: Hex; error?: { message: string } }[]
+      const body = part.slice(j, j + 100).map((data, k) => ({
+        jsonrpc: '2.0',
+        id: k,
+        method: 'eth_sendTransaction',
+        params: [
+          {
+            from,
+            to,
+            data,
+            gas: '0x61a80',
+            nonce: toHex(nonce++),
+            maxFeePerGas: '0x77359400',
+            maxPriorityFeePerGas: '0x0',
+          },
+        ],
+      }))
+      const res = (await (
+        await fetch(rpcUrl, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        })
+      ).json()) as { id: number; result?: Hex; error?: { message: string } }[]
       res.sort((a, b) => a.id - b.id)
       for (const r of res) {
         if (!r.result) throw new Error(`eth_sendTransaction: ${r.error?.message ?? 'no result'}`)
@@ -81,18 +107,18 @@ export async function writeRows(dev: DevChain, rows: RowSpec[]): Promise<void> {
   const pub = rpc(dev)
   await raw(pub, 'evm_setAutomine', [false])
   try {
-  // Requests are sent by the device, the demo agent's approved operator.
-  await (sendAll(pub, dev.rpcUrl, dev.accounts.device.privateKey, requests, dev.validationRegistry))
-  for (const [vkey, rs] of byValidator) {
-    const calls = rs.map((r) =>
-      encodeFunctionData({
-        abi: validationRegistryAbi,
-        functionName: 'validationResponse',
-        args: [r.requestHash, r.response ?? 100, 'svc://test', r.paramsHash, r.tag ?? 'svc-action'],
-      }),
-    )
-    await (sendAll(pub, dev.rpcUrl, vkey, calls, dev.validationRegistry))
-  }
+    // Requests are sent by the device, the demo agent's approved operator.
+    await sendAll(pub, dev.rpcUrl, dev.accounts.device.privateKey, requests, dev.validationRegistry)
+    for (const [vkey, rs] of byValidator) {
+      const calls = rs.map((r) =>
+        encodeFunctionData({
+          abi: validationRegistryAbi,
+          functionName: 'validationResponse',
+          args: [r.requestHash, r.response ?? 100, 'svc://test', r.paramsHash, r.tag ?? 'svc-action'],
+        }),
+      )
+      await sendAll(pub, dev.rpcUrl, vkey, calls, dev.validationRegistry)
+    }
   } finally {
     await raw(pub, 'evm_setAutomine', [true])
   }

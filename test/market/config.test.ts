@@ -69,7 +69,10 @@ t.test('bad values name the field', async (t) => {
     ['[session]\ncookieSecret = "short"', /session.cookieSecret must be at least 32 characters/],
     ['[chain]\nrpcUrl = "http://x"', /chain.identityRegistry is required/],
     ['[chain]\nidentityRegistry = "0x5fbdb2315678afecb367f032d93f642f64180aa3"', /chain.rpcUrl is required/],
-    ['[chain]\nrpcUrl = "http://x"\nidentityRegistry = "0x12"', /chain.identityRegistry must be a 0x address/],
+    [
+      '[chain]\nrpcUrl = "http://x"\nidentityRegistry = "0x12"',
+      /chain.identityRegistry must be a 0x address/,
+    ],
     ['[rateLimit.verify]\nmax = 0', /rateLimit.verify.max must be an integer from 1/],
     ['[rateLimit.nope]\nmax = 1', /rateLimit.nope is not a known setting/],
     ['samples = "yes"', /samples must be true or false/],

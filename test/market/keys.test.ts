@@ -32,16 +32,31 @@ t.test('the cookie attributes', async (t) => {
   const { createSiweMessage } = await import('viem/siwe')
   const account = privateKeyToAccount(owner.privateKey)
   const n = await api(url, '/api/auth/nonce')
-  const message = createSiweMessage({ domain: new URL(url).host, address: account.address, chainId: 10143, nonce: n.json.nonce as string, uri: url, version: '1' })
+  const message = createSiweMessage({
+    domain: new URL(url).host,
+    address: account.address,
+    chainId: 10143,
+    nonce: n.json.nonce as string,
+    uri: url,
+    version: '1',
+  })
   const signature = await account.signMessage({ message })
-  const res = await fetch(url + '/api/auth/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message, signature }) })
+  const res = await fetch(url + '/api/auth/verify', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message, signature }),
+  })
   const set = res.headers.getSetCookie().find((c) => c.startsWith('svc_session='))!
   t.match(set, /HttpOnly/)
   t.match(set, /SameSite=Lax/)
   t.match(set, /Path=\//)
   t.match(set, /Max-Age=604800/, 'default lifetime 7 days')
   t.notMatch(set, /Secure/, 'plain http on loopback: no Secure flag')
-  const replay = await fetch(url + '/api/auth/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message, signature }) })
+  const replay = await fetch(url + '/api/auth/verify', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message, signature }),
+  })
   t.equal(replay.status, 401, 'a SIWE nonce is single use')
   t.match(await replay.text(), /nonce/)
 })
@@ -51,9 +66,18 @@ t.test('sign-in rejections', async (t) => {
   const { createSiweMessage } = await import('viem/siwe')
   const mk = async (over: Record<string, unknown>) => {
     const n = await api(url, '/api/auth/nonce')
-    return createSiweMessage({ domain: new URL(url).host, address: account.address, chainId: 10143, nonce: n.json.nonce as string, uri: url, version: '1', ...over })
+    return createSiweMessage({
+      domain: new URL(url).host,
+      address: account.address,
+      chainId: 10143,
+      nonce: n.json.nonce as string,
+      uri: url,
+      version: '1',
+      ...over,
+    })
   }
-  const post = (body: unknown, headers: Record<string, string> = {}) => api(url, '/api/auth/verify', { body, headers })
+  const post = (body: unknown, headers: Record<string, string> = {}) =>
+    api(url, '/api/auth/verify', { body, headers })
   let m = await mk({ domain: 'evil.example' })
   let r = await post({ message: m, signature: await account.signMessage({ message: m }) })
   t.equal(r.status, 400)
@@ -67,7 +91,10 @@ t.test('sign-in rejections', async (t) => {
   t.equal(r.status, 400)
   t.match(r.json.error, /expired/)
   m = await mk({})
-  r = await post({ message: m, signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: m }) })
+  r = await post({
+    message: m,
+    signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: m }),
+  })
   t.equal(r.status, 401, 'signed by another wallet')
   t.match(r.json.error, /signature/)
   m = await mk({ nonce: 'neverIssued123' })
@@ -80,20 +107,34 @@ t.test('sign-in rejections', async (t) => {
   t.equal(r.status, 400)
   t.match(r.json.error, /signature/)
   m = await mk({})
-  r = await post({ message: m, signature: await account.signMessage({ message: m }) }, { origin: 'https://evil.example' })
+  r = await post(
+    { message: m, signature: await account.signMessage({ message: m }) },
+    { origin: 'https://evil.example' },
+  )
   t.equal(r.status, 403, 'login CSRF refused')
   t.match(r.json.error, /cross-site/)
 })
 
 t.test('challenges: session required, six lines in order, bound to the account', async (t) => {
-  const noSession = await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId: '0', wallet: owner.address } })
+  const noSession = await api(url, '/api/marketplace/challenges', {
+    body: { kind: 'key', agentId: '0', wallet: owner.address },
+  })
   t.equal(noSession.status, 401)
   t.match(noSession.json.error, /sign in/)
   const cookie = await signIn(url, owner.privateKey)
-  const ch = await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId: '0', wallet: owner.address.toLowerCase() }, cookie })
+  const ch = await api(url, '/api/marketplace/challenges', {
+    body: { kind: 'key', agentId: '0', wallet: owner.address.toLowerCase() },
+    cookie,
+  })
   t.equal(ch.status, 201)
   const lines = (ch.json.message as string).split('\n')
-  t.same(lines.slice(0, 5), ['svc marketplace', 'Issue agent key', `wallet: ${owner.address}`, 'chain: 10143', 'agent: 0'])
+  t.same(lines.slice(0, 5), [
+    'svc marketplace',
+    'Issue agent key',
+    `wallet: ${owner.address}`,
+    'chain: 10143',
+    'agent: 0',
+  ])
   t.match(lines[5], /^nonce: [0-9a-f]{32}$/)
   t.equal(lines.length, 6)
   for (const [body, field] of [
@@ -108,14 +149,23 @@ t.test('challenges: session required, six lines in order, bound to the account',
     t.equal(r.status, 400, `refused: ${JSON.stringify(body)}`)
     t.match(r.json.error, new RegExp(field))
   }
-  const cross = await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId: '0', wallet: owner.address }, cookie, headers: { 'sec-fetch-site': 'cross-site' } })
+  const cross = await api(url, '/api/marketplace/challenges', {
+    body: { kind: 'key', agentId: '0', wallet: owner.address },
+    cookie,
+    headers: { 'sec-fetch-site': 'cross-site' },
+  })
   t.equal(cross.status, 403, 'cross-site POST with the cookie is refused')
 })
 
 t.test('key issue: 201 with the key once; listed later without secrets; challenge single use', async (t) => {
   const cookie = await signIn(url, owner.privateKey)
-  const ch = await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId: '0', wallet: owner.address }, cookie })
-  const signature = await privateKeyToAccount(owner.privateKey).signMessage({ message: ch.json.message as string })
+  const ch = await api(url, '/api/marketplace/challenges', {
+    body: { kind: 'key', agentId: '0', wallet: owner.address },
+    cookie,
+  })
+  const signature = await privateKeyToAccount(owner.privateKey).signMessage({
+    message: ch.json.message as string,
+  })
   const k = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.json.id, signature }, cookie })
   t.equal(k.status, 201)
   t.match(k.json.key, /^svc_[A-Za-z0-9_-]{43}$/)
@@ -123,7 +173,10 @@ t.test('key issue: 201 with the key once; listed later without secrets; challeng
   t.equal(k.json.agentId, '0')
   t.equal(k.json.device, device.address, 'device: the agent wallet on chain')
   t.type(k.json.id, 'string')
-  const replay = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.json.id, signature }, cookie })
+  const replay = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: ch.json.id, signature },
+    cookie,
+  })
   t.equal(replay.status, 409, 'replayed challenge refused')
   t.match(replay.json.error, /already used/)
   const list = await api(url, '/api/marketplace/keys', { cookie })
@@ -141,37 +194,62 @@ t.test('key issue rejections', async (t) => {
   const otherCookie = await signIn(url, buyer.privateKey)
   const ownerAcc = privateKeyToAccount(owner.privateKey)
   const newCh = async (c = cookie, wallet = owner.address, agentId = '0') =>
-    (await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId, wallet }, cookie: c })).json as { id: string; message: string }
+    (await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId, wallet }, cookie: c }))
+      .json as { id: string; message: string }
 
   // 403: the signer is not ownerOf(agent)
   const buyerCh = await newCh(otherCookie, buyer.address)
-  let r = await api(url, '/api/marketplace/keys', { body: { challengeId: buyerCh.id, signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: buyerCh.message }) }, cookie: otherCookie })
+  let r = await api(url, '/api/marketplace/keys', {
+    body: {
+      challengeId: buyerCh.id,
+      signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: buyerCh.message }),
+    },
+    cookie: otherCookie,
+  })
   t.equal(r.status, 403, 'non-owner gets 403')
   t.match(r.json.error, /not the owner of agent 0/)
 
   // signature by another wallet than the challenge's
   let ch = await newCh()
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: ch.message }) }, cookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: {
+      challengeId: ch.id,
+      signature: await privateKeyToAccount(buyer.privateKey).signMessage({ message: ch.message }),
+    },
+    cookie,
+  })
   t.equal(r.status, 403)
   t.match(r.json.error, /not by the challenge wallet/)
   // still usable after a refused attempt: a rejection changes nothing
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) }, cookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) },
+    cookie,
+  })
   t.equal(r.status, 201)
 
   // bound to the signed-in account
   ch = await newCh()
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) }, cookie: otherCookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) },
+    cookie: otherCookie,
+  })
   t.equal(r.status, 403)
   t.match(r.json.error, /another account/)
 
   // cross-purpose: a signature over a purchase message does not issue a key
   ch = await newCh()
   const unlock = ['svc marketplace', 'Unlock', 'listing: x', `tx: 0x${'11'.repeat(32)}`].join('\n')
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: unlock }) }, cookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: unlock }) },
+    cookie,
+  })
   t.equal(r.status, 403)
   // cross-purpose: a SIWE nonce is not a challenge id
   const nonce = (await api(url, '/api/auth/nonce')).json.nonce
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: nonce, signature: await ownerAcc.signMessage({ message: ch.message }) }, cookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: nonce, signature: await ownerAcc.signMessage({ message: ch.message }) },
+    cookie,
+  })
   t.equal(r.status, 404)
   t.match(r.json.error, /unknown challenge/)
 
@@ -184,17 +262,31 @@ t.test('key issue rejections', async (t) => {
 
   // an agent that does not exist
   ch = await newCh(cookie, owner.address, '999')
-  r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) }, cookie })
+  r = await api(url, '/api/marketplace/keys', {
+    body: { challengeId: ch.id, signature: await ownerAcc.signMessage({ message: ch.message }) },
+    cookie,
+  })
   t.equal(r.status, 403)
   t.match(r.json.error, /not registered/)
 })
 
 t.test('challenge expiry', async (t) => {
   const cookie = await signIn(url, owner.privateKey)
-  const ch = (await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId: '0', wallet: owner.address }, cookie })).json as { id: string; message: string }
+  const ch = (
+    await api(url, '/api/marketplace/challenges', {
+      body: { kind: 'key', agentId: '0', wallet: owner.address },
+      cookie,
+    })
+  ).json as { id: string; message: string }
   const rec = (await market.ctx.db.challenges.get(ch.id))!
   await market.ctx.db.challenges.put(ch.id, { ...rec, expiresAt: Date.now() - 1 })
-  const r = await api(url, '/api/marketplace/keys', { body: { challengeId: ch.id, signature: await privateKeyToAccount(owner.privateKey).signMessage({ message: ch.message }) }, cookie })
+  const r = await api(url, '/api/marketplace/keys', {
+    body: {
+      challengeId: ch.id,
+      signature: await privateKeyToAccount(owner.privateKey).signMessage({ message: ch.message }),
+    },
+    cookie,
+  })
   t.equal(r.status, 400)
   t.match(r.json.error, /expired/)
 })
@@ -212,7 +304,12 @@ t.test('a transferred agent NFT blocks listing and revokes keys at the next key-
   const ds = dataset(3, agentId)
   const ok = await postListing(url, k.json.key as string, ds)
   t.equal(ok.status, 201, 'lists while the wallet holds the agent')
-  const tx = await w.writeContract({ address: dev.identityRegistry, abi: identityRegistryAbi, functionName: 'transferFrom', args: [holder.address, newOwner.address, BigInt(agentId)] })
+  const tx = await w.writeContract({
+    address: dev.identityRegistry,
+    abi: identityRegistryAbi,
+    functionName: 'transferFrom',
+    args: [holder.address, newOwner.address, BigInt(agentId)],
+  })
   await pub.waitForTransactionReceipt({ hash: tx })
   const blocked = await postListing(url, k.json.key as string, dataset(3, agentId))
   t.equal(blocked.status, 403)

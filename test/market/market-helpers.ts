@@ -30,24 +30,38 @@ export interface StartOptions {
   pages?: MarketAppOptions['pages']
 }
 
-export async function startMarket(t: T, dev: DevChain, tweak?: (c: MarketConfig) => void, opts: StartOptions = {}): Promise<Running> {
+export async function startMarket(
+  t: T,
+  dev: DevChain,
+  tweak?: (c: MarketConfig) => void,
+  opts: StartOptions = {},
+): Promise<Running> {
   const dir = await tempDir(t, 'svc-market-')
   const base = defaultConfig(join(dir, 'data'))
   base.samples = true
   // Generous limits so only the rate-limit test trips them.
-  for (const k of Object.keys(base.rateLimits) as (keyof MarketConfig['rateLimits'])[]) base.rateLimits[k] = { max: 100_000, windowSeconds: 60 }
+  for (const k of Object.keys(base.rateLimits) as (keyof MarketConfig['rateLimits'])[])
+    base.rateLimits[k] = { max: 100_000, windowSeconds: 60 }
   tweak?.(base)
   const r = chainFromInfo(base, { ...dev.info, ...opts.info })
   if (!r.ok) throw new Error(r.error)
   const chain = opts.wrapChain ? opts.wrapChain(viemMarketChain(r.config.chain!)) : undefined
-  const market = await buildMarketApp({ config: r.config, ...(chain ? { chain } : {}), ...(opts.pages ? { pages: opts.pages } : {}) })
+  const market = await buildMarketApp({
+    config: r.config,
+    ...(chain ? { chain } : {}),
+    ...(opts.pages ? { pages: opts.pages } : {}),
+  })
   const port = await freePort()
   await market.app.listen({ host: '127.0.0.1', port })
   t.teardown(() => market.close())
   return { url: `http://127.0.0.1:${port}`, market }
 }
 
-export async function api(url: string, path: string, init: { method?: string; body?: unknown; cookie?: string; headers?: Record<string, string> } = {}) {
+export async function api(
+  url: string,
+  path: string,
+  init: { method?: string; body?: unknown; cookie?: string; headers?: Record<string, string> } = {},
+) {
   const headers: Record<string, string> = { ...(init.headers ?? {}) }
   if (init.cookie) headers.cookie = init.cookie
   let body: string | undefined
@@ -55,7 +69,11 @@ export async function api(url: string, path: string, init: { method?: string; bo
     headers['content-type'] = 'application/json'
     body = JSON.stringify(init.body)
   }
-  const res = await fetch(url + path, { method: init.method ?? (body ? 'POST' : 'GET'), headers, ...(body !== undefined ? { body } : {}) })
+  const res = await fetch(url + path, {
+    method: init.method ?? (body ? 'POST' : 'GET'),
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  })
   const text = await res.text()
   let json: Record<string, unknown> = {}
   try {
@@ -80,16 +98,28 @@ export async function signIn(url: string, privateKey: Hex): Promise<string> {
     statement: 'Sign in to the svc marketplace',
   })
   const signature = await account.signMessage({ message })
-  const res = await fetch(url + '/api/auth/verify', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ message, signature }) })
+  const res = await fetch(url + '/api/auth/verify', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message, signature }),
+  })
   if (res.status !== 200) throw new Error(`sign-in failed: ${res.status} ${await res.text()}`)
   const set = res.headers.getSetCookie().find((c) => c.startsWith('svc_session='))
   if (!set) throw new Error('no svc_session cookie')
   return set.split(';')[0]!
 }
 
-export async function issueKey(url: string, cookie: string, walletKey: Hex, agentId: string): Promise<{ status: number; json: Record<string, unknown> }> {
+export async function issueKey(
+  url: string,
+  cookie: string,
+  walletKey: Hex,
+  agentId: string,
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const wallet = privateKeyToAccount(walletKey)
-  const ch = await api(url, '/api/marketplace/challenges', { body: { kind: 'key', agentId, wallet: wallet.address }, cookie })
+  const ch = await api(url, '/api/marketplace/challenges', {
+    body: { kind: 'key', agentId, wallet: wallet.address },
+    cookie,
+  })
   if (ch.status !== 201) return ch
   const signature = await wallet.signMessage({ message: ch.json.message as string })
   return api(url, '/api/marketplace/keys', { body: { challengeId: ch.json.id, signature }, cookie })
@@ -99,19 +129,31 @@ export interface Dataset {
   lines: string[]
   data: string
   requestHashes: Hex[]
-  manifest: { version: number; chainId: number; agentId: string; rows: { paramsHash: Hex; requestHash: Hex }[] }
+  manifest: {
+    version: number
+    chainId: number
+    agentId: string
+    rows: { paramsHash: Hex; requestHash: Hex }[]
+  }
 }
 
 let seq = 0
 export function dataset(n: number, agentId: string, pad = 0): Dataset {
   const run = `${process.pid}-${Date.now()}-${seq++}`
-  const lines = Array.from({ length: n }, (_, i) => canonicalLine({ action: 'vend', i, run, ...(pad > 0 ? { pad: 'x'.repeat(pad) } : {}) }))
+  const lines = Array.from({ length: n }, (_, i) =>
+    canonicalLine({ action: 'vend', i, run, ...(pad > 0 ? { pad: 'x'.repeat(pad) } : {}) }),
+  )
   const requestHashes = lines.map((l, i) => keccak256(toHex(`req:${run}:${i}:${l}`)))
   return {
     lines,
     data: lines.join('\n') + '\n',
     requestHashes,
-    manifest: { version: 1, chainId: 10143, agentId, rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })) },
+    manifest: {
+      version: 1,
+      chainId: 10143,
+      agentId,
+      rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })),
+    },
   }
 }
 
@@ -132,13 +174,20 @@ export interface ListingParts {
   extra?: [string, string][]
 }
 
-export async function postListing(url: string, key: string | null, ds: Dataset | null, parts: ListingParts = {}) {
+export async function postListing(
+  url: string,
+  key: string | null,
+  ds: Dataset | null,
+  parts: ListingParts = {},
+) {
   const form = new FormData()
   for (const [k, v] of Object.entries(parts.fields ?? goodFields)) form.append(k, v)
   const manifest = parts.manifest === undefined ? (ds ? JSON.stringify(ds.manifest) : null) : parts.manifest
   const data = parts.data === undefined ? (ds ? ds.data : null) : parts.data
-  if (manifest !== null) form.append('manifest', new Blob([manifest as BlobPart], { type: 'application/json' }), 'manifest.json')
-  if (data !== null) form.append('data', new Blob([data as BlobPart], { type: 'application/x-ndjson' }), 'operations.jsonl')
+  if (manifest !== null)
+    form.append('manifest', new Blob([manifest as BlobPart], { type: 'application/json' }), 'manifest.json')
+  if (data !== null)
+    form.append('data', new Blob([data as BlobPart], { type: 'application/x-ndjson' }), 'operations.jsonl')
   if (parts.image) form.append('image', new Blob([parts.image as BlobPart]), 'cover.bin')
   for (const [k, v] of parts.extra ?? []) form.append(k, v)
   const headers: Record<string, string> = key ? { authorization: `Bearer ${key}` } : {}

@@ -17,7 +17,16 @@ const { owner, buyer, payout } = dev.accounts
 const ownerCookie = await signIn(url, owner.privateKey)
 const key = (await issueKey(url, ownerCookie, owner.privateKey, dev.agentId)).json.key as string
 const ds = dataset(12, dev.agentId)
-const listing = await postListing(url, key, ds, { fields: { title: 'Paid dataset', summary: 'for sale', description: 'A dataset that costs 0.05 native units.', machineType: 'arm', license: 'commercial', priceNative: '0.05' } })
+const listing = await postListing(url, key, ds, {
+  fields: {
+    title: 'Paid dataset',
+    summary: 'for sale',
+    description: 'A dataset that costs 0.05 native units.',
+    machineType: 'arm',
+    license: 'commercial',
+    priceNative: '0.05',
+  },
+})
 const slug = listing.json.slug as string
 const price = parseEther('0.05')
 const buyerCookie = await signIn(url, buyer.privateKey)
@@ -28,11 +37,17 @@ async function pay(fromKey: Hex, to: Hex, value: bigint): Promise<Hex> {
   await pub.waitForTransactionReceipt({ hash })
   return hash
 }
-const unlock = (s: string, tx: string) => ['svc marketplace', 'Unlock', `listing: ${s}`, `tx: ${tx}`].join('\n')
+const unlock = (s: string, tx: string) =>
+  ['svc marketplace', 'Unlock', `listing: ${s}`, `tx: ${tx}`].join('\n')
 async function purchase(txHash: Hex, opts: { signer?: Hex; cookie?: string; slug?: string } = {}) {
   const s = opts.slug ?? slug
-  const signature = await privateKeyToAccount(opts.signer ?? buyer.privateKey).signMessage({ message: unlock(s, txHash) })
-  return api(url, `/api/marketplace/listings/${s}/purchase`, { body: { txHash, signature }, cookie: opts.cookie ?? buyerCookie })
+  const signature = await privateKeyToAccount(opts.signer ?? buyer.privateKey).signMessage({
+    message: unlock(s, txHash),
+  })
+  return api(url, `/api/marketplace/listings/${s}/purchase`, {
+    body: { txHash, signature },
+    cookie: opts.cookie ?? buyerCookie,
+  })
 }
 
 t.test('files are closed to a buyer who has not paid', async (t) => {
@@ -113,7 +128,11 @@ t.test('unconfirmed: a pending transaction is refused, then accepted once mined'
   await pub.request({ method: 'evm_setAutomine' as never, params: [false] as never })
   let tx: Hex
   try {
-    tx = await walletClientFor(dev.rpcUrl, buyer.privateKey).sendTransaction({ to: payout.address, value: price, gas: 21_000n })
+    tx = await walletClientFor(dev.rpcUrl, buyer.privateKey).sendTransaction({
+      to: payout.address,
+      value: price,
+      gas: 21_000n,
+    })
     const r = await purchase(tx)
     t.equal(r.status, 409)
     t.match(r.json.error, /not confirmed yet/)
@@ -131,15 +150,26 @@ t.test('signature and session rejections', async (t) => {
   t.equal(r.status, 403)
   t.match(r.json.error, /not by the signed-in account/)
   const wrongSlug = await buyerAcc.signMessage({ message: unlock('another-listing', tx) })
-  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, { body: { txHash: tx, signature: wrongSlug }, cookie: buyerCookie })
+  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, {
+    body: { txHash: tx, signature: wrongSlug },
+    cookie: buyerCookie,
+  })
   t.equal(r.status, 403, 'a signature over another listing recovers another address')
-  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, { body: { txHash: tx, signature: '0x12' }, cookie: buyerCookie })
+  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, {
+    body: { txHash: tx, signature: '0x12' },
+    cookie: buyerCookie,
+  })
   t.equal(r.status, 400)
   t.match(r.json.error, /signature/)
-  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, { body: { txHash: '0x1234', signature: '0x12' }, cookie: buyerCookie })
+  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, {
+    body: { txHash: '0x1234', signature: '0x12' },
+    cookie: buyerCookie,
+  })
   t.equal(r.status, 400)
   t.match(r.json.error, /txHash/)
-  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, { body: { txHash: tx, signature: await buyerAcc.signMessage({ message: unlock(slug, tx) }) } })
+  r = await api(url, `/api/marketplace/listings/${slug}/purchase`, {
+    body: { txHash: tx, signature: await buyerAcc.signMessage({ message: unlock(slug, tx) }) },
+  })
   t.equal(r.status, 401)
   r = await api(url, `/api/marketplace/listings/${slug}/purchase`, {
     body: { txHash: tx, signature: await buyerAcc.signMessage({ message: unlock(slug, tx) }) },
@@ -161,7 +191,12 @@ t.test('100 concurrent purchases with one transaction hash: exactly one 200', as
   const tx = await pay(buyer.privateKey, payout.address, price)
   const signature = await buyerAcc.signMessage({ message: unlock(slug, tx) })
   const all = await Promise.all(
-    Array.from({ length: 100 }, () => api(url, `/api/marketplace/listings/${slug}/purchase`, { body: { txHash: tx, signature }, cookie: buyerCookie })),
+    Array.from({ length: 100 }, () =>
+      api(url, `/api/marketplace/listings/${slug}/purchase`, {
+        body: { txHash: tx, signature },
+        cookie: buyerCookie,
+      }),
+    ),
   )
   const statuses = all.map((r) => r.status)
   t.equal(statuses.filter((s) => s === 200).length, 1, 'exactly one success')

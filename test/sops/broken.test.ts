@@ -8,7 +8,9 @@ import { fileURLToPath } from 'node:url'
 import { loadSop, loadSops } from '../../sops/load.ts'
 
 const root = join(dirname(fileURLToPath(import.meta.url)), 'broken')
-const cases = readdirSync(root).filter((n) => existsSync(join(root, n, 'expected.txt'))).sort()
+const cases = readdirSync(root)
+  .filter((n) => existsSync(join(root, n, 'expected.txt')))
+  .sort()
 
 t.ok(cases.length >= 25, `at least 25 broken cases (found ${cases.length})`)
 
@@ -31,7 +33,9 @@ for (const name of cases) {
       .filter((d) => d.severity === 'error')
       .map((d) => ({ file: relative(dir, d.file), line: d.line, message: d.message }))
     for (const e of expected) {
-      const hit = errors.find((a) => a.file === e.file && a.line === e.line && a.message.startsWith(e.message))
+      const hit = errors.find(
+        (a) => a.file === e.file && a.line === e.line && a.message.startsWith(e.message),
+      )
       t.ok(hit, `${e.file}:${e.line}: ${e.message}`, { found: errors })
     }
     t.equal(errors.length, expected.length, 'no other errors', { found: errors })

@@ -41,20 +41,44 @@ t.test('validate rejects a broken SOP with file:line: message and exit 1', async
   const r = await run(['validate', join(broken, 'several-errors-at-once')])
   t.equal(r.code, 1)
   const lines = r.stderr.split('\n')
-  t.ok(lines.some((l) => l === `${join(broken, 'several-errors-at-once', 'SOP.toml')}:5: "execution_mode" has unknown value "fast" (expected auto, supervised, step_by_step, priority_based, deterministic)`), r.stderr)
-  t.ok(lines.some((l) => l.startsWith(`${join(broken, 'several-errors-at-once', 'SOP.md')}:10: call: is not valid JSON`)))
+  t.ok(
+    lines.some(
+      (l) =>
+        l ===
+        `${join(broken, 'several-errors-at-once', 'SOP.toml')}:5: "execution_mode" has unknown value "fast" (expected auto, supervised, step_by_step, priority_based, deterministic)`,
+    ),
+    r.stderr,
+  )
+  t.ok(
+    lines.some((l) =>
+      l.startsWith(`${join(broken, 'several-errors-at-once', 'SOP.md')}:10: call: is not valid JSON`),
+    ),
+  )
   t.ok(lines.some((l) => l.startsWith(`${join(broken, 'several-errors-at-once', 'SOP.md')}:12: terminal:`)))
   t.match(r.stderr, /invalid: 3 errors, 0 warnings/)
   t.notMatch(r.stderr, /\n\s+at /, 'no stack trace')
   const j = await run(['validate', join(broken, 'several-errors-at-once'), '--json'])
   t.equal(j.code, 1)
-  const parsed = JSON.parse(j.stdout) as { valid: boolean; diagnostics: Array<{ line: number; severity: string }> }
+  const parsed = JSON.parse(j.stdout) as {
+    valid: boolean
+    diagnostics: Array<{ line: number; severity: string }>
+  }
   t.equal(parsed.valid, false)
-  t.same(parsed.diagnostics.map((d) => d.line), [10, 12, 5])
+  t.same(
+    parsed.diagnostics.map((d) => d.line),
+    [10, 12, 5],
+  )
 })
 
 t.test('usage errors exit 2 with one line; unknown names exit 1', async (t) => {
-  for (const argv of [['frobnicate'], ['list', '--colour'], ['validate', 'a', 'b'], ['show'], ['graph', 'a', 'b'], ['list', '--sops-dir']]) {
+  for (const argv of [
+    ['frobnicate'],
+    ['list', '--colour'],
+    ['validate', 'a', 'b'],
+    ['show'],
+    ['graph', 'a', 'b'],
+    ['list', '--sops-dir'],
+  ]) {
     const r = await run(argv)
     t.equal(r.code, 2, argv.join(' '))
     t.equal(r.stderr.split('\n').length, 1, `one line: ${r.stderr}`)
@@ -72,7 +96,10 @@ t.test('usage errors exit 2 with one line; unknown names exit 1', async (t) => {
   await cp(join(broken, 'toml-syntax-error'), join(broke, 'x'), { recursive: true })
   const hinted = await run(['validate', 'toml-syntax-error', '--sops-dir', broke])
   t.equal(hinted.code, 1)
-  t.match(hinted.stderr, /no SOP named "toml-syntax-error" in .*; 1 file there failed to load, svc sop list shows why/)
+  t.match(
+    hinted.stderr,
+    /no SOP named "toml-syntax-error" in .*; 1 file there failed to load, svc sop list shows why/,
+  )
   const nodir = await run(['validate', './no/such/dir'])
   t.equal(nodir.code, 1)
   t.match(nodir.stderr, /no directory at/)
@@ -87,9 +114,20 @@ t.test('list shows loaded SOPs, invalid ones and load failures', async (t) => {
   t.equal(r.code, 1, 'a load failure is not a silent success')
   t.match(r.stdout, /vending-dispense\s+ok\s+deterministic/)
   t.match(r.stdout, /bad-when\s+INVALID/)
-  t.match(r.stderr, new RegExp(`${join(dir, 'pkg', 'half', 'SOP.md').replace(/[/.]/g, '\\$&')}:1: SOP.md: file is missing`))
-  const j = JSON.parse((await run(['list', '--json', '--sops-dir', dir])).stdout) as { sops: Array<{ name: string; valid: boolean }> }
-  t.same(j.sops.map((s) => [s.name, s.valid]), [['bad-when', false], ['vending-dispense', true]])
+  t.match(
+    r.stderr,
+    new RegExp(`${join(dir, 'pkg', 'half', 'SOP.md').replace(/[/.]/g, '\\$&')}:1: SOP.md: file is missing`),
+  )
+  const j = JSON.parse((await run(['list', '--json', '--sops-dir', dir])).stdout) as {
+    sops: Array<{ name: string; valid: boolean }>
+  }
+  t.same(
+    j.sops.map((s) => [s.name, s.valid]),
+    [
+      ['bad-when', false],
+      ['vending-dispense', true],
+    ],
+  )
   const empty = await run(['list', '--sops-dir', join(dir, 'nothing-here')])
   t.equal(empty.code, 0)
   t.match(empty.stdout, /no SOPs in/)
@@ -102,7 +140,10 @@ t.test('sops dir: --sops-dir wins over SVC_SOPS_DIR, which wins over SVC_HOME/so
   await cp(join(examples, 'nightly-report'), join(home, 'sops', 'nightly-report'), { recursive: true })
   await cp(join(examples, 'temperature-alarm'), join(envDir, 'temperature-alarm'), { recursive: true })
   await cp(join(examples, 'vending-dispense'), join(flagDir, 'vending-dispense'), { recursive: true })
-  const names = async (argv: string[], env: NodeJS.ProcessEnv) => (JSON.parse((await run(['list', '--json', ...argv], env)).stdout) as { sops: Array<{ name: string }> }).sops.map((s) => s.name)
+  const names = async (argv: string[], env: NodeJS.ProcessEnv) =>
+    (
+      JSON.parse((await run(['list', '--json', ...argv], env)).stdout) as { sops: Array<{ name: string }> }
+    ).sops.map((s) => s.name)
   t.same(await names([], { SVC_HOME: home }), ['nightly-report'])
   t.same(await names([], { SVC_HOME: home, SVC_SOPS_DIR: envDir }), ['temperature-alarm'])
   t.same(await names(['--sops-dir', flagDir], { SVC_HOME: home, SVC_SOPS_DIR: envDir }), ['vending-dispense'])
@@ -112,15 +153,27 @@ t.test('sops dir: --sops-dir wins over SVC_SOPS_DIR, which wins over SVC_HOME/so
 t.test('plugin packages and duplicate names', async (t) => {
   const dir = await tempDir(t)
   await cp(join(examples, 'nightly-report'), join(dir, 'nightly-report'), { recursive: true })
-  await cp(join(examples, 'temperature-alarm'), join(dir, 'acme-plugin', 'temperature-alarm'), { recursive: true })
+  await cp(join(examples, 'temperature-alarm'), join(dir, 'acme-plugin', 'temperature-alarm'), {
+    recursive: true,
+  })
   const show = await run(['show', 'temperature-alarm', '--sops-dir', dir, '--json'])
   t.equal(show.code, 0, show.stderr)
   t.equal((JSON.parse(show.stdout) as { sop: { package: string } }).sop.package, 'acme-plugin')
   await cp(join(examples, 'nightly-report'), join(dir, 'acme-plugin', 'nightly-copy'), { recursive: true })
   const v = await run(['validate', '--sops-dir', dir])
   t.equal(v.code, 1)
-  t.match(v.stderr, new RegExp(`acme-plugin/nightly-copy/SOP.toml:\\d+: duplicate SOP name "nightly-report" \\(also in ${dir}/nightly-report/SOP.toml:\\d+\\)`))
-  t.match(v.stderr, new RegExp(`${dir}/nightly-report/SOP.toml:\\d+: duplicate SOP name "nightly-report" \\(also in .*acme-plugin/nightly-copy/SOP.toml`))
+  t.match(
+    v.stderr,
+    new RegExp(
+      `acme-plugin/nightly-copy/SOP.toml:\\d+: duplicate SOP name "nightly-report" \\(also in ${dir}/nightly-report/SOP.toml:\\d+\\)`,
+    ),
+  )
+  t.match(
+    v.stderr,
+    new RegExp(
+      `${dir}/nightly-report/SOP.toml:\\d+: duplicate SOP name "nightly-report" \\(also in .*acme-plugin/nightly-copy/SOP.toml`,
+    ),
+  )
   const byName = await run(['graph', 'nightly-report', '--sops-dir', dir])
   t.equal(byName.code, 1)
   t.match(byName.stderr, /2 SOPs are named "nightly-report"/)
@@ -136,7 +189,15 @@ t.test('show and graph print triggers, steps and routes; --json matches', async 
   t.equal(g.code, 0)
   t.match(g.stdout, /\[1\] Fetch the summary\n\s+then -> step 2\n\s+on failure -> step 3/)
   t.match(g.stdout, /terminal steps: 2, 3/)
-  const gj = JSON.parse((await run(['graph', 'nightly-report', '--json', '--sops-dir', examples])).stdout) as { steps: Array<{ step: number; routes: Array<{ kind: string; target: number | null }>; onFailure: { kind: string; target: number | null } }> }
+  const gj = JSON.parse(
+    (await run(['graph', 'nightly-report', '--json', '--sops-dir', examples])).stdout,
+  ) as {
+    steps: Array<{
+      step: number
+      routes: Array<{ kind: string; target: number | null }>
+      onFailure: { kind: string; target: number | null }
+    }>
+  }
   t.same(gj.steps[0]?.routes, [{ kind: 'sequence', target: 2 }])
   t.same(gj.steps[0]?.onFailure, { kind: 'on-failure-goto', target: 3 })
   t.same(gj.steps[1]?.routes, [{ kind: 'end', target: null }])
@@ -163,7 +224,10 @@ t.test('graph shows switch ports, when fall-through and depends_on', async (t) =
   )
   const g = await run(['graph', sop])
   t.equal(g.code, 0, g.stderr)
-  t.match(g.stdout, /\[2\] Route\n\s+depends on: step 1\n\s+when not \(\$\.steps\.1\.ok == true\) -> step 3\n\s+switch hot \[\$\.steps\.1\.c > 30\] -> step 4\n\s+switch cold \[\$\.steps\.1\.c < 5\] -> step 3\n\s+switch broken \[\$\.steps\.1\.c < -50\] -> fail \(port has no target\)\n\s+no port matches -> end/)
+  t.match(
+    g.stdout,
+    /\[2\] Route\n\s+depends on: step 1\n\s+when not \(\$\.steps\.1\.ok == true\) -> step 3\n\s+switch hot \[\$\.steps\.1\.c > 30\] -> step 4\n\s+switch cold \[\$\.steps\.1\.c < 5\] -> step 3\n\s+switch broken \[\$\.steps\.1\.c < -50\] -> fail \(port has no target\)\n\s+no port matches -> end/,
+  )
   t.match(g.stdout, /\[4\] Cool\n\s+then -> end/)
 })
 
@@ -176,9 +240,17 @@ t.test('pending/approve/deny/logs/run are delegated to sop-runs unchanged', asyn
 })
 
 t.test('smoke: bin/svc.js sop validate', async (t) => {
-  const ok = spawnSync(process.execPath, [join(repo, 'bin', 'svc.js'), 'sop', 'validate', '--sops-dir', examples], { encoding: 'utf8', timeout: 60_000 })
+  const ok = spawnSync(
+    process.execPath,
+    [join(repo, 'bin', 'svc.js'), 'sop', 'validate', '--sops-dir', examples],
+    { encoding: 'utf8', timeout: 60_000 },
+  )
   t.equal(ok.status, 0, ok.stderr)
-  const bad = spawnSync(process.execPath, [join(repo, 'bin', 'svc.js'), 'sop', 'validate', join(broken, 'bad-cron-value')], { encoding: 'utf8', timeout: 60_000 })
+  const bad = spawnSync(
+    process.execPath,
+    [join(repo, 'bin', 'svc.js'), 'sop', 'validate', join(broken, 'bad-cron-value')],
+    { encoding: 'utf8', timeout: 60_000 },
+  )
   t.equal(bad.status, 1)
   t.match(bad.stderr, /SOP\.toml:9: trigger 1 \(cron\): bad cron expression/)
   t.notMatch(bad.stderr, /\n\s+at /)

@@ -63,33 +63,53 @@ t.test('unparseable conditions are errors that say what is wrong, and never matc
 
 t.test('property: $ comparisons agree with JS number comparison', async (t) => {
   const ops = ['==', '!=', '>', '>=', '<', '<='] as const
-  const js = { '==': (a: number, b: number) => a === b, '!=': (a: number, b: number) => a !== b, '>': (a: number, b: number) => a > b, '>=': (a: number, b: number) => a >= b, '<': (a: number, b: number) => a < b, '<=': (a: number, b: number) => a <= b }
+  const js = {
+    '==': (a: number, b: number) => a === b,
+    '!=': (a: number, b: number) => a !== b,
+    '>': (a: number, b: number) => a > b,
+    '>=': (a: number, b: number) => a >= b,
+    '<': (a: number, b: number) => a < b,
+    '<=': (a: number, b: number) => a <= b,
+  }
   fc.assert(
-    fc.property(fc.integer({ min: -1e6, max: 1e6 }), fc.integer({ min: -1e6, max: 1e6 }), fc.constantFrom(...ops), (a, b, op) => {
-      const got = matches(`$.x ${op} ${b}`, JSON.stringify({ x: a }))
-      const bare = matches(`${op} ${b}`, String(a))
-      return got === js[op](a, b) && bare === js[op](a, b)
-    }),
+    fc.property(
+      fc.integer({ min: -1e6, max: 1e6 }),
+      fc.integer({ min: -1e6, max: 1e6 }),
+      fc.constantFrom(...ops),
+      (a, b, op) => {
+        const got = matches(`$.x ${op} ${b}`, JSON.stringify({ x: a }))
+        const bare = matches(`${op} ${b}`, String(a))
+        return got === js[op](a, b) && bare === js[op](a, b)
+      },
+    ),
   )
   t.pass('agreed on all generated cases')
 })
 
 t.test('property: no input makes parse or evaluate throw', async (t) => {
   fc.assert(
-    fc.property(fc.string(), fc.oneof(fc.string(), fc.jsonValue(), fc.constant(undefined)), (src, payload) => {
-      const r = parseCondition(src)
-      if (r.ok) evaluate(r.condition, payload)
-      return typeof matches(src, payload) === 'boolean'
-    }),
+    fc.property(
+      fc.string(),
+      fc.oneof(fc.string(), fc.jsonValue(), fc.constant(undefined)),
+      (src, payload) => {
+        const r = parseCondition(src)
+        if (r.ok) evaluate(r.condition, payload)
+        return typeof matches(src, payload) === 'boolean'
+      },
+    ),
   )
   t.pass('never threw')
 })
 
 t.test('property: a missing field never matches, whatever the operator', async (t) => {
   fc.assert(
-    fc.property(fc.constantFrom('==', '!=', '>', '>=', '<', '<='), fc.double({ noNaN: true, noDefaultInfinity: true }), (op, n) => {
-      return matches(`$.missing ${op} ${n}`, '{"present":1}') === false
-    }),
+    fc.property(
+      fc.constantFrom('==', '!=', '>', '>=', '<', '<='),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      (op, n) => {
+        return matches(`$.missing ${op} ${n}`, '{"present":1}') === false
+      },
+    ),
   )
   t.pass('never matched')
 })

@@ -5,7 +5,8 @@ import { loadSop, loadSops } from '../../sops/load.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const TOML = '[sop]\nname = "crlf"\ndescription = "windows line endings"\nexecution_mode = "deterministic"\n'
-const MD = '# T\n\n## Steps\n\n1. **One**\n   - call: {"tool":"wait","args":{"ms":1}}\n2. **Two**\n   - next: 7\n'
+const MD =
+  '# T\n\n## Steps\n\n1. **One**\n   - call: {"tool":"wait","args":{"ms":1}}\n2. **Two**\n   - next: 7\n'
 
 t.test('CRLF line endings and a BOM keep exact line numbers', async (t) => {
   const dir = await tempDir(t)
@@ -25,14 +26,20 @@ t.test('CRLF line endings and a BOM keep exact line numbers', async (t) => {
 t.test('a valid SOP loads with its origin lines; files are only read', async (t) => {
   const dir = await tempDir(t)
   await writeFile(join(dir, 'SOP.toml'), TOML)
-  await writeFile(join(dir, 'SOP.md'), MD.replace('   - next: 7\n', '   - call: {"tool":"wait","args":{"ms":"{{steps.1.ms}}"}}\n'))
+  await writeFile(
+    join(dir, 'SOP.md'),
+    MD.replace('   - next: 7\n', '   - call: {"tool":"wait","args":{"ms":"{{steps.1.ms}}"}}\n'),
+  )
   const r = await loadSop(dir)
   t.same(r.diagnostics, [])
   t.equal(r.sop?.name, 'crlf')
-  t.same(r.sop?.steps.map((s) => [s.number, s.title, s.origin.line, s.calls[0]?.origin.line]), [
-    [1, 'One', 5, 6],
-    [2, 'Two', 7, 8],
-  ])
+  t.same(
+    r.sop?.steps.map((s) => [s.number, s.title, s.origin.line, s.calls[0]?.origin.line]),
+    [
+      [1, 'One', 5, 6],
+      [2, 'Two', 7, 8],
+    ],
+  )
   t.equal(r.sop?.executionMode, 'deterministic')
   t.equal(r.sop?.package, undefined)
 })
@@ -51,8 +58,15 @@ t.test('sops dir: SOPs, packages, symlinked packages, stray folders, missing dir
   await mkdir(join(root, 'sops', 'empty-folder'))
   await mkdir(join(root, 'sops', '.git'))
   const r = await loadSops(join(root, 'sops'))
-  t.same(r.sops.map((s) => [s.name, s.package ?? null]).sort(), [['inner', 'pkg'], ['linked', 'linkpkg'], ['plain', null]])
-  t.same(r.diagnostics.map((d) => [d.file, d.severity, d.message.split(' (')[0]]), [[join(root, 'sops', 'empty-folder'), 'warning', 'neither a SOP']])
+  t.same(r.sops.map((s) => [s.name, s.package ?? null]).sort(), [
+    ['inner', 'pkg'],
+    ['linked', 'linkpkg'],
+    ['plain', null],
+  ])
+  t.same(
+    r.diagnostics.map((d) => [d.file, d.severity, d.message.split(' (')[0]]),
+    [[join(root, 'sops', 'empty-folder'), 'warning', 'neither a SOP']],
+  )
   const none = await loadSops(join(root, 'does-not-exist'))
   t.same(none, { sops: [], diagnostics: [] })
 })
@@ -64,5 +78,8 @@ t.test('a SOP dir with only SOP.md is an error naming the missing file', async (
   await writeFile(join(dir, 'SOP.md'), MD)
   const r = await loadSops(root)
   t.same(r.sops, [])
-  t.same(r.diagnostics.map((d) => [d.file, d.line, d.message]), [[join(dir, 'SOP.toml'), 1, 'SOP.toml: file is missing']])
+  t.same(
+    r.diagnostics.map((d) => [d.file, d.line, d.message]),
+    [[join(dir, 'SOP.toml'), 1, 'SOP.toml: file is missing']],
+  )
 })

@@ -24,14 +24,23 @@ Intro paragraph.
 1. not a step
 `)
   t.same(r.diagnostics, [])
-  t.same(r.steps.map((s) => s.title), ['Read', 'Write', 'Check', 'Done', 'Plain first line without bold'])
-  t.same(r.steps.map((s) => s.number), [1, 2, 3, 4, 5])
+  t.same(
+    r.steps.map((s) => s.title),
+    ['Read', 'Write', 'Check', 'Done', 'Plain first line without bold'],
+  )
+  t.same(
+    r.steps.map((s) => s.number),
+    [1, 2, 3, 4, 5],
+  )
   t.equal(r.steps[0]?.body, 'read the sensor\nnote: be gentle\nmore text for the body')
   t.equal(r.steps[1]?.body, 'with an en dash')
   t.equal(r.steps[2]?.body, 'with a hyphen')
   t.equal(r.steps[3]?.body, 'colon inside bold')
   t.equal(r.steps[4]?.body, 'Just an instruction bullet')
-  t.same(r.steps.map((s) => s.origin.line), [7, 10, 11, 12, 13])
+  t.same(
+    r.steps.map((s) => s.origin.line),
+    [7, 10, 11, 12, 13],
+  )
 })
 
 t.test('every property bullet, with - or _ in keys', async (t) => {
@@ -68,7 +77,13 @@ t.test('every property bullet, with - or _ in keys', async (t) => {
   t.same(s.denyTools, ['http_request'])
   t.equal(s.requiresConfirmation, true)
   t.equal(s.kind, 'capability')
-  t.same(s.calls.map((c) => [c.tool, c.origin.line]), [['board_send', 9], ['wait', 10]])
+  t.same(
+    s.calls.map((c) => [c.tool, c.origin.line]),
+    [
+      ['board_send', 9],
+      ['wait', 10],
+    ],
+  )
   t.same(s.input, { type: 'object', required: ['slot'] })
   t.equal(s.when, '$.trigger.amount >= 1')
   t.same(s.switch, [
@@ -91,8 +106,10 @@ t.test('every property bullet, with - or _ in keys', async (t) => {
   t.equal(s2.terminal, false)
 })
 
-t.test('JSON with markdown characters stays exact; multi-line call values; code blocks are body', async (t) => {
-  const r = parse(`## Steps
+t.test(
+  'JSON with markdown characters stays exact; multi-line call values; code blocks are body',
+  async (t) => {
+    const r = parse(`## Steps
 
 1. **Send**
    - call: {"tool":"mqtt_publish","args":{"topic":"a/*b*/_c_","payload":"\\\\n **x**","qos":1,"retain":false}}
@@ -104,12 +121,16 @@ t.test('JSON with markdown characters stays exact; multi-line call values; code 
    \`\`\`
    - tools: wait
 `)
-  t.same(r.diagnostics, [])
-  const s = r.steps[0]!
-  t.same(s.calls.map((c) => c.args), [{ topic: 'a/*b*/_c_', payload: '\\n **x**', qos: 1, retain: false }, { ms: 5 }])
-  t.match(s.body, /- call: not a bullet, this is code/)
-  t.same(s.tools, ['wait'])
-})
+    t.same(r.diagnostics, [])
+    const s = r.steps[0]!
+    t.same(
+      s.calls.map((c) => c.args),
+      [{ topic: 'a/*b*/_c_', payload: '\\n **x**', qos: 1, retain: false }, { ms: 5 }],
+    )
+    t.match(s.body, /- call: not a bullet, this is code/)
+    t.same(s.tools, ['wait'])
+  },
+)
 
 t.test('a second Steps heading, stray bullets and empty values are reported at their lines', async (t) => {
   const r = parse(`## Steps
@@ -150,22 +171,46 @@ t.test('the Steps section ends at the next level-2 heading, not at a level-3 one
 
 3. **C**
 `)
-  t.same(r.steps.map((s) => s.title), ['A', 'B'])
+  t.same(
+    r.steps.map((s) => s.title),
+    ['A', 'B'],
+  )
 })
 
 t.test('property-like text never throws', async (t) => {
   const fc = (await import('fast-check')).default
   fc.assert(
-    fc.property(fc.array(fc.oneof(fc.constantFrom('## Steps', '1. **T** x', '   - call: {', '   - switch: a>b>c', '```', '   - next: 0', '   - on_failure: goto:x', ''), fc.string()), { maxLength: 20 }), (lines) => {
-      const r = parse(lines.join('\n'))
-      return Array.isArray(r.steps) && r.diagnostics.every((d) => d.line >= 1 && d.file === 'SOP.md')
-    }),
+    fc.property(
+      fc.array(
+        fc.oneof(
+          fc.constantFrom(
+            '## Steps',
+            '1. **T** x',
+            '   - call: {',
+            '   - switch: a>b>c',
+            '```',
+            '   - next: 0',
+            '   - on_failure: goto:x',
+            '',
+          ),
+          fc.string(),
+        ),
+        { maxLength: 20 },
+      ),
+      (lines) => {
+        const r = parse(lines.join('\n'))
+        return Array.isArray(r.steps) && r.diagnostics.every((d) => d.line >= 1 && d.file === 'SOP.md')
+      },
+    ),
   )
   t.pass('never threw; every diagnostic located')
 })
 
 t.test('written numbers that disagree with positions are a warning at the first one', async (t) => {
   const r = parse('## Steps\n\n1. **A**\n2. **B**\n4. **C**\n5. **D**\n')
-  t.same(r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]), [[5, 'warning', 'this item is written as 4. but is step 3']])
+  t.same(
+    r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]),
+    [[5, 'warning', 'this item is written as 4. but is step 3']],
+  )
   t.same(parse('## Steps\n\n1. **A**\n1. **B**\n1. **C**\n').diagnostics, [], 'all-ones lists are fine')
 })

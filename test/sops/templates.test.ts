@@ -3,7 +3,12 @@ import fc from 'fast-check'
 import { parseTemplates, resolveArgs, scanTemplates } from '../../sops/templates.ts'
 
 t.test('parseTemplates finds every reference in string values', async (t) => {
-  const refs = parseTemplates({ a: '{{steps.1.slot}}', b: ['x {{ calls.0 }} y {{steps.2.items.0.id}}'], c: 3, '{{steps.9}}': 'key ignored' })
+  const refs = parseTemplates({
+    a: '{{steps.1.slot}}',
+    b: ['x {{ calls.0 }} y {{steps.2.items.0.id}}'],
+    c: 3,
+    '{{steps.9}}': 'key ignored',
+  })
   t.same(
     refs.map((r) => [r.kind, r.index, r.path]),
     [
@@ -12,14 +17,37 @@ t.test('parseTemplates finds every reference in string values', async (t) => {
       ['steps', 2, ['items', '0', 'id']],
     ],
   )
-  t.same(scanTemplates({ a: '{{steps.x}} {{calls}} {{other.thing}}' }).malformed, ['{{steps.x}}', '{{calls}}'])
+  t.same(scanTemplates({ a: '{{steps.x}} {{calls}} {{other.thing}}' }).malformed, [
+    '{{steps.x}}',
+    '{{calls}}',
+  ])
 })
 
 t.test('a whole-string template keeps the JSON type; mixed text interpolates', async (t) => {
   const scope = { steps: { 1: { slot: 'A1', n: 2, ok: true, list: [1, 2] } }, calls: [{ id: 7 }] }
-  const r = resolveArgs({ slot: '{{steps.1.slot}}', n: '{{steps.1.n}}', ok: '{{steps.1.ok}}', list: '{{steps.1.list}}', msg: 'slot {{steps.1.slot}} x{{steps.1.n}} {{steps.1.list}}', id: '{{calls.0.id}}', keep: [1, null, 'plain {{other}}'] }, scope)
+  const r = resolveArgs(
+    {
+      slot: '{{steps.1.slot}}',
+      n: '{{steps.1.n}}',
+      ok: '{{steps.1.ok}}',
+      list: '{{steps.1.list}}',
+      msg: 'slot {{steps.1.slot}} x{{steps.1.n}} {{steps.1.list}}',
+      id: '{{calls.0.id}}',
+      keep: [1, null, 'plain {{other}}'],
+    },
+    scope,
+  )
   t.ok(r.ok)
-  if (r.ok) t.same(r.value, { slot: 'A1', n: 2, ok: true, list: [1, 2], msg: 'slot A1 x2 [1,2]', id: 7, keep: [1, null, 'plain {{other}}'] })
+  if (r.ok)
+    t.same(r.value, {
+      slot: 'A1',
+      n: 2,
+      ok: true,
+      list: [1, 2],
+      msg: 'slot A1 x2 [1,2]',
+      id: 7,
+      keep: [1, null, 'plain {{other}}'],
+    })
 })
 
 t.test('unresolvable references are errors naming the reference', async (t) => {
@@ -81,7 +109,15 @@ t.test('{{trigger.path}} reads the trigger payload; missing payload or field is 
   )
   t.same(scanTemplates({ a: '{{trigger.}} {{triggers.x}}' }).malformed, ['{{trigger.}}'])
   const scope = { steps: {}, calls: [], trigger: { slot: 'A1', amount: 2 } }
-  const r = resolveArgs({ slot: '{{trigger.slot}}', amount: '{{trigger.amount}}', all: '{{trigger}}', msg: 'slot {{trigger.slot}}' }, scope)
+  const r = resolveArgs(
+    {
+      slot: '{{trigger.slot}}',
+      amount: '{{trigger.amount}}',
+      all: '{{trigger}}',
+      msg: 'slot {{trigger.slot}}',
+    },
+    scope,
+  )
   t.ok(r.ok)
   if (r.ok) t.same(r.value, { slot: 'A1', amount: 2, all: { slot: 'A1', amount: 2 }, msg: 'slot A1' })
   const missing = resolveArgs({ v: '{{trigger.nope}}' }, scope)

@@ -5,7 +5,16 @@ import { parseSop } from '../../sops/parse.ts'
 t.test('defaults from the spec table', async (t) => {
   const r = parseSopToml('[sop]\nname = "x"\ndescription = "d"\n', 'SOP.toml')
   t.same(r.diagnostics, [])
-  t.same(r.settings, { name: 'x', description: 'd', version: undefined, priority: 'normal', executionMode: 'supervised', cooldownSecs: 0, maxConcurrent: 1, admissionPolicy: 'parallel' })
+  t.same(r.settings, {
+    name: 'x',
+    description: 'd',
+    version: undefined,
+    priority: 'normal',
+    executionMode: 'supervised',
+    cooldownSecs: 0,
+    maxConcurrent: 1,
+    admissionPolicy: 'parallel',
+  })
   t.same(r.triggers, [])
 })
 
@@ -98,18 +107,30 @@ tags = [
 agent = 7
 `
   const r = parseSopToml(text, 'SOP.toml')
-  t.same(r.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]), [
-    [7, 'unknown key "tags" in [sop]'],
-    [11, '"agent" must be a string, got an integer'],
-  ])
+  t.same(
+    r.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]),
+    [
+      [7, 'unknown key "tags" in [sop]'],
+      [11, '"agent" must be a string, got an integer'],
+    ],
+  )
 })
 
 t.test('bad shapes: [sop] not a table, triggers not an array, trigger without type', async (t) => {
-  t.same(parseSopToml('sop = 3\n', 'f').diagnostics.map((d) => [d.line, d.message]), [[1, '"sop" must be a table ([sop]), got an integer']])
+  t.same(
+    parseSopToml('sop = 3\n', 'f').diagnostics.map((d) => [d.line, d.message]),
+    [[1, '"sop" must be a table ([sop]), got an integer']],
+  )
   const r = parseSopToml('triggers = "x"\n[sop]\nname = "a"\ndescription = "b"\n', 'f')
-  t.same(r.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]), [[1, '"triggers" must be an array of tables']])
+  t.same(
+    r.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]),
+    [[1, '"triggers" must be an array of tables']],
+  )
   const n = parseSopToml('[sop]\nname = "a"\ndescription = "b"\n[[triggers]]\nboard = "x"\n', 'f')
-  t.same(n.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]), [[4, 'trigger 1 has no "type"']])
+  t.same(
+    n.diagnostics.map((d) => [d.line, d.message.split(' (')[0]]),
+    [[4, 'trigger 1 has no "type"']],
+  )
 })
 
 t.test('unknown tools are warnings, not errors; the SOP still loads', async (t) => {
@@ -118,9 +139,11 @@ t.test('unknown tools are warnings, not errors; the SOP still loads', async (t) 
     tomlPath: 'd/SOP.toml',
     tomlText: '[sop]\nname = "p"\ndescription = "plugin tools"\n',
     mdPath: 'd/SOP.md',
-    mdText: '## Steps\n\n1. **Use plugin**\n   - tools: acme_laser, wait\n   - call: {"tool":"acme_laser","args":{}}\n',
+    mdText:
+      '## Steps\n\n1. **Use plugin**\n   - tools: acme_laser, wait\n   - call: {"tool":"acme_laser","args":{}}\n',
   })
-  t.same(r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]), [
-    [4, 'warning', 'tools: unknown tool "acme_laser"'],
-  ])
+  t.same(
+    r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]),
+    [[4, 'warning', 'tools: unknown tool "acme_laser"']],
+  )
 })

@@ -15,13 +15,19 @@ export interface Child {
   waitFor(re: RegExp, ms: number): Promise<RegExpExecArray>
 }
 
-export function startChild(t: { teardown(fn: () => unknown): void }, args: string[], env: NodeJS.ProcessEnv): Child {
+export function startChild(
+  t: { teardown(fn: () => unknown): void },
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Child {
   const proc = spawn(process.execPath, [bin, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   let err = ''
   proc.stdout!.on('data', (d: Buffer) => (out += d.toString()))
   proc.stderr!.on('data', (d: Buffer) => (err += d.toString()))
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })))
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.once('exit', (code, signal) => resolve({ code, signal })),
+  )
   // Whatever happens in the test, the child (and, through its handler, anvil) is stopped by pid.
   t.teardown(async () => {
     if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {

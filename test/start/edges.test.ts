@@ -44,10 +44,17 @@ t.test('a port in use: one line, exit 1, the started chain is stopped', async (t
   t.teardown(() => new Promise<void>((r) => busy.close(() => r())))
   const busyPort = (busy.address() as { port: number }).port
   const rpc = await freePort()
-  const child = startChild(t, ['start', '--rpc-port', String(rpc), '--market-port', String(busyPort)], { ...process.env, SVC_HOME: home })
+  const child = startChild(t, ['start', '--rpc-port', String(rpc), '--market-port', String(busyPort)], {
+    ...process.env,
+    SVC_HOME: home,
+  })
   const exit = await child.exited
   t.equal(exit.code, 1, 'exit 1')
-  t.match(child.err().trim(), /^svc start: could not start: a port is already in use .*--port-base N$/, 'says what and what to do')
+  t.match(
+    child.err().trim(),
+    /^svc start: could not start: a port is already in use .*--port-base N$/,
+    'says what and what to do',
+  )
   t.equal(child.err().trim().split('\n').length, 1, 'one line, no stack trace')
   t.same(anvilsOnPort(rpc), [], 'no anvil left on the chain port')
 })

@@ -14,13 +14,24 @@ import { anvilAccount } from '../../chain/accounts.ts'
 import { publicClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
 import { writeRows } from '../market/chain-rows.ts'
-import { type Dataset, api, dataset, goodFields, issueKey, postListing, signIn } from '../market/market-helpers.ts'
+import {
+  type Dataset,
+  api,
+  dataset,
+  goodFields,
+  issueKey,
+  postListing,
+  signIn,
+} from '../market/market-helpers.ts'
 import { findChromium, launchChromium, screenshot, wantScreenshots } from './browser.ts'
 import { type TestWallet, type WalletBehaviour, injectWallet } from './wallet.ts'
 import { startWebMarket } from './web-helpers.ts'
 
 // The smallest valid PNG: one pixel.
-const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64')
+const PNG_1X1 = Buffer.from(
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==',
+  'base64',
+)
 
 const found = await findChromium()
 if (!found.ok) {
@@ -42,16 +53,28 @@ async function browserTests(executablePath: string): Promise<void> {
   const ownerCookie = await signIn(url, owner)
   const deviceKey = (await issueKey(url, ownerCookie, owner, dev.agentId)).json.key as string
   const good: Dataset = dataset(12, dev.agentId)
-  await writeRows(dev, good.manifest.rows.map((r) => ({ requestHash: r.requestHash, paramsHash: r.paramsHash })))
-  const goodListing = await postListing(url, deviceKey, good, { fields: { ...goodFields, title: 'Attested vends, all rows' }, image: PNG_1X1 })
+  await writeRows(
+    dev,
+    good.manifest.rows.map((r) => ({ requestHash: r.requestHash, paramsHash: r.paramsHash })),
+  )
+  const goodListing = await postListing(url, deviceKey, good, {
+    fields: { ...goodFields, title: 'Attested vends, all rows' },
+    image: PNG_1X1,
+  })
   if (goodListing.status !== 201) throw new Error(`listing failed: ${JSON.stringify(goodListing.json)}`)
   const goodSlug = goodListing.json.slug as string
   const mixed = dataset(10, dev.agentId)
   await writeRows(dev, [
     ...mixed.manifest.rows.slice(0, 8).map((r) => ({ requestHash: r.requestHash, paramsHash: r.paramsHash })),
-    { requestHash: mixed.manifest.rows[8]!.requestHash, paramsHash: mixed.manifest.rows[8]!.paramsHash, response: 99 },
+    {
+      requestHash: mixed.manifest.rows[8]!.requestHash,
+      paramsHash: mixed.manifest.rows[8]!.paramsHash,
+      response: 99,
+    },
   ])
-  const mixedListing = await postListing(url, deviceKey, mixed, { fields: { ...goodFields, title: 'Vends with two bad rows', machineType: 'sensor' } })
+  const mixedListing = await postListing(url, deviceKey, mixed, {
+    fields: { ...goodFields, title: 'Vends with two bad rows', machineType: 'sensor' },
+  })
   const mixedSlug = mixedListing.json.slug as string
 
   const ctx: BrowserContext = await launchChromium(t, executablePath)
@@ -61,7 +84,12 @@ async function browserTests(executablePath: string): Promise<void> {
     wallet: TestWallet | null
   }
   /** A fresh page (no cookies) with an optional injected wallet; screenshot when the test fails. */
-  async function open(t: TapTest, name: string, walletKey?: `0x${string}`, behaviour: Partial<WalletBehaviour> = {}): Promise<Opened> {
+  async function open(
+    t: TapTest,
+    name: string,
+    walletKey?: `0x${string}`,
+    behaviour: Partial<WalletBehaviour> = {},
+  ): Promise<Opened> {
     await ctx.clearCookies()
     const page = await ctx.newPage()
     // Generous: on a loaded 2-core CI machine a wait only ends early on success.
@@ -86,14 +114,21 @@ async function browserTests(executablePath: string): Promise<void> {
   const a11y = (page: Page): Promise<string[]> =>
     page.evaluate(() => {
       const out: string[] = []
-      if (document.querySelectorAll('h1').length !== 1) out.push(`${document.querySelectorAll('h1').length} h1 elements`)
+      if (document.querySelectorAll('h1').length !== 1)
+        out.push(`${document.querySelectorAll('h1').length} h1 elements`)
       if (!document.documentElement.lang) out.push('no lang on <html>')
-      for (const el of Array.from(document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select'))) {
+      for (const el of Array.from(
+        document.querySelectorAll<HTMLInputElement | HTMLSelectElement>('input, select'),
+      )) {
         if (el.type === 'hidden') continue
-        if (!(el.labels && el.labels.length > 0) && !el.getAttribute('aria-label')) out.push(`unlabelled ${el.tagName.toLowerCase()} ${el.name || el.id}`)
+        if (!(el.labels && el.labels.length > 0) && !el.getAttribute('aria-label'))
+          out.push(`unlabelled ${el.tagName.toLowerCase()} ${el.name || el.id}`)
       }
-      for (const b of Array.from(document.querySelectorAll('button, a[href]'))) if (!(b.textContent ?? '').trim() && !b.getAttribute('aria-label')) out.push(`nameless ${b.tagName.toLowerCase()}`)
-      for (const img of Array.from(document.querySelectorAll('img'))) if (!img.hasAttribute('alt')) out.push(`img without alt: ${img.getAttribute('src')}`)
+      for (const b of Array.from(document.querySelectorAll('button, a[href]')))
+        if (!(b.textContent ?? '').trim() && !b.getAttribute('aria-label'))
+          out.push(`nameless ${b.tagName.toLowerCase()}`)
+      for (const img of Array.from(document.querySelectorAll('img')))
+        if (!img.hasAttribute('alt')) out.push(`img without alt: ${img.getAttribute('src')}`)
       if (!document.querySelector('main')) out.push('no <main>')
       return out
     })
@@ -102,55 +137,95 @@ async function browserTests(executablePath: string): Promise<void> {
     const { page } = await open(t, 'a11y', owner)
     await page.goto(`${url}/keys`)
     await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
-    for (const path of ['/marketplace', `/marketplace/${goodSlug}`, `/marketplace/${mixedSlug}`, '/marketplace/sample-arm-picks', `/agents/${dev.agentId}`, '/keys', '/marketplace/nope']) {
+    for (const path of [
+      '/marketplace',
+      `/marketplace/${goodSlug}`,
+      `/marketplace/${mixedSlug}`,
+      '/marketplace/sample-arm-picks',
+      `/agents/${dev.agentId}`,
+      '/keys',
+      '/marketplace/nope',
+    ]) {
       await page.goto(url + path)
       t.same(await a11y(page), [], path)
     }
     // The check itself finds each kind of problem.
     await page.setContent('<html><body><input name="x"><img src="data:,"><button></button></body></html>')
-    t.same(await a11y(page), ['0 h1 elements', 'no lang on <html>', 'unlabelled input x', 'nameless button', 'img without alt: data:,', 'no <main>'])
+    t.same(await a11y(page), [
+      '0 h1 elements',
+      'no lang on <html>',
+      'unlabelled input x',
+      'nameless button',
+      'img without alt: data:,',
+      'no <main>',
+    ])
   })
 
-  t.test('browse without a wallet: filters, search, a bad filter, a listing, and sign-in says no wallet', async (t) => {
-    const { page } = await open(t, 'browse')
-    await page.goto(`${url}/marketplace`)
-    const titles = await page.locator('.cards h2').allTextContents()
-    t.ok(titles.includes('Attested vends, all rows'), 'a device listing is shown')
-    t.ok(titles.includes('Sample: robot arm pick and place'), 'a sample listing is shown')
-    await shot(page, 'browse')
-    await page.selectOption('select[name=machineType]', 'arm')
-    await page.click('button[type=submit]')
-    await page.waitForURL(/machineType=arm/)
-    t.same(await page.locator('.cards h2').allTextContents(), ['Sample: robot arm pick and place'], 'only arm listings')
-    await page.goto(`${url}/marketplace`)
-    await page.fill('input[name=q]', 'bad rows')
-    await page.press('input[name=q]', 'Enter')
-    await page.waitForURL(/q=bad/)
-    t.same(await page.locator('.cards h2').allTextContents(), ['Vends with two bad rows'], 'search by title')
-    await page.fill('input[name=minPrice]', 'cheap')
-    await page.click('button[type=submit]')
-    t.match(await text(page, '[role=alert]', 'Cannot filter'), 'minPrice: must be a decimal price')
-    await page.goto(`${url}/marketplace`)
-    await page.click('text=Attested vends, all rows')
-    await page.waitForURL(`${url}/marketplace/${goodSlug}`)
-    t.equal(await page.locator('h1').textContent(), 'Attested vends, all rows')
-    t.equal(await page.locator('#row-count').textContent(), '12')
-    const cover = page.locator('img.cover')
-    t.equal(await cover.getAttribute('alt'), 'Cover image of Attested vends, all rows')
-    t.equal(await cover.evaluate((img: HTMLImageElement) => img.naturalWidth), 1, 'the cover image loads')
-    await page.click('#sign-in')
-    t.match(await text(page, '#session-status', 'No wallet'), 'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.')
-  })
+  t.test(
+    'browse without a wallet: filters, search, a bad filter, a listing, and sign-in says no wallet',
+    async (t) => {
+      const { page } = await open(t, 'browse')
+      await page.goto(`${url}/marketplace`)
+      const titles = await page.locator('.cards h2').allTextContents()
+      t.ok(titles.includes('Attested vends, all rows'), 'a device listing is shown')
+      t.ok(titles.includes('Sample: robot arm pick and place'), 'a sample listing is shown')
+      await shot(page, 'browse')
+      await page.selectOption('select[name=machineType]', 'arm')
+      await page.click('button[type=submit]')
+      await page.waitForURL(/machineType=arm/)
+      t.same(
+        await page.locator('.cards h2').allTextContents(),
+        ['Sample: robot arm pick and place'],
+        'only arm listings',
+      )
+      await page.goto(`${url}/marketplace`)
+      await page.fill('input[name=q]', 'bad rows')
+      await page.press('input[name=q]', 'Enter')
+      await page.waitForURL(/q=bad/)
+      t.same(
+        await page.locator('.cards h2').allTextContents(),
+        ['Vends with two bad rows'],
+        'search by title',
+      )
+      await page.fill('input[name=minPrice]', 'cheap')
+      await page.click('button[type=submit]')
+      t.match(await text(page, '[role=alert]', 'Cannot filter'), 'minPrice: must be a decimal price')
+      await page.goto(`${url}/marketplace`)
+      await page.click('text=Attested vends, all rows')
+      await page.waitForURL(`${url}/marketplace/${goodSlug}`)
+      t.equal(await page.locator('h1').textContent(), 'Attested vends, all rows')
+      t.equal(await page.locator('#row-count').textContent(), '12')
+      const cover = page.locator('img.cover')
+      t.equal(await cover.getAttribute('alt'), 'Cover image of Attested vends, all rows')
+      t.equal(await cover.evaluate((img: HTMLImageElement) => img.naturalWidth), 1, 'the cover image loads')
+      await page.click('#sign-in')
+      t.match(
+        await text(page, '#session-status', 'No wallet'),
+        'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.',
+      )
+    },
+  )
 
   t.test('markup in a listing from a device is shown as text and never runs', async (t) => {
     const hostile = `<img src=x onerror="window.__pwned=1">`
     const ds = dataset(1, dev.agentId)
-    const l = await postListing(url, deviceKey, ds, { fields: { ...goodFields, title: `T ${hostile}`, summary: `S ${hostile}`, description: `Description ${hostile} <script>window.__pwned=2</script>` } })
+    const l = await postListing(url, deviceKey, ds, {
+      fields: {
+        ...goodFields,
+        title: `T ${hostile}`,
+        summary: `S ${hostile}`,
+        description: `Description ${hostile} <script>window.__pwned=2</script>`,
+      },
+    })
     t.equal(l.status, 201)
     const { page } = await open(t, 'hostile')
     for (const path of [`/marketplace/${l.json.slug as string}`, '/marketplace', `/agents/${dev.agentId}`]) {
       await page.goto(url + path)
-      t.equal(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned), undefined, `${path}: nothing ran`)
+      t.equal(
+        await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
+        undefined,
+        `${path}: nothing ran`,
+      )
       t.equal(await page.locator('img[src=x]').count(), 0, `${path}: no injected element`)
       t.ok(await page.getByText(`T ${hostile}`).first().isVisible(), `${path}: the title is shown as text`)
     }
@@ -169,7 +244,10 @@ async function browserTests(executablePath: string): Promise<void> {
     await shot(page, 'listing-verified')
     await page.goto(`${url}/marketplace/${mixedSlug}`)
     await page.click('#verify-button')
-    t.equal((await text(page, '#verify-status', 'Not verified')).trim(), 'Not verified: 8 rows passed, 2 failed (of 10).')
+    t.equal(
+      (await text(page, '#verify-status', 'Not verified')).trim(),
+      'Not verified: 8 rows passed, 2 failed (of 10).',
+    )
     const failures = await page.locator('#verify-result table').nth(1).locator('td.bad').allTextContents()
     t.equal(failures.length, 2)
     t.match(failures[0], /^Failed: condition 3: response: 99, expected 100/)
@@ -177,8 +255,14 @@ async function browserTests(executablePath: string): Promise<void> {
     await shot(page, 'listing-verify-failures')
     await page.goto(`${url}/marketplace/sample-arm-picks`)
     await page.click('#verify-button')
-    t.match(await text(page, '#verify-status', 'Sample listing'), 'Sample listing: 24 rows; none was read from the chain')
-    t.match((await page.locator('section[aria-labelledby=buy-h]').textContent()) ?? '', 'a sample listing: demo data, not attested and not for sale')
+    t.match(
+      await text(page, '#verify-status', 'Sample listing'),
+      'Sample listing: 24 rows; none was read from the chain',
+    )
+    t.match(
+      (await page.locator('section[aria-labelledby=buy-h]').textContent()) ?? '',
+      'a sample listing: demo data, not attested and not for sale',
+    )
     t.equal(await page.locator('#buy-button').count(), 0, 'no Buy button for a sample')
   })
 
@@ -191,21 +275,34 @@ async function browserTests(executablePath: string): Promise<void> {
     t.match(await text(page, '.who', 'Signed in as'), dev.accounts.owner.address.slice(0, 6))
     await page.fill('#agent-id', dev.agentId)
     await page.click('#issue-button')
-    t.match(await text(page, '#issue-status', 'issued'), `issued for agent ${dev.agentId} (device ${dev.accounts.device.address})`)
+    t.match(
+      await text(page, '#issue-status', 'issued'),
+      `issued for agent ${dev.agentId} (device ${dev.accounts.device.address})`,
+    )
     const key = await page.inputValue('#new-key-value')
     t.match(key, /^svc_[A-Za-z0-9_-]{43}$/)
     await shot(page, 'keys-issued')
     await page.click('#copy-key')
     t.equal(await text(page, '#copy-status', /./), 'Copied to the clipboard.')
     t.equal(await page.evaluate(() => navigator.clipboard.readText()), key, 'the clipboard holds the key')
-    t.ok(await page.locator('#key-rows').getByText(`svc_${key.slice(4, 12)}…`).isVisible(), 'the new key is listed by its prefix')
+    t.ok(
+      await page
+        .locator('#key-rows')
+        .getByText(`svc_${key.slice(4, 12)}…`)
+        .isVisible(),
+      'the new key is listed by its prefix',
+    )
     // The key is real: a device can list with it.
     const l = await postListing(url, key, dataset(2, dev.agentId))
     t.equal(l.status, 201, 'the issued key lists a dataset')
     await page.reload()
     t.equal(await page.inputValue('#new-key-value'), '', 'after a reload the key is gone: shown once')
     t.notMatch(await page.content(), key)
-    t.equal(await page.locator('#key-rows tr').count(), 2, 'this account has two keys: one from the setup and this one')
+    t.equal(
+      await page.locator('#key-rows tr').count(),
+      2,
+      'this account has two keys: one from the setup and this one',
+    )
   })
 
   t.test('a wallet that does not own the agent is told so', async (t) => {
@@ -215,41 +312,64 @@ async function browserTests(executablePath: string): Promise<void> {
     await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
     await page.fill('#agent-id', dev.agentId)
     await page.click('#issue-button')
-    t.equal((await text(page, '#issue-status', 'not the owner')).trim(), `wallet ${buyer.address} is not the owner of agent ${dev.agentId}`)
+    t.equal(
+      (await text(page, '#issue-status', 'not the owner')).trim(),
+      `wallet ${buyer.address} is not the owner of agent ${dev.agentId}`,
+    )
     t.ok(await page.locator('#new-key').isHidden(), 'no key is shown')
   })
 
-  t.test('buy: sign in, pay from the wallet, sign the unlock message, download data and manifest', async (t) => {
-    const buyer = dev.accounts.buyer
-    const { page, wallet } = await open(t, 'buy', buyer.privateKey)
-    const before = await pub.getBalance({ address: dev.accounts.payout.address })
-    await page.goto(`${url}/marketplace/${goodSlug}`)
-    await page.click('#buy-button')
-    t.match(await text(page, '#buy-status', 'Unlocked'), 'Unlocked. Download the data and the manifest below.')
-    t.match(await page.locator('.who').textContent(), `Signed in as ${buyer.address.slice(0, 6)}`, 'the header shows the sign-in Buy made')
-    const after = await pub.getBalance({ address: dev.accounts.payout.address })
-    t.equal(after - before, 50_000_000_000_000_000n, 'the payout address received the price, 0.05')
-    t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'one payment')
-    t.equal(wallet!.calls.filter((c) => c === 'personal_sign').length, 2, 'sign-in and unlock signatures')
-    await shot(page, 'listing-bought')
-    const [data] = await Promise.all([page.waitForEvent('download'), page.click('text=Download data')])
-    t.equal(await readFile((await data.path())!, 'utf8'), good.data, 'the data file is the listed data')
-    const [man] = await Promise.all([page.waitForEvent('download'), page.click('text=Download manifest')])
-    t.same(JSON.parse(await readFile((await man.path())!, 'utf8')), good.manifest, 'the manifest is the listed manifest')
-    await page.reload()
-    t.match(await page.locator('#buy-h + p').textContent(), 'You bought this dataset.')
-    t.equal(await page.locator('.downloads a').count(), 2)
-  })
+  t.test(
+    'buy: sign in, pay from the wallet, sign the unlock message, download data and manifest',
+    async (t) => {
+      const buyer = dev.accounts.buyer
+      const { page, wallet } = await open(t, 'buy', buyer.privateKey)
+      const before = await pub.getBalance({ address: dev.accounts.payout.address })
+      await page.goto(`${url}/marketplace/${goodSlug}`)
+      await page.click('#buy-button')
+      t.match(
+        await text(page, '#buy-status', 'Unlocked'),
+        'Unlocked. Download the data and the manifest below.',
+      )
+      t.match(
+        await page.locator('.who').textContent(),
+        `Signed in as ${buyer.address.slice(0, 6)}`,
+        'the header shows the sign-in Buy made',
+      )
+      const after = await pub.getBalance({ address: dev.accounts.payout.address })
+      t.equal(after - before, 50_000_000_000_000_000n, 'the payout address received the price, 0.05')
+      t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'one payment')
+      t.equal(wallet!.calls.filter((c) => c === 'personal_sign').length, 2, 'sign-in and unlock signatures')
+      await shot(page, 'listing-bought')
+      const [data] = await Promise.all([page.waitForEvent('download'), page.click('text=Download data')])
+      t.equal(await readFile((await data.path())!, 'utf8'), good.data, 'the data file is the listed data')
+      const [man] = await Promise.all([page.waitForEvent('download'), page.click('text=Download manifest')])
+      t.same(
+        JSON.parse(await readFile((await man.path())!, 'utf8')),
+        good.manifest,
+        'the manifest is the listed manifest',
+      )
+      await page.reload()
+      t.match(await page.locator('#buy-h + p').textContent(), 'You bought this dataset.')
+      t.equal(await page.locator('.downloads a').count(), 2)
+    },
+  )
 
   t.test('a wallet on another chain is told which chain to switch to, and can switch', async (t) => {
     const { page, wallet } = await open(t, 'wrong-network', anvilAccount(8).privateKey, { chainId: 1 })
     await page.goto(`${url}/marketplace`)
     await page.click('#sign-in')
-    t.match(await text(page, '#session-status', 'chain 1'), 'Your wallet is on chain 1; switch to chain 10143.')
+    t.match(
+      await text(page, '#session-status', 'chain 1'),
+      'Your wallet is on chain 1; switch to chain 10143.',
+    )
     t.notOk(wallet!.calls.includes('personal_sign'), 'nothing was signed on the wrong chain')
     await shot(page, 'wrong-network')
     await page.click('text=Switch wallet to chain 10143')
-    t.match(await text(page, '#session-status', 'now on chain'), 'Your wallet is now on chain 10143. Try again.')
+    t.match(
+      await text(page, '#session-status', 'now on chain'),
+      'Your wallet is now on chain 10143. Try again.',
+    )
     await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
     t.match(await text(page, '.who', 'Signed in as'), 'Signed in as')
     // Signed in, then the wallet moves to another chain: Buy stops before paying.
@@ -263,38 +383,61 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal(await page.evaluate(async () => (await fetch('/api/auth/session')).status), 401)
   })
 
-  t.test('a rejected signature is a clear message; a rejected unlock keeps the payment for the retry', async (t) => {
-    const buyer2 = anvilAccount(6)
-    const { page, wallet } = await open(t, 'rejected', buyer2.privateKey, { rejectSign: () => true })
-    await page.goto(`${url}/marketplace/${mixedSlug}`)
-    await page.click('#sign-in')
-    t.equal((await text(page, '#session-status', 'rejected')).trim(), 'You rejected the request in your wallet; nothing was signed or sent.')
-    const session = await page.evaluate(async () => (await fetch('/api/auth/session')).status)
-    t.equal(session, 401, 'not signed in')
-    await shot(page, 'rejected-sign-in')
-    // Sign-in is accepted, the unlock message is rejected after the payment went out.
-    wallet!.behaviour.rejectSign = (m) => m.includes('\nUnlock\n')
-    await page.click('#buy-button')
-    const msg = await text(page, '#buy-status', 'rejected')
-    t.match(msg, 'You rejected the request in your wallet; nothing was signed or sent.')
-    t.match(msg, /Your payment 0x[0-9a-f]{64} is kept: press Buy again to unlock with it; you will not pay twice\./)
-    t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1)
-    wallet!.behaviour.rejectSign = () => false
-    await page.click('#buy-button')
-    t.match(await text(page, '#buy-status', 'Unlocked'), 'Unlocked.')
-    t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'the retry reused the payment: paid once')
-    const file = await page.evaluate(async (slug) => (await fetch(`/api/marketplace/listings/${slug}/file?part=data`)).text(), mixedSlug)
-    t.equal(file, mixed.data, 'the buyer can download the data')
-    // A rejected key challenge: no key is issued or shown.
-    wallet!.behaviour.rejectSign = (m) => m.includes('\nIssue agent key\n')
-    await page.goto(`${url}/keys`)
-    await page.fill('#agent-id', dev.agentId)
-    await page.click('#issue-button')
-    t.equal((await text(page, '#issue-status', 'rejected')).trim(), 'You rejected the request in your wallet; nothing was signed or sent.')
-    t.ok(await page.locator('#new-key').isHidden(), 'no key is shown')
-    t.equal(await page.locator('#key-rows tr').first().textContent(), 'No keys yet.')
-    // The same API check from outside the browser: a stranger may not.
-    const stranger = await signIn(url, anvilAccount(7).privateKey)
-    t.equal((await api(url, `/api/marketplace/listings/${mixedSlug}/file?part=data`, { cookie: stranger })).status, 403)
-  })
+  t.test(
+    'a rejected signature is a clear message; a rejected unlock keeps the payment for the retry',
+    async (t) => {
+      const buyer2 = anvilAccount(6)
+      const { page, wallet } = await open(t, 'rejected', buyer2.privateKey, { rejectSign: () => true })
+      await page.goto(`${url}/marketplace/${mixedSlug}`)
+      await page.click('#sign-in')
+      t.equal(
+        (await text(page, '#session-status', 'rejected')).trim(),
+        'You rejected the request in your wallet; nothing was signed or sent.',
+      )
+      const session = await page.evaluate(async () => (await fetch('/api/auth/session')).status)
+      t.equal(session, 401, 'not signed in')
+      await shot(page, 'rejected-sign-in')
+      // Sign-in is accepted, the unlock message is rejected after the payment went out.
+      wallet!.behaviour.rejectSign = (m) => m.includes('\nUnlock\n')
+      await page.click('#buy-button')
+      const msg = await text(page, '#buy-status', 'rejected')
+      t.match(msg, 'You rejected the request in your wallet; nothing was signed or sent.')
+      t.match(
+        msg,
+        /Your payment 0x[0-9a-f]{64} is kept: press Buy again to unlock with it; you will not pay twice\./,
+      )
+      t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1)
+      wallet!.behaviour.rejectSign = () => false
+      await page.click('#buy-button')
+      t.match(await text(page, '#buy-status', 'Unlocked'), 'Unlocked.')
+      t.equal(
+        wallet!.calls.filter((c) => c === 'eth_sendTransaction').length,
+        1,
+        'the retry reused the payment: paid once',
+      )
+      const file = await page.evaluate(
+        async (slug) => (await fetch(`/api/marketplace/listings/${slug}/file?part=data`)).text(),
+        mixedSlug,
+      )
+      t.equal(file, mixed.data, 'the buyer can download the data')
+      // A rejected key challenge: no key is issued or shown.
+      wallet!.behaviour.rejectSign = (m) => m.includes('\nIssue agent key\n')
+      await page.goto(`${url}/keys`)
+      await page.fill('#agent-id', dev.agentId)
+      await page.click('#issue-button')
+      t.equal(
+        (await text(page, '#issue-status', 'rejected')).trim(),
+        'You rejected the request in your wallet; nothing was signed or sent.',
+      )
+      t.ok(await page.locator('#new-key').isHidden(), 'no key is shown')
+      t.equal(await page.locator('#key-rows tr').first().textContent(), 'No keys yet.')
+      // The same API check from outside the browser: a stranger may not.
+      const stranger = await signIn(url, anvilAccount(7).privateKey)
+      t.equal(
+        (await api(url, `/api/marketplace/listings/${mixedSlug}/file?part=data`, { cookie: stranger }))
+          .status,
+        403,
+      )
+    },
+  )
 }

@@ -19,12 +19,24 @@ export async function findChromium(): Promise<ChromiumFind> {
     const mod = (await import(name)) as { default: { executablePath(): Promise<string> } }
     return { ok: true, executablePath: await mod.default.executablePath() }
   } catch {
-    return { ok: false, reason: `no Chromium: none of ${candidates.join(', ')} exists and @sparticuz/chromium is not installed` }
+    return {
+      ok: false,
+      reason: `no Chromium: none of ${candidates.join(', ')} exists and @sparticuz/chromium is not installed`,
+    }
   }
 }
 
 // This machine's network is closed: Chromium's background connections are switched off.
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+const ARGS = [
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-dev-shm-usage',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+]
 
 interface T {
   teardown(fn: () => unknown): void
@@ -33,7 +45,13 @@ interface T {
 /** A headless Chromium with a fresh user-data-dir, closed (and its profile removed) at teardown. */
 export async function launchChromium(t: T, executablePath: string): Promise<BrowserContext> {
   const dir = await tempDir(t, 'svc-chromium-')
-  const ctx = await chromium.launchPersistentContext(dir, { executablePath, headless: true, args: ARGS, acceptDownloads: true, viewport: { width: 1200, height: 900 } })
+  const ctx = await chromium.launchPersistentContext(dir, {
+    executablePath,
+    headless: true,
+    args: ARGS,
+    acceptDownloads: true,
+    viewport: { width: 1200, height: 900 },
+  })
   t.teardown(() => ctx.close())
   return ctx
 }
@@ -44,7 +62,10 @@ export const SCREENSHOT_DIR = join(process.cwd(), 'test-results', 'screenshots')
 export async function screenshot(page: Page, name: string): Promise<void> {
   try {
     await mkdir(SCREENSHOT_DIR, { recursive: true })
-    await page.screenshot({ path: join(SCREENSHOT_DIR, `${name.replace(/[^a-z0-9-]+/gi, '-')}.png`), fullPage: true })
+    await page.screenshot({
+      path: join(SCREENSHOT_DIR, `${name.replace(/[^a-z0-9-]+/gi, '-')}.png`),
+      fullPage: true,
+    })
   } catch {
     // a closed page has nothing to show
   }

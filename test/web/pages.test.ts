@@ -10,9 +10,15 @@ import { api, dataset, issueKey, postListing, signIn } from '../market/market-he
 import { startWebMarket } from './web-helpers.ts'
 
 t.test('html escapes every interpolated string, not nested Html', async (t) => {
-  t.equal(escapeHtml(`<a href="x" onclick='y'>&</a>`), '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;')
+  t.equal(
+    escapeHtml(`<a href="x" onclick='y'>&</a>`),
+    '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+  )
   const inner = html`<b>${'<i>'}</b>`
-  t.equal(html`<p title="${'"x"'}">${inner}${['<', trusted('<br>')]}${null}${undefined}${false}${0}</p>`.value, '<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>0</p>')
+  t.equal(
+    html`<p title="${'"x"'}">${inner}${['<', trusted('<br>')]}${null}${undefined}${false}${0}</p>`.value,
+    '<p title="&quot;x&quot;"><b>&lt;i&gt;</b>&lt;<br>0</p>',
+  )
 })
 
 t.test('dailyRows counts rows per UTC day inside the window; opsChart labels the totals', async (t) => {
@@ -36,24 +42,60 @@ t.test('dailyRows counts rows per UTC day inside the window; opsChart labels the
     { day: '2026-11-21', rows: 7 },
   ])
   const svg = opsChart(d, 'Rows <per> day').value
-  t.match(svg, 'aria-label="Rows &lt;per&gt; day: 11 rows from 2026-11-19 to 2026-11-21, at most 7 in one day"')
+  t.match(
+    svg,
+    'aria-label="Rows &lt;per&gt; day: 11 rows from 2026-11-19 to 2026-11-21, at most 7 in one day"',
+  )
   t.equal(svg.match(/<rect /g)?.length, 3, 'one bar a day')
   t.match(svg, '<tr><td>2026-11-21</td><td>7</td></tr>')
   t.notMatch(svg, '<tr><td>2026-11-20</td>', 'empty days are left out of the table')
 })
 
 t.test('browse query: strings only, trimmed and capped; paging links keep the filters', async (t) => {
-  t.same(browseQuery({ q: ['a', 'b'], machineType: ' arm ', offset: '24', extra: 'x' }), { q: '', machineType: 'arm', license: '', minPrice: '', maxPrice: '', offset: 24 })
+  t.same(browseQuery({ q: ['a', 'b'], machineType: ' arm ', offset: '24', extra: 'x' }), {
+    q: '',
+    machineType: 'arm',
+    license: '',
+    minPrice: '',
+    maxPrice: '',
+    offset: 24,
+  })
   t.equal(browseQuery({ q: 'x'.repeat(500) }).q.length, 200)
   t.equal(browseQuery({ offset: '-5' }).offset, 0)
   t.equal(browseQuery({ offset: '2.5' }).offset, 0)
   t.equal(browseQuery({ offset: '1e30' }).offset, 1_000_000, 'a huge offset is clamped')
-  const listing = { slug: 's', url: '/marketplace/s', title: 'T', summary: 'S', description: 'D', machineType: 'arm', license: 'research', priceNative: '1', priceWei: '1', payout: '0x', agentId: '0', rows: 1, dataBytes: 1, imageUrl: null, status: 'listed', sample: false, createdAt: '2026-01-01T00:00:00.000Z' }
-  const mid = browseMain(browseQuery({ q: 'a b', offset: '24' }), { ok: true, total: 60, listings: Array(24).fill(listing) }, 'MON').value
+  const listing = {
+    slug: 's',
+    url: '/marketplace/s',
+    title: 'T',
+    summary: 'S',
+    description: 'D',
+    machineType: 'arm',
+    license: 'research',
+    priceNative: '1',
+    priceWei: '1',
+    payout: '0x',
+    agentId: '0',
+    rows: 1,
+    dataBytes: 1,
+    imageUrl: null,
+    status: 'listed',
+    sample: false,
+    createdAt: '2026-01-01T00:00:00.000Z',
+  }
+  const mid = browseMain(
+    browseQuery({ q: 'a b', offset: '24' }),
+    { ok: true, total: 60, listings: Array(24).fill(listing) },
+    'MON',
+  ).value
   t.match(mid, 'Showing 25–48 of 60 listings.')
   t.match(mid, '<a href="/marketplace?q=a+b" rel="prev">Previous</a>')
   t.match(mid, '<a href="/marketplace?q=a+b&amp;offset=48" rel="next">Next</a>')
-  const last = browseMain(browseQuery({ offset: '48' }), { ok: true, total: 60, listings: Array(12).fill(listing) }, 'MON').value
+  const last = browseMain(
+    browseQuery({ offset: '48' }),
+    { ok: true, total: 60, listings: Array(12).fill(listing) },
+    'MON',
+  ).value
   t.match(last, 'Showing 49–60 of 60 listings.')
   t.notMatch(last, 'rel="next"')
   const past = browseMain(browseQuery({ offset: '600' }), { ok: true, total: 60, listings: [] }, 'MON').value
@@ -83,12 +125,20 @@ t.test('a listing from a device is escaped everywhere it appears', async (t) => 
   })
   t.equal(l.status, 201, JSON.stringify(l.json))
   const slug = l.json.slug as string
-  for (const path of [`/marketplace/${slug}`, '/marketplace', `/marketplace?q=${encodeURIComponent('vends')}`]) {
+  for (const path of [
+    `/marketplace/${slug}`,
+    '/marketplace',
+    `/marketplace?q=${encodeURIComponent('vends')}`,
+  ]) {
     const r = await api(url, path)
     t.equal(r.status, 200, path)
     t.notMatch(r.text, /<script>alert/, `${path}: no raw script tag`)
     t.notMatch(r.text, /<img src=x/, `${path}: no raw img tag`)
-    t.match(r.text, '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;', `${path}: the title is shown, escaped`)
+    t.match(
+      r.text,
+      '&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#39;quotes&#39;',
+      `${path}: the title is shown, escaped`,
+    )
   }
   const page = await api(url, `/marketplace/${slug}`)
   t.match(page.text, 'Description with markup', 'description shown')
@@ -98,7 +148,11 @@ t.test('a listing from a device is escaped everywhere it appears', async (t) => 
   t.match(page.text, /<dt>License<\/dt><dd>commercial<\/dd>/)
   t.match(page.text, 'id="verify-button"', 'verify button')
   t.match(page.text, 'id="buy-button"', 'buy button for a visitor')
-  t.match(page.headers.get('content-security-policy') ?? '', "script-src 'self'", 'scripts only from the market itself')
+  t.match(
+    page.headers.get('content-security-policy') ?? '',
+    "script-src 'self'",
+    'scripts only from the market itself',
+  )
   t.equal(page.headers.get('x-content-type-options'), 'nosniff')
   // The owner signed in sees the files, not a Buy button.
   const mine = await api(url, `/marketplace/${slug}`, { cookie })
@@ -107,35 +161,42 @@ t.test('a listing from a device is escaped everywhere it appears', async (t) => 
   t.notMatch(mine.text, 'id="buy-button"')
 })
 
-t.test('browse: filters and search narrow the list; a bad filter is a 400 page that says which', async (t) => {
-  const all = await api(url, '/marketplace')
-  t.match(all.text, 'Sample: vending machine sales')
-  t.match(all.text, 'Sample: robot arm pick and place')
-  const arm = await api(url, '/marketplace?machineType=arm&license=&q=&minPrice=&maxPrice=')
-  t.equal(arm.status, 200)
-  t.match(arm.text, 'Sample: robot arm pick and place')
-  t.notMatch(arm.text, 'Sample: vending machine sales')
-  t.match(arm.text, '<option value="arm" selected>arm</option>', 'the chosen filter stays selected')
-  const q = await api(url, '/marketplace?q=vending')
-  t.match(q.text, 'Sample: vending machine sales')
-  t.notMatch(q.text, 'Sample: robot arm')
-  const none = await api(url, '/marketplace?minPrice=1000')
-  t.match(none.text, 'No listings match.')
-  const bad = await api(url, '/marketplace?minPrice=cheap')
-  t.equal(bad.status, 400)
-  t.match(bad.text, 'Cannot filter: minPrice: must be a decimal price')
-  t.match(bad.text, 'value="cheap"', 'the bad value is shown back, escaped, for correction')
-  const badType = await api(url, `/marketplace?machineType=${encodeURIComponent('<b>')}`)
-  t.equal(badType.status, 400)
-  t.match(badType.text, 'machineType: must be one of')
-  t.notMatch(badType.text, 'value="<b>"')
-})
+t.test(
+  'browse: filters and search narrow the list; a bad filter is a 400 page that says which',
+  async (t) => {
+    const all = await api(url, '/marketplace')
+    t.match(all.text, 'Sample: vending machine sales')
+    t.match(all.text, 'Sample: robot arm pick and place')
+    const arm = await api(url, '/marketplace?machineType=arm&license=&q=&minPrice=&maxPrice=')
+    t.equal(arm.status, 200)
+    t.match(arm.text, 'Sample: robot arm pick and place')
+    t.notMatch(arm.text, 'Sample: vending machine sales')
+    t.match(arm.text, '<option value="arm" selected>arm</option>', 'the chosen filter stays selected')
+    const q = await api(url, '/marketplace?q=vending')
+    t.match(q.text, 'Sample: vending machine sales')
+    t.notMatch(q.text, 'Sample: robot arm')
+    const none = await api(url, '/marketplace?minPrice=1000')
+    t.match(none.text, 'No listings match.')
+    const bad = await api(url, '/marketplace?minPrice=cheap')
+    t.equal(bad.status, 400)
+    t.match(bad.text, 'Cannot filter: minPrice: must be a decimal price')
+    t.match(bad.text, 'value="cheap"', 'the bad value is shown back, escaped, for correction')
+    const badType = await api(url, `/marketplace?machineType=${encodeURIComponent('<b>')}`)
+    t.equal(badType.status, 400)
+    t.match(badType.text, 'machineType: must be one of')
+    t.notMatch(badType.text, 'value="<b>"')
+  },
+)
 
 t.test('agent page: operations over time and the agent listings, samples left out', async (t) => {
   const r = await api(url, `/agents/${dev.agentId}`)
   t.equal(r.status, 200)
   t.match(r.text, 'Operations over time')
-  t.match(r.text, /aria-label="Operation rows listed per day by agent 0, last 30 days: 3 rows from/, 'the chart counts the listed rows')
+  t.match(
+    r.text,
+    /aria-label="Operation rows listed per day by agent 0, last 30 days: 3 rows from/,
+    'the chart counts the listed rows',
+  )
   t.match(r.text, 'Vends &lt;script&gt;', 'the listing is shown, escaped')
   t.notMatch(r.text, 'Sample:', 'sample listings are not the agent operations')
   const none = await api(url, '/agents/999')
@@ -166,58 +227,79 @@ t.test('keys page: asks a visitor to sign in; lists a signed-in owner keys witho
   t.notMatch(mine.text, key, 'the key itself is never shown again')
 })
 
-t.test('the sign-in message is built by the server: EIP-55 address, this host, the chain; bad input is a 400 that names the field', async (t) => {
-  const lower = dev.accounts.buyer.address.toLowerCase()
-  const r = await api(url, `/auth/siwe-message?address=${lower}&nonce=abcdef1234567890`)
-  t.equal(r.status, 200)
-  const m = r.json.message as string
-  const host = new URL(url).host
-  t.match(m, new RegExp(`^${host} wants you to sign in with your Ethereum account:\n${dev.accounts.buyer.address}\n\nSign in to the svc marketplace\n`))
-  t.match(m, /\nChain ID: 10143\nNonce: abcdef1234567890\nIssued At: /)
-  t.match(m, `URI: ${url}`)
-  // And a real sign-in with it works (the nonce from the API, the message from the page route).
-  const n = await api(url, '/api/auth/nonce')
-  const msg = (await api(url, `/auth/siwe-message?address=${lower}&nonce=${n.json.nonce as string}`)).json.message as string
-  const signature = await privateKeyToAccount(dev.accounts.buyer.privateKey).signMessage({ message: msg })
-  const v = await api(url, '/api/auth/verify', { body: { message: msg, signature } })
-  t.equal(v.status, 200, JSON.stringify(v.json))
-  t.equal(v.json.address, dev.accounts.buyer.address)
-  for (const [q, want] of [
-    ['nonce=abcdef1234567890', 'address: required'],
-    ['address=0x1234&nonce=abcdef1234567890', 'address: required, a 0x address'],
-    [`address=${lower}`, 'nonce: required'],
-    [`address=${lower}&nonce=short`, 'nonce: required'],
-    [`address=${lower}&nonce=${encodeURIComponent('abcdefgh\nURI: https://evil.example')}`, 'nonce: required'],
-  ] as const) {
-    const b = await api(url, `/auth/siwe-message?${q}`)
-    t.equal(b.status, 400, q)
-    t.match(b.json.error, want, q)
-  }
-})
+t.test(
+  'the sign-in message is built by the server: EIP-55 address, this host, the chain; bad input is a 400 that names the field',
+  async (t) => {
+    const lower = dev.accounts.buyer.address.toLowerCase()
+    const r = await api(url, `/auth/siwe-message?address=${lower}&nonce=abcdef1234567890`)
+    t.equal(r.status, 200)
+    const m = r.json.message as string
+    const host = new URL(url).host
+    t.match(
+      m,
+      new RegExp(
+        `^${host} wants you to sign in with your Ethereum account:\n${dev.accounts.buyer.address}\n\nSign in to the svc marketplace\n`,
+      ),
+    )
+    t.match(m, /\nChain ID: 10143\nNonce: abcdef1234567890\nIssued At: /)
+    t.match(m, `URI: ${url}`)
+    // And a real sign-in with it works (the nonce from the API, the message from the page route).
+    const n = await api(url, '/api/auth/nonce')
+    const msg = (await api(url, `/auth/siwe-message?address=${lower}&nonce=${n.json.nonce as string}`)).json
+      .message as string
+    const signature = await privateKeyToAccount(dev.accounts.buyer.privateKey).signMessage({ message: msg })
+    const v = await api(url, '/api/auth/verify', { body: { message: msg, signature } })
+    t.equal(v.status, 200, JSON.stringify(v.json))
+    t.equal(v.json.address, dev.accounts.buyer.address)
+    for (const [q, want] of [
+      ['nonce=abcdef1234567890', 'address: required'],
+      ['address=0x1234&nonce=abcdef1234567890', 'address: required, a 0x address'],
+      [`address=${lower}`, 'nonce: required'],
+      [`address=${lower}&nonce=short`, 'nonce: required'],
+      [
+        `address=${lower}&nonce=${encodeURIComponent('abcdefgh\nURI: https://evil.example')}`,
+        'nonce: required',
+      ],
+    ] as const) {
+      const b = await api(url, `/auth/siwe-message?${q}`)
+      t.equal(b.status, 400, q)
+      t.match(b.json.error, want, q)
+    }
+  },
+)
 
-t.test('the unlock message is the purchase route own four lines; bad input is a 400 or 404 that names the field', async (t) => {
-  const tx = '0x' + 'AB'.repeat(32)
-  const r = await api(url, `/auth/unlock-message?slug=sample-arm-picks&tx=${tx}`)
-  t.equal(r.status, 200)
-  t.equal(r.json.message, `svc marketplace\nUnlock\nlisting: sample-arm-picks\ntx: ${tx.toLowerCase()}`)
-  for (const [q, status, want] of [
-    [`tx=${tx}`, 400, 'slug: required'],
-    [`slug=${encodeURIComponent('<x>')}&tx=${tx}`, 400, 'slug: required'],
-    ['slug=sample-arm-picks', 400, 'tx: required'],
-    ['slug=sample-arm-picks&tx=0x12', 400, 'tx: required'],
-    [`slug=no-such-listing&tx=${tx}`, 404, 'listing no-such-listing not found'],
-  ] as const) {
-    const b = await api(url, `/auth/unlock-message?${q}`)
-    t.equal(b.status, status, q)
-    t.match(b.json.error, want, q)
-  }
-})
+t.test(
+  'the unlock message is the purchase route own four lines; bad input is a 400 or 404 that names the field',
+  async (t) => {
+    const tx = '0x' + 'AB'.repeat(32)
+    const r = await api(url, `/auth/unlock-message?slug=sample-arm-picks&tx=${tx}`)
+    t.equal(r.status, 200)
+    t.equal(r.json.message, `svc marketplace\nUnlock\nlisting: sample-arm-picks\ntx: ${tx.toLowerCase()}`)
+    for (const [q, status, want] of [
+      [`tx=${tx}`, 400, 'slug: required'],
+      [`slug=${encodeURIComponent('<x>')}&tx=${tx}`, 400, 'slug: required'],
+      ['slug=sample-arm-picks', 400, 'tx: required'],
+      ['slug=sample-arm-picks&tx=0x12', 400, 'tx: required'],
+      [`slug=no-such-listing&tx=${tx}`, 404, 'listing no-such-listing not found'],
+    ] as const) {
+      const b = await api(url, `/auth/unlock-message?${q}`)
+      t.equal(b.status, status, q)
+      t.match(b.json.error, want, q)
+    }
+  },
+)
 
 t.test('root redirects to the market; assets are served, unknown assets are 404', async (t) => {
   const root = await fetch(url + '/', { redirect: 'manual' })
   t.equal(root.status, 302)
   t.equal(root.headers.get('location'), '/marketplace')
-  for (const [name, type] of [['site.css', 'text/css'], ['wallet.js', 'text/javascript'], ['listing.js', 'text/javascript'], ['keys.js', 'text/javascript'], ['session.js', 'text/javascript']] as const) {
+  for (const [name, type] of [
+    ['site.css', 'text/css'],
+    ['wallet.js', 'text/javascript'],
+    ['listing.js', 'text/javascript'],
+    ['keys.js', 'text/javascript'],
+    ['session.js', 'text/javascript'],
+  ] as const) {
     const a = await fetch(`${url}/assets/${name}`)
     t.equal(a.status, 200, name)
     t.match(a.headers.get('content-type') ?? '', type, name)

@@ -22,12 +22,22 @@ export interface TestWallet {
 
 type Answer = { result: unknown } | { error: { code: number; message: string } }
 
-export async function injectWallet(page: Page, privateKey: Hex, rpcUrl: string, chainId: number, behaviour: Partial<WalletBehaviour> = {}): Promise<TestWallet> {
+export async function injectWallet(
+  page: Page,
+  privateKey: Hex,
+  rpcUrl: string,
+  chainId: number,
+  behaviour: Partial<WalletBehaviour> = {},
+): Promise<TestWallet> {
   const account = privateKeyToAccount(privateKey)
   const chain = svcChain(rpcUrl)
   const pub = createPublicClient({ chain, transport: http(rpcUrl) })
   const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) })
-  const w: TestWallet = { address: account.address, behaviour: { chainId, rejectSign: () => false, ...behaviour }, calls: [] }
+  const w: TestWallet = {
+    address: account.address,
+    behaviour: { chainId, rejectSign: () => false, ...behaviour },
+    calls: [],
+  }
 
   const handle = async (method: string, params: unknown[]): Promise<Answer> => {
     w.calls.push(method)
@@ -45,15 +55,22 @@ export async function injectWallet(page: Page, privateKey: Hex, rpcUrl: string, 
       }
       case 'personal_sign': {
         const [data, from] = params as [Hex, string]
-        if (String(from).toLowerCase() !== account.address.toLowerCase()) return { error: { code: 4100, message: `unknown account ${from}` } }
+        if (String(from).toLowerCase() !== account.address.toLowerCase())
+          return { error: { code: 4100, message: `unknown account ${from}` } }
         const text = Buffer.from(data.slice(2), 'hex').toString('utf8')
-        if (w.behaviour.rejectSign(text)) return { error: { code: 4001, message: 'User rejected the request.' } }
+        if (w.behaviour.rejectSign(text))
+          return { error: { code: 4001, message: 'User rejected the request.' } }
         return { result: await account.signMessage({ message: { raw: data } }) }
       }
       case 'eth_sendTransaction': {
-        if (w.behaviour.chainId !== chainId) return { error: { code: 4901, message: 'wallet is on another chain' } }
+        if (w.behaviour.chainId !== chainId)
+          return { error: { code: 4901, message: 'wallet is on another chain' } }
         const tx = params[0] as { to: Hex; value?: Hex; data?: Hex }
-        const hash = await wallet.sendTransaction({ to: tx.to, value: tx.value ? BigInt(tx.value) : 0n, ...(tx.data ? { data: tx.data } : {}) })
+        const hash = await wallet.sendTransaction({
+          to: tx.to,
+          value: tx.value ? BigInt(tx.value) : 0n,
+          ...(tx.data ? { data: tx.data } : {}),
+        })
         return { result: hash }
       }
       default:
@@ -64,11 +81,16 @@ export async function injectWallet(page: Page, privateKey: Hex, rpcUrl: string, 
     try {
       return await handle(method, Array.isArray(params) ? params : [])
     } catch (err) {
-      return { error: { code: -32603, message: err instanceof Error ? err.message.split('\n')[0]! : String(err) } }
+      return {
+        error: { code: -32603, message: err instanceof Error ? err.message.split('\n')[0]! : String(err) },
+      }
     }
   })
   await page.addInitScript(() => {
-    type Bridge = (m: string, p: unknown[]) => Promise<{ result?: unknown; error?: { code: number; message: string } }>
+    type Bridge = (
+      m: string,
+      p: unknown[],
+    ) => Promise<{ result?: unknown; error?: { code: number; message: string } }>
     const bridge = (window as unknown as { __svcWallet: Bridge }).__svcWallet
     ;(window as unknown as { ethereum: unknown }).ethereum = {
       isSvcTestWallet: true,

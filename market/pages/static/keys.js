@@ -24,7 +24,14 @@ if (form) {
     }
     for (const k of keys) {
       const tr = document.createElement('tr')
-      const cells = [`svc_${k.prefix}…`, k.agentId, k.wallet, k.device ?? '—', k.createdAt.replace('T', ' ').slice(0, 19), k.status + (k.revokedReason ? `: ${k.revokedReason}` : '')]
+      const cells = [
+        `svc_${k.prefix}…`,
+        k.agentId,
+        k.wallet,
+        k.device ?? '—',
+        k.createdAt.replace('T', ' ').slice(0, 19),
+        k.status + (k.revokedReason ? `: ${k.revokedReason}` : ''),
+      ]
       cells.forEach((c, i) => {
         const td = document.createElement('td')
         if (i === 0 || i === 2 || (i === 3 && k.device)) {
@@ -51,14 +58,24 @@ if (form) {
     try {
       const { eth, address } = await connect()
       await ensureChain(eth)
-      const ch = await api('/api/marketplace/challenges', { method: 'POST', json: { kind: 'key', agentId, wallet: address } })
+      const ch = await api('/api/marketplace/challenges', {
+        method: 'POST',
+        json: { kind: 'key', agentId, wallet: address },
+      })
       say(status, 'Sign the key challenge in your wallet…')
       const signature = await personalSign(eth, address, ch.message)
-      const k = await api('/api/marketplace/keys', { method: 'POST', json: { challengeId: ch.id, signature } })
+      const k = await api('/api/marketplace/keys', {
+        method: 'POST',
+        json: { challengeId: ch.id, signature },
+      })
       value.value = k.key
       box.hidden = false
       copyStatus.textContent = ''
-      say(status, `Key svc_${k.prefix}… issued for agent ${k.agentId}${k.device ? ` (device ${k.device})` : ''}. Copy it now: it will not be shown again.`, 'ok')
+      say(
+        status,
+        `Key svc_${k.prefix}… issued for agent ${k.agentId}${k.device ? ` (device ${k.device})` : ''}. Copy it now: it will not be shown again.`,
+        'ok',
+      )
       value.focus()
       value.select()
       await refresh()
@@ -76,7 +93,8 @@ if (form) {
     } catch {
       value.focus()
       value.select()
-      copyStatus.textContent = 'Your browser blocked copying: the key is selected, press Ctrl+C (⌘C) to copy it.'
+      copyStatus.textContent =
+        'Your browser blocked copying: the key is selected, press Ctrl+C (⌘C) to copy it.'
     }
   })
 }

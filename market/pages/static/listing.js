@@ -1,6 +1,16 @@
 // The listing page: Verify (anyone) and Buy (pay from the wallet, sign the unlock message,
 // download). Everything shown comes from the API and is set as text, never as markup.
-import { ApiError, WalletError, api, connect, ensureChain, personalSign, say, showError, signIn } from './wallet.js'
+import {
+  ApiError,
+  WalletError,
+  api,
+  connect,
+  ensureChain,
+  personalSign,
+  say,
+  showError,
+  signIn,
+} from './wallet.js'
 
 const el = (tag, text, cls) => {
   const e = document.createElement(tag)
@@ -32,7 +42,10 @@ function rowsTable(caption, rows, withResult) {
     q.append(el('code', short(r.requestHash)))
     q.title = r.requestHash
     tr.append(a, p, q)
-    if (withResult) tr.append(el('td', r.pass ? 'Passed' : `Failed: ${r.reason ?? 'no reason given'}`, r.pass ? 'ok' : 'bad'))
+    if (withResult)
+      tr.append(
+        el('td', r.pass ? 'Passed' : `Failed: ${r.reason ?? 'no reason given'}`, r.pass ? 'ok' : 'bad'),
+      )
     tb.append(tr)
   }
   t.append(tb)
@@ -51,13 +64,25 @@ if (verify && verifyBtn) {
     try {
       const v = await api(`/api/marketplace/listings/${verify.dataset.slug}/verify`, { method: 'POST' })
       if (v.preview) {
-        say(status, `Sample listing: ${v.total} rows; none was read from the chain, so no pass or fail is claimed.`)
+        say(
+          status,
+          `Sample listing: ${v.total} rows; none was read from the chain, so no pass or fail is claimed.`,
+        )
         out.append(rowsTable(`First ${v.rows.length} of ${v.total} rows`, v.rows, false))
         return
       }
-      say(status, v.failed === 0 ? `Verified: all ${v.total} rows passed.` : `Not verified: ${v.passed} rows passed, ${v.failed} failed (of ${v.total}).`, v.failed === 0 ? 'ok' : 'error')
+      say(
+        status,
+        v.failed === 0
+          ? `Verified: all ${v.total} rows passed.`
+          : `Not verified: ${v.passed} rows passed, ${v.failed} failed (of ${v.total}).`,
+        v.failed === 0 ? 'ok' : 'error',
+      )
       out.append(rowsTable(`First ${v.rows.length} of ${v.total} rows`, v.rows, true))
-      if (v.failures && v.failures.length > 0) out.append(rowsTable(`First ${v.failures.length} of ${v.failed} failed rows, with reasons`, v.failures, true))
+      if (v.failures && v.failures.length > 0)
+        out.append(
+          rowsTable(`First ${v.failures.length} of ${v.failed} failed rows, with reasons`, v.failures, true),
+        )
     } catch (err) {
       showError(status, err)
     } finally {
@@ -70,12 +95,15 @@ async function waitReceipt(eth, tx) {
   for (let i = 0; i < 120; i++) {
     const r = await eth.request({ method: 'eth_getTransactionReceipt', params: [tx] })
     if (r) {
-      if (r.status === '0x0' || r.status === 0) throw new WalletError(`The payment ${tx} failed on chain (reverted); nothing was paid.`)
+      if (r.status === '0x0' || r.status === 0)
+        throw new WalletError(`The payment ${tx} failed on chain (reverted); nothing was paid.`)
       return
     }
     await new Promise((res) => setTimeout(res, 1000))
   }
-  throw new WalletError(`The payment ${tx} is not confirmed yet. Press Buy again once it is; you will not pay twice.`)
+  throw new WalletError(
+    `The payment ${tx} is not confirmed yet. Press Buy again once it is; you will not pay twice.`,
+  )
 }
 
 function showAccess(out, access) {
@@ -110,12 +138,23 @@ if (buy && buyBtn) {
       if (!account) account = await signIn((m) => say(status, m))
       const { eth, address } = await connect()
       if (address.toLowerCase() !== account.toLowerCase())
-        throw new WalletError(`Your wallet's account ${address} is not the signed-in account ${account}. Switch account in your wallet, or sign out and sign in again.`)
+        throw new WalletError(
+          `Your wallet's account ${address} is not the signed-in account ${account}. Switch account in your wallet, or sign out and sign in again.`,
+        )
       await ensureChain(eth)
       let tx = sessionStorage.getItem(txKey)
       if (!tx) {
         say(status, `Confirm the payment of ${buy.dataset.price} in your wallet…`)
-        tx = await eth.request({ method: 'eth_sendTransaction', params: [{ from: address, to: buy.dataset.payout, value: '0x' + BigInt(buy.dataset.priceWei).toString(16) }] })
+        tx = await eth.request({
+          method: 'eth_sendTransaction',
+          params: [
+            {
+              from: address,
+              to: buy.dataset.payout,
+              value: '0x' + BigInt(buy.dataset.priceWei).toString(16),
+            },
+          ],
+        })
         sessionStorage.setItem(txKey, tx)
       }
       say(status, `Payment sent (${tx}); waiting for it to be confirmed…`)
@@ -123,17 +162,31 @@ if (buy && buyBtn) {
       say(status, 'Payment confirmed. Sign the unlock message in your wallet…')
       const { message } = await api(`/auth/unlock-message?${new URLSearchParams({ slug, tx })}`)
       const signature = await personalSign(eth, address, message)
-      const r = await api(`/api/marketplace/listings/${slug}/purchase`, { method: 'POST', json: { txHash: tx, signature } })
+      const r = await api(`/api/marketplace/listings/${slug}/purchase`, {
+        method: 'POST',
+        json: { txHash: tx, signature },
+      })
       sessionStorage.removeItem(txKey)
       say(status, 'Unlocked. Download the data and the manifest below.', 'ok')
       showAccess(out, r.access)
       buyBtn.hidden = true
     } catch (err) {
       // A payment the market refused for good is forgotten; one that may still unlock is kept.
-      if (err instanceof ApiError && (err.status === 402 || (err.status === 409 && /already used/.test(err.message)))) sessionStorage.removeItem(txKey)
+      if (
+        err instanceof ApiError &&
+        (err.status === 402 || (err.status === 409 && /already used/.test(err.message)))
+      )
+        sessionStorage.removeItem(txKey)
       const p = showError(status, err)
       const kept = sessionStorage.getItem(txKey)
-      if (kept) p.append(' ', el('span', `Your payment ${kept} is kept: press Buy again to unlock with it; you will not pay twice.`))
+      if (kept)
+        p.append(
+          ' ',
+          el(
+            'span',
+            `Your payment ${kept} is kept: press Buy again to unlock with it; you will not pay twice.`,
+          ),
+        )
     } finally {
       buyBtn.disabled = false
     }

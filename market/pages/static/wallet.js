@@ -20,7 +20,9 @@ export class ApiError extends Error {
 export function provider() {
   const eth = window.ethereum
   if (!eth || typeof eth.request !== 'function')
-    throw new WalletError('No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.')
+    throw new WalletError(
+      'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.',
+    )
   return eth
 }
 
@@ -28,7 +30,8 @@ export function provider() {
 export async function connect() {
   const eth = provider()
   const accounts = await eth.request({ method: 'eth_requestAccounts' })
-  if (!Array.isArray(accounts) || typeof accounts[0] !== 'string') throw new WalletError('Your wallet shared no account with this site.')
+  if (!Array.isArray(accounts) || typeof accounts[0] !== 'string')
+    throw new WalletError('Your wallet shared no account with this site.')
   return { eth, address: accounts[0] }
 }
 
@@ -90,8 +93,10 @@ export function explain(err) {
   if (err instanceof ApiError) return err.message
   const code = err && typeof err === 'object' ? err.code : undefined
   if (code === 4001) return 'You rejected the request in your wallet; nothing was signed or sent.'
-  if (code === 4100) return 'Your wallet has not authorised this site. Connect this site in your wallet and try again.'
-  if (code === 4900 || code === 4901) return 'Your wallet is not connected to a chain. Reconnect it and try again.'
+  if (code === 4100)
+    return 'Your wallet has not authorised this site. Connect this site in your wallet and try again.'
+  if (code === 4900 || code === 4901)
+    return 'Your wallet is not connected to a chain. Reconnect it and try again.'
   if (code === -32002) return 'Your wallet already has a request waiting. Open the wallet and answer it.'
   const msg = err && typeof err === 'object' && typeof err.message === 'string' ? err.message : String(err)
   return `Your wallet reported an error: ${msg}`
@@ -116,10 +121,18 @@ export function showError(el, err) {
     b.textContent = `Switch wallet to chain ${expectedChain}`
     b.addEventListener('click', async () => {
       try {
-        await provider().request({ method: 'wallet_switchEthereumChain', params: [{ chainId: '0x' + expectedChain.toString(16) }] })
+        await provider().request({
+          method: 'wallet_switchEthereumChain',
+          params: [{ chainId: '0x' + expectedChain.toString(16) }],
+        })
         say(el, `Your wallet is now on chain ${expectedChain}. Try again.`, 'ok')
       } catch (e) {
-        if (e && e.code === 4902) say(el, `Your wallet does not know chain ${expectedChain}; add it in your wallet, then try again.`, 'error')
+        if (e && e.code === 4902)
+          say(
+            el,
+            `Your wallet does not know chain ${expectedChain}; add it in your wallet, then try again.`,
+            'error',
+          )
         else showError(el, e)
       }
     })
