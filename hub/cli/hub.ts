@@ -2,7 +2,7 @@
 import { stringify } from 'smol-toml'
 import { type HubConfig, loadConfig } from '../daemon/config.ts'
 import { startHub } from '../daemon/hub.ts'
-import { createLog } from '../daemon/log.ts'
+import { createLog } from '../log.ts'
 import { realParts } from '../daemon/parts.ts'
 import { installSignalHandlers } from '../daemon/shutdown.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'

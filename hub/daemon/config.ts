@@ -11,7 +11,7 @@ import { svcPaths } from '../paths.ts'
 import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
-import { mqttUrlOptions } from './mqtt-url.ts'
+import { mqttUrlOptions } from '../broker/mqtt-url.ts'
 
 // The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
 // not built with typebox's Type builders and checked by typebox/value: those two modules are

@@ -21,10 +21,10 @@ import { createSopExecuteTool } from '../../tools/sop_execute.ts'
 import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { Tool, ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
-import { startBroker, type EmbeddedBroker } from './broker.ts'
+import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
 import type { BoardEntry, HubConfig } from './config.ts'
-import type { Log } from './log.ts'
-import { mqttUrlOptions } from './mqtt-url.ts'
+import type { Log } from '../log.ts'
+import { mqttUrlOptions } from '../broker/mqtt-url.ts'
 
 /** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
 export interface BridgeLike extends BoardPort {

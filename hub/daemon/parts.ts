@@ -11,7 +11,7 @@ import { svcPaths } from '../paths.ts'
 import type { Sop } from '../../sops/types.ts'
 import type { HubConfig } from './config.ts'
 import type { HubExtras, HubParts } from './hub.ts'
-import type { Log } from './log.ts'
+import type { Log } from '../log.ts'
 
 /** `[chain]` keys the attestation sync needs; all or none. */
 const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const

@@ -1,7 +1,7 @@
 // Graceful shutdown: the first SIGTERM/SIGINT closes the hub in order (bridge, triggers, engine
 // flushed, session, broker) and exits 0; a second signal while closing exits at once (130), for
 // an operator who means it. SIGHUP reloads the SOPs.
-import type { Log } from './log.ts'
+import type { Log } from '../log.ts'
 
 export interface Stoppable {
   close(): Promise<void>

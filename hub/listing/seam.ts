@@ -3,7 +3,7 @@
 // it held the store, and posts queued listings when the market answers.
 import type { AttestStore } from '../attest/store.ts'
 import type { HubExtras } from '../daemon/hub.ts'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 import { svcPaths } from '../paths.ts'
 import { readKey } from './market-key.ts'
 import { type ListingSyncLoop, startListingSync } from './sync.ts'

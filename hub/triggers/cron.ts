@@ -7,7 +7,7 @@
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import schedule from 'node-schedule'
 import { CronExpressionParser } from 'cron-parser'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 

@@ -7,7 +7,7 @@ import { statSync, watch, type FSWatcher } from 'node:fs'
 import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FsEvent } from '../../sops/types.ts'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 

@@ -3,7 +3,7 @@
 // bad payload or a failing SOP never takes the source (or the hub) down.
 import type { AdmissionDecision, Engine, TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json } from '../../sops/types.ts'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 
 /** `sops/conditions.ts` `matches`: payload is the raw text (the `$` form JSON-parses it). */
 export type ConditionMatcher = (condition: string, payload: string) => boolean

@@ -3,7 +3,7 @@
 // wires it to a connected mqtt.js client.
 import type { MqttClient } from 'mqtt'
 import type { TriggerType } from '../../sops/types.ts'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 import { minimalFilters, topicMatches } from './topic.ts'

@@ -5,7 +5,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
 import type { Json } from '../../sops/types.ts'
-import type { Log } from '../daemon/log.ts'
+import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 

@@ -3,7 +3,7 @@
 import t from 'tap'
 import mqtt from 'mqtt'
 import type { AedesPublishPacket, Client } from 'aedes'
-import { forwardOnce } from '../../hub/daemon/forward-once.ts'
+import { forwardOnce } from '../../hub/broker/forward-once.ts'
 import { waitForCount } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
 

@@ -3,8 +3,8 @@
 import t from 'tap'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
-import { clientErrorLevel, startBroker } from '../../hub/daemon/broker.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { clientErrorLevel, startBroker } from '../../hub/broker/broker.ts'
+import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
 

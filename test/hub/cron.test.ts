@@ -2,7 +2,7 @@
 import t from 'tap'
 import { join } from 'node:path'
 import { readFile, writeFile } from 'node:fs/promises'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { silentLog } from '../../hub/log.ts'
 import { createCronSource, cronKey, missedSince } from '../../hub/triggers/cron.ts'
 import { createFirer } from '../../hub/triggers/fire.ts'
 import { buildPlan } from '../../hub/triggers/plan.ts'

@@ -9,7 +9,7 @@ import { createBridge } from '../../bridge/index.ts'
 import type { SimulatedBoard } from '../../boards/simulator/board.ts'
 import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub, type HubParts } from '../../hub/daemon/hub.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 

@@ -1,8 +1,8 @@
 // The hub's own embedded broker (Aedes with LevelDB persistence) on a free loopback port, its
 // database in a temp folder unless the test names one, closed when the test ends.
 import { join } from 'node:path'
-import { type EmbeddedBroker, startBroker } from '../../hub/daemon/broker.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { type EmbeddedBroker, startBroker } from '../../hub/broker/broker.ts'
+import { silentLog } from '../../hub/log.ts'
 import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
 export async function startEmbeddedBroker(

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import mqtt from 'mqtt'
 import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 // mqtt-packet is the packet writer of both mqtt.js and Aedes (one copy in node_modules).

@@ -2,7 +2,7 @@
 // url.parse() reading of the same string would: same host, port, protocol, path, credentials.
 import t from 'tap'
 import mqtt from 'mqtt'
-import { mqttUrlOptions } from '../../hub/daemon/mqtt-url.ts'
+import { mqttUrlOptions } from '../../hub/broker/mqtt-url.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
 
 const FIELDS = ['protocol', 'host', 'hostname', 'port', 'path', 'username', 'password'] as const

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
-import type { Log } from '../../hub/daemon/log.ts'
+import type { Log } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 function recordingLog(): Log & { lines: { level: string; obj: unknown; msg: string }[] } {

@@ -1,6 +1,6 @@
 // The webhook gateway on a real loopback port.
 import t from 'tap'
-import { silentLog } from '../../hub/daemon/log.ts'
+import { silentLog } from '../../hub/log.ts'
 import { createFirer } from '../../hub/triggers/fire.ts'
 import { buildPlan } from '../../hub/triggers/plan.ts'
 import { startWebhookGateway } from '../../hub/triggers/webhook.ts'

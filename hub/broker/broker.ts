@@ -10,7 +10,7 @@ import { WebSocketServer, createWebSocketStream } from 'ws'
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { forwardOnce } from './forward-once.ts'
-import type { Log } from './log.ts'
+import type { Log } from '../log.ts'
 
 export interface BrokerOptions {
   host: string
