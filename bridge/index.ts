@@ -3,22 +3,12 @@
 // Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text) and
 // `boards/<board>/availability` (`online`/`offline`, retained).
 import { SerialPort } from 'serialport'
-import { createSimulatedBoard, type SimulatedBoard } from '../boards/simulator/board.ts'
-import { createDeviceBinding, type DeviceBinding } from '../boards/simulator/device-binding.ts'
 import { checkBoardConfigs } from './config.ts'
 import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
 import { withHangupDetection } from './serial/hangup-binding.ts'
 import { SerialLink } from './serial/link.ts'
-import type {
-  BindingInterface,
-  BoardStats,
-  Bridge,
-  BridgeOptions,
-  Json,
-  Logger,
-  SendResult,
-} from './types.ts'
+import type { BindingInterface, BoardStats, Bridge, BridgeOptions, Json, Log, SendResult } from './types.ts'
 
 export * from './types.ts'
 export { checkBoardConfigs } from './config.ts'
@@ -35,22 +25,18 @@ interface Link {
   close(): Promise<void>
 }
 
-const silent: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined }
+const silent: Log = { info: () => undefined, warn: () => undefined, error: () => undefined }
 
 export function availabilityTopic(board: string): string {
   return `boards/${board}/availability`
 }
 
-export function createBridge(
-  opts: BridgeOptions,
-): Bridge & { simulated(board: string): SimulatedBoard | undefined } {
+export function createBridge(opts: BridgeOptions): Bridge {
   const checked = checkBoardConfigs(opts.boards)
   if (!checked.ok) throw new TypeError(checked.error)
   const log = opts.log ?? silent
   const now = opts.now ?? Date.now
   const links = new Map<string, Link>()
-  const sims = new Map<string, SimulatedBoard>()
-  let simBinding: DeviceBinding | undefined
   let started = false
   let closed = false
 
@@ -113,23 +99,13 @@ export function createBridge(
     whenRelieved: (fn: () => void) => queue.whenRelieved(fn),
   }
 
-  const realBinding = withHangupDetection(opts.binding ?? (SerialPort.binding as BindingInterface))
+  const binding = withHangupDetection(opts.binding ?? (SerialPort.binding as BindingInterface))
   for (const cfg of opts.boards) {
     if ((cfg.kind ?? 'serial') === 'firmata') {
-      links.set(cfg.name, new FirmataLink(cfg, { ...deps, firmataIo: opts.firmataIo, binding: realBinding }))
+      links.set(cfg.name, new FirmataLink(cfg, { ...deps, firmataIo: opts.firmataIo, binding: binding }))
       continue
     }
-    let binding: BindingInterface
-    if (cfg.simulate) {
-      simBinding ??= createDeviceBinding()
-      const sim = createSimulatedBoard(cfg.name, typeof cfg.simulate === 'object' ? cfg.simulate : {})
-      simBinding.attach(cfg.port, sim)
-      sims.set(cfg.name, sim)
-      binding = simBinding
-    } else {
-      binding = realBinding
-    }
-    links.set(cfg.name, new SerialLink(cfg, { ...deps, binding }))
+    links.set(cfg.name, new SerialLink(cfg, { ...deps, binding: binding }))
   }
 
   return {
@@ -160,8 +136,6 @@ export function createBridge(
       // Give the broker a moment to take the last events and the `offline` states.
       await queue.drain(2000)
       queue.close()
-      if (simBinding) for (const cfg of opts.boards) if (cfg.simulate) simBinding.detach(cfg.port)
     },
-    simulated: (board) => sims.get(board),
   }
 }

@@ -1,16 +1,43 @@
 // The bridge's public shapes: what the hub passes in and gets back.
 import type { BindingInterface } from './serial/binding-types.ts'
-import type { SimulatorOptions } from '../boards/simulator/board.ts'
 import type { Json } from './codec/index.ts'
-import type { FirmataIo } from './firmata/link.ts'
 import type { FirmataProfile } from './firmata/profile.ts'
 
-export type { Json, BindingInterface, SimulatorOptions, FirmataProfile, FirmataIo }
+export type { Json, BindingInterface, FirmataProfile }
 
-export interface Logger {
-  info(obj: object, msg?: string): void
-  warn(obj: object, msg?: string): void
-  error(obj: object, msg?: string): void
+/** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
+export interface FirmataIo {
+  on(event: string, fn: (...a: unknown[]) => void): unknown
+  removeAllListeners?(event?: string): unknown
+  pins: Array<{ value?: number; supportedModes?: number[] } | undefined>
+  pinMode(pin: number, mode: number): void
+  digitalWrite(pin: number, value: number): void
+  reset?(): void
+  transport?: { close?(cb?: () => void): void }
+}
+
+/** A board's `simulate` setting: the hub plays such a board in-process (boards/simulator). */
+export interface SimulatorOptions {
+  /** Events per second (default 1; 0 = only on `emitEvents`). */
+  rate?: number
+  /** Signal of the generated events (default `coin`). */
+  signal?: string
+  /** Text of the n-th event (default: a vending coin `{"slot":"A1","amount":2}`, slots cycling). */
+  text?: (n: number) => string
+  /** Stop answering commands (a hung board, for heartbeat tests). */
+  mute?: boolean
+}
+
+/**
+ * The one logger shape of the project (pino's call form, narrowed to what we call): the bridge
+ * declares it because it is the lowest layer; hub/log.ts re-exports it for everything above.
+ */
+export interface Log {
+  info(obj: object | string, msg?: string): void
+  warn(obj: object | string, msg?: string): void
+  error(obj: object | string, msg?: string): void
+  /** Noise worth keeping only when asked for (pino's debug level); absent in recorders. */
+  debug?(obj: object | string, msg?: string): void
 }
 
 export type PublishFn = (
@@ -46,7 +73,7 @@ export interface BackoffOptions {
 export interface BridgeOptions {
   boards: BoardConfig[]
   publish: PublishFn
-  log?: Logger
+  log?: Log
   /** serialport binding; default the real one. Tests pass the mock (or boards/simulator's device binding). */
   binding?: BindingInterface
   now?: () => number

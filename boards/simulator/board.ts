@@ -3,18 +3,10 @@
 // path such as one end of a socat pty pair), so it is a `Device` and also drives a raw stream.
 import { createLineFramer, encodeHello, encodeMessage, encodeReply } from '../../bridge/codec/index.ts'
 import { SIM_FW, SIM_LINE_CAP, answerCommand } from './answer.ts'
+import type { SimulatorOptions } from '../../bridge/types.ts'
 import type { Device } from './device-binding.ts'
 
-export interface SimulatorOptions {
-  /** Events per second (default 1; 0 = only on `emitEvents`). */
-  rate?: number
-  /** Signal of the generated events (default `coin`). */
-  signal?: string
-  /** Text of the n-th event (default: a vending coin `{"slot":"A1","amount":2}`, slots cycling). */
-  text?: (n: number) => string
-  /** Stop answering commands (a hung board, for heartbeat tests). */
-  mute?: boolean
-}
+export type { SimulatorOptions }
 
 export interface SimulatedBoard extends Device {
   readonly name: string

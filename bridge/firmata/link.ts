@@ -7,7 +7,16 @@ import { createRequire } from 'node:module'
 import { SerialPortStream } from '@serialport/stream'
 import five from 'johnny-five'
 import type { Json } from '../codec/index.ts'
-import type { BindingInterface, BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
+import { createReconnect, type Reconnect } from '../reconnect.ts'
+import type {
+  BindingInterface,
+  BoardConfig,
+  BoardState,
+  BoardStats,
+  FirmataIo,
+  Log,
+  SendResult,
+} from '../types.ts'
 import type { FirmataProfile, ProfileSignal } from './profile.ts'
 
 // firmata-io is CommonJS without types: its Firmata class, typed as far as the link uses it.
@@ -15,19 +24,8 @@ const { Firmata } = createRequire(import.meta.url)('firmata-io') as {
   Firmata: new (transport: unknown) => FirmataIo
 }
 
-/** The part of a Firmata IO object (firmata.js, mock-firmata) that the link uses. */
-export interface FirmataIo {
-  on(event: string, fn: (...a: unknown[]) => void): unknown
-  removeAllListeners?(event?: string): unknown
-  pins: Array<{ value?: number; supportedModes?: number[] } | undefined>
-  pinMode(pin: number, mode: number): void
-  digitalWrite(pin: number, value: number): void
-  reset?(): void
-  transport?: { close?(cb?: () => void): void }
-}
-
 export interface FirmataLinkDeps {
-  log: Logger
+  log: Log
   now: () => number
   backoffInitialMs: number
   backoffMaxMs: number
@@ -78,8 +76,7 @@ export class FirmataLink {
   private board: five.Board | undefined
   private io: FirmataIo | undefined
   private sensors: SensorLike[] = []
-  private delay: number
-  private retryTimer: NodeJS.Timeout | undefined
+  private readonly reconnect: Reconnect
   private readonly counts = { events: 0, reconnects: 0, commands: 0 }
 
   constructor(
@@ -89,7 +86,7 @@ export class FirmataLink {
     this.name = cfg.name
     // config.ts has checked the profile is present and valid.
     this.profile = cfg.profile as FirmataProfile
-    this.delay = deps.backoffInitialMs
+    this.reconnect = createReconnect(deps.backoffInitialMs, deps.backoffMaxMs)
   }
 
   start(): Promise<void> {
@@ -160,7 +157,7 @@ export class FirmataLink {
 
   async close(): Promise<void> {
     this.stopped = true
-    if (this.retryTimer) clearTimeout(this.retryTimer)
+    this.reconnect.stop()
     const wasOnline = this.state === 'online'
     this.state = 'closed'
     this.teardown()
@@ -234,7 +231,7 @@ export class FirmataLink {
   private online(): void {
     if (this.everOnline) this.counts.reconnects++
     this.everOnline = true
-    this.delay = this.deps.backoffInitialMs
+    this.reconnect.succeeded()
     this.state = 'online'
     this.sensors = this.profile.signals.map((s) => this.sensorFor(s))
     this.deps.log.info({ board: this.name, port: this.cfg.port }, 'firmata board online')
@@ -289,12 +286,7 @@ export class FirmataLink {
   }
 
   private scheduleReconnect(): void {
-    if (this.stopped || this.retryTimer) return
-    const ms = this.delay
-    this.delay = Math.min(this.delay * 2, this.deps.backoffMaxMs)
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      this.connect()
-    }, ms)
+    if (this.stopped) return
+    this.reconnect.schedule(() => this.connect())
   }
 }

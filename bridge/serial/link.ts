@@ -6,7 +6,8 @@ import { SerialPortStream } from '@serialport/stream'
 import { createLineFramer, DEFAULT_LINE_CAP, type Json, type LineFramer } from '../codec/index.ts'
 import { createCommandChannel, type CommandChannel } from '../commands.ts'
 import { createRateLimitedWarn, type RateLimitedWarn } from '../log-limit.ts'
-import type { BindingInterface, BoardConfig, BoardState, BoardStats, Logger, SendResult } from '../types.ts'
+import { createReconnect, type Reconnect } from '../reconnect.ts'
+import type { BindingInterface, BoardConfig, BoardState, BoardStats, Log, SendResult } from '../types.ts'
 import { createCapGuard } from './cap-guard.ts'
 import { dispatchLine, type LineSink } from './dispatch.ts'
 
@@ -15,7 +16,7 @@ export const DEFAULT_HEARTBEAT_MS = 10_000
 
 export interface LinkDeps {
   binding: BindingInterface
-  log: Logger
+  log: Log
   now: () => number
   backoffInitialMs: number
   backoffMaxMs: number
@@ -37,8 +38,7 @@ export class SerialLink implements LineSink {
   private state: BoardState = 'connecting'
   private stopped = false
   private everOpened = false
-  private delay: number
-  private retryTimer: NodeJS.Timeout | undefined
+  private readonly reconnect: Reconnect
   private heartbeatTimer: NodeJS.Timeout | undefined
   private lastRx = 0
   /** Whether the board has sent anything since this open: only then does silence mean it left. */
@@ -55,7 +55,7 @@ export class SerialLink implements LineSink {
   ) {
     this.name = cfg.name
     this.framer = createLineFramer(cfg.lineCap ?? DEFAULT_LINE_CAP)
-    this.delay = deps.backoffInitialMs
+    this.reconnect = createReconnect(deps.backoffInitialMs, deps.backoffMaxMs)
     this.warnLimited = createRateLimitedWarn(deps.log, 10_000, deps.now)
     this.commands = createCommandChannel({
       board: cfg.name,
@@ -103,7 +103,7 @@ export class SerialLink implements LineSink {
 
   async close(): Promise<void> {
     this.stopped = true
-    if (this.retryTimer) clearTimeout(this.retryTimer)
+    this.reconnect.stop()
     this.stopHeartbeat()
     this.commands.failAll('bridge closing')
     const port = this.port
@@ -168,7 +168,7 @@ export class SerialLink implements LineSink {
         if (err && this.state !== 'offline' && this.state !== 'connecting') this.state = 'offline'
         if (err)
           this.deps.log.warn(
-            { board: this.name, port: this.cfg.port, err: err.message, retryMs: this.delay },
+            { board: this.name, port: this.cfg.port, err: err.message, retryMs: this.reconnect.nextMs },
             'cannot open serial port; retrying',
           )
         this.scheduleReopen()
@@ -184,7 +184,7 @@ export class SerialLink implements LineSink {
     this.framer.reset()
     if (this.everOpened) this.counts.reconnects++
     this.everOpened = true
-    this.delay = this.deps.backoffInitialMs
+    this.reconnect.succeeded()
     this.state = 'online'
     this.lastRx = this.deps.now()
     const lines = port.pipe(createCapGuard(this.framer)).pipe(new DelimiterParser({ delimiter: '\n' }))
@@ -225,12 +225,7 @@ export class SerialLink implements LineSink {
 
   private scheduleReopen(): void {
     if (this.stopped) return
-    const ms = this.delay
-    this.delay = Math.min(this.delay * 2, this.deps.backoffMaxMs)
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      this.open()
-    }, ms)
+    this.reconnect.schedule(() => this.open())
   }
 
   private startHeartbeat(): void {

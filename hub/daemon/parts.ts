@@ -159,6 +159,11 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
     },
     createBridge: async ({ boards, publish, log }) => {
+      // Simulated boards play in-process on their own binding; the bridge never imports boards/.
+      if (boards.some((b) => b.simulate)) {
+        const { createSimulatingBridge } = await import('../../boards/simulator/bridge.ts')
+        return createSimulatingBridge({ boards, publish, log })
+      }
       const { createBridge } = await import('../../bridge/index.ts')
       return createBridge({ boards, publish, log })
     },

@@ -1,7 +1,7 @@
 // Event → MQTT end to end: a simulated board on the serialport mock binding, the bridge, a real
 // Aedes broker on loopback, a real mqtt.js subscriber.
 import t from 'tap'
-import { createBridge } from '../../bridge/index.ts'
+import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { vendingCoin } from '../../boards/simulator/board.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { collect, connectClient, publishVia, startBroker } from './broker.ts'
@@ -11,7 +11,7 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   const hubClient = await connectClient(t, broker.url)
   const sub = await connectClient(t, broker.url)
   const inbox = await collect(sub, 'boards/#')
-  const bridge = createBridge({
+  const bridge = createSimulatingBridge({
     boards: [{ name: 'vend1', port: '/sim/mqtt-vend1', simulate: { rate: 0 }, heartbeatMs: 0 }],
     publish: publishVia(hubClient),
   })
@@ -58,7 +58,7 @@ t.test(
   async (t) => {
     const broker = await startBroker(t)
     const hubClient = await connectClient(t, broker.url)
-    const bridge = createBridge({
+    const bridge = createSimulatingBridge({
       boards: [{ name: 'vend1', port: '/sim/cmd-vend1', simulate: { rate: 0 }, heartbeatMs: 0 }],
       publish: publishVia(hubClient),
     })

@@ -1,6 +1,6 @@
 // `publish` rejecting (broker down) loses no QoS1 event: held in order, retried, bounded.
 import t from 'tap'
-import { createBridge } from '../../bridge/index.ts'
+import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { createPublishQueue, type QueueItem } from '../../bridge/publish-queue.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { collect, connectClient, startBroker } from './broker.ts'
@@ -9,7 +9,7 @@ t.test('broker down then back: every event arrives once, in order', async (t) =>
   const broker = await startBroker(t)
   const hub = await connectClient(t, broker.url, { reconnectPeriod: 20 })
   let gate = true
-  const bridge = createBridge({
+  const bridge = createSimulatingBridge({
     boards: [
       {
         name: 'vend1',
@@ -135,7 +135,7 @@ t.test('a publish function that throws synchronously is treated as a failure, no
 t.test('a slow but working broker slows the port down instead of dropping (backpressure)', async (t) => {
   const got: string[] = []
   let maxPending = 0
-  const bridge = createBridge({
+  const bridge = createSimulatingBridge({
     boards: [
       {
         name: 'burst',

@@ -1,5 +1,5 @@
 // QoS 1 delivery to a persistent session under concurrent publishers: nothing may be lost.
-// Aedes' own duplicate check dropped about 9% of these (hub/daemon/forward-once.ts says why).
+// Aedes' own duplicate check dropped about 9% of these (hub/broker/forward-once.ts says why).
 import t from 'tap'
 import mqtt from 'mqtt'
 import type { AedesPublishPacket, Client } from 'aedes'

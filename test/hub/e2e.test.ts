@@ -5,7 +5,7 @@ import t from 'tap'
 import { join } from 'node:path'
 import { mkdir, writeFile } from 'node:fs/promises'
 import mqtt from 'mqtt'
-import { createBridge } from '../../bridge/index.ts'
+import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import type { SimulatedBoard } from '../../boards/simulator/board.ts'
 import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub, type HubParts } from '../../hub/daemon/hub.ts'
@@ -56,10 +56,13 @@ t.test('a board event starts a SOP run that completes', async (t) => {
     { SVC_HOME: home },
   )
   if (!cfg.ok) throw new Error(cfg.error)
-  let bridge: ReturnType<typeof createBridge> | undefined
+  let bridge: ReturnType<typeof createSimulatingBridge> | undefined
   const parts: HubParts = {
     createBridge: (o) => {
-      bridge = createBridge({ ...o, boards: o.boards.map((b) => ({ ...b, simulate: { rate: 0 } })) })
+      bridge = createSimulatingBridge({
+        ...o,
+        boards: o.boards.map((b) => ({ ...b, simulate: { rate: 0 } })),
+      })
       return bridge
     },
   }
