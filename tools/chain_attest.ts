@@ -2,20 +2,19 @@
 // Builds the record, checks it against the configured record schema, canonicalises it (RFC 8785)
 // into one line, hashes it (paramsHash = keccak256 of the line's bytes), has the device key sign
 // it, and stores line + signature + state in one sync batch before reporting success.
-// The chain is not touched here: the sync queue (hub/attest/sync.ts) does that when online.
+// The chain is not touched here: the hub's sync queue does that when online. The store and the
+// signer are ports (attest-ports.ts) the hub implements.
 import { readFile } from 'node:fs/promises'
 import { Ajv, type ErrorObject } from 'ajv'
-import type { AttestStore } from '../hub/attest/store.ts'
-import type { DeviceSigner } from '../hub/attest/device-key.ts'
-import type { AttestRecord } from '../hub/attest/record.ts'
 import { tryCanonicalLine } from '../records/canonical.ts'
 import { lineHash } from '../records/hash.ts'
 import type { Json } from '../sops/types.ts'
+import type { LineSigner, LineStore, StoredLine } from './attest-ports.ts'
 import type { Tool, ToolContext, ToolResult } from './types.ts'
 
 export interface ChainAttestDeps {
-  store: AttestStore
-  signer: DeviceSigner
+  store: LineStore
+  signer: LineSigner
   /** JSON Schema (draft-07 or 2019-09 subset ajv accepts) the record must satisfy. */
   schema?: object
   /** Clock for the record's `at`; injected so tests can fix it. */
@@ -63,7 +62,7 @@ function schemaReason(errors: ErrorObject[] | null | undefined): string {
   return `record schema: ${where} ${e.message ?? 'is invalid'}${extra}`
 }
 
-function output(rec: AttestRecord): Json {
+function output(rec: StoredLine): Json {
   return { seq: rec.seq, paramsHash: rec.paramsHash, requestHash: rec.requestHash, line: rec.line }
 }
 

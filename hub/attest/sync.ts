@@ -13,6 +13,7 @@ import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { CHAIN_ID } from '../../chain/anvil.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
 import { ATTEST_PATH, type ItemResult } from '../../market/attestor/request.ts'
+import type { Log } from '../log.ts'
 import type { DeviceSigner } from './device-key.ts'
 import type { AttestRecord } from './record.ts'
 import type { AttestStore } from './store.ts'
@@ -27,11 +28,8 @@ export interface SyncProgress {
   total: number
 }
 
-export interface SyncLog {
-  progress?(p: SyncProgress): void
-  info?(msg: string): void
-  warn?(msg: string): void
-}
+/** Where sync reports: a logger's info and warn (either may be absent), and progress for a bar. */
+export type SyncLog = Partial<Pick<Log, 'info' | 'warn'>> & { progress?(p: SyncProgress): void }
 
 export interface SyncOptions {
   store: AttestStore

@@ -63,9 +63,11 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     authorizeForward: once.authorizeForward,
   })
   // A misbehaving client is its own problem: log it, never let it reach the process.
-  aedes.on('clientError', (client, err) =>
-    log[clientErrorLevel(err.message)]({ client: client?.id, err: err.message }, 'mqtt client error'),
-  )
+  aedes.on('clientError', (client, err) => {
+    const entry = { client: client?.id, err: err.message }
+    if (clientErrorLevel(err.message) === 'warn') log.warn(entry, 'mqtt client error')
+    else log.debug?.(entry, 'mqtt client error')
+  })
   aedes.on('connectionError', (client, err) =>
     log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'),
   )

@@ -146,7 +146,7 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
       batchSize,
       log: {
         progress: (p) => p.phase === 'attest' && !v.json && io.err(`sync: ${p.done}/${p.total} lines`),
-        warn: (m) => io.err(m),
+        warn: (m) => io.err(String(m)),
       },
     })
     try {

@@ -162,7 +162,7 @@ async function sync(io: CliIo, v: Values): Promise<number> {
         home,
         key: async () => key,
         ...(store && agentId !== null ? { builder: { store, agentId } } : {}),
-        log: { info: () => undefined, warn: (m) => io.err(m) },
+        log: { info: () => undefined, warn: (m) => io.err(String(m)) },
       },
       { force: true },
     )

@@ -3,7 +3,17 @@
 // sequences them against the store, the tools and the agent.
 import { randomUUID } from 'node:crypto'
 import { type Condition, evaluate, parseCondition } from '../../sops/conditions.ts'
-import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
+import type {
+  AdmissionDecision,
+  AdmissionRecord,
+  ApproveOptions,
+  HubEngine,
+  KeptTrigger,
+  RunFilter,
+  RunResult,
+  RunSummary,
+  TriggerEvent,
+} from '../../sops/engine-api.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
@@ -34,18 +44,11 @@ import type { AgentAdapter } from '../agent/types.ts'
 import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
-import { type AdmissionRecord, EngineStore, type KeptTrigger } from './store.ts'
-import type {
-  ApproveOptions,
-  EngineLog,
-  EngineOptions,
-  HubEngine,
-  RunFilter,
-  RunResult,
-  RunSummary,
-} from './types.ts'
+import { EngineStore } from './store.ts'
+import type { EngineOptions } from './types.ts'
+import type { Log } from '../log.ts'
 
-const silent: EngineLog = { info() {}, warn() {}, error() {} }
+const silent: Log = { info() {}, warn() {}, error() {} }
 
 function summary(
   run: Pick<
@@ -80,7 +83,7 @@ export class Engine implements HubEngine {
   private conditions = new Map<string, Condition | null>()
   private closed = false
   private readonly now: () => number
-  private readonly log: EngineLog
+  private readonly log: Log
 
   private constructor(
     private readonly store: EngineStore,

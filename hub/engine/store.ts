@@ -2,27 +2,12 @@
 // (deferred/held), admission decisions and per-SOP cooldown marks. Every state change is one
 // `sync: true` batch shared with concurrent writers (group-commit.ts).
 import { Level } from 'level'
-import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
+import type { AdmissionRecord, KeptTrigger, TriggerEvent } from '../../sops/engine-api.ts'
 import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
-export interface KeptTrigger {
-  key: string
-  sop: string
-  kind: 'deferred' | 'held'
-  event: TriggerEvent
-  reason: string
-  at: number
-}
-
-export interface AdmissionRecord extends AdmissionDecision {
-  sop: string
-  at: number
-  source: string
-}
-
 const RUN = 'run!'
 const OPEN = 'open!'
 const FIN = 'fin!'

@@ -1,17 +1,10 @@
-// The engine's public surface (issue 3: interfaces others build on).
-import type { Engine } from '../../sops/engine-api.ts'
-import type { Gate, LogEntry, RunRecord } from '../../sops/run/record.ts'
-import type { RunState } from '../../sops/run/states.ts'
+// What the hub passes to `createEngine`. The engine's public surface (HubEngine, RunSummary, …)
+// is declared beside the trigger boundary in sops/engine-api.ts, so tools and the CLI see it
+// without importing the hub.
 import type { Sop } from '../../sops/types.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import type { AgentAdapter } from '../agent/types.ts'
-import type { AdmissionRecord, KeptTrigger } from './store.ts'
-
-export interface EngineLog {
-  info(o: object | string, msg?: string): void
-  warn(o: object | string, msg?: string): void
-  error(o: object | string, msg?: string): void
-}
+import type { Log } from '../log.ts'
 
 export interface EngineOptions {
   sops: Sop[]
@@ -20,54 +13,5 @@ export interface EngineOptions {
   dbPath: string
   agent?: AgentAdapter
   now?: () => number
-  log?: EngineLog
-}
-
-export interface ApproveOptions {
-  by?: string
-  note?: string
-  /** Answers to the `decide:` questions carried by the gate, by step number. */
-  decisions?: Record<number, boolean>
-  /** Who is approving: the operator (CLI, local API; default) or an agent tool (`sop_approve`), which cannot pass operator-only gates. */
-  via?: 'operator' | 'agent'
-}
-
-export type RunResult = { ok: true; run: RunRecord } | { ok: false; error: string }
-
-export interface RunSummary {
-  id: string
-  sop: string
-  state: RunState
-  current: number | null
-  createdAt: number
-  updatedAt: number
-  finishedAt?: number
-  gate?: Gate
-  error?: string
-}
-
-export interface RunFilter {
-  sop?: string
-  state?: RunState
-  /** Newest first; default 100. */
-  limit?: number
-}
-
-export interface HubEngine extends Engine {
-  approve(runId: string, opts?: ApproveOptions): Promise<RunResult>
-  deny(runId: string, opts?: { by?: string; note?: string }): Promise<RunResult>
-  /** Runs parked at a gate (waiting_approval, paused_checkpoint), oldest first. */
-  pending(): RunSummary[]
-  getRun(runId: string): Promise<RunRecord | undefined>
-  listRuns(filter?: RunFilter): Promise<RunSummary[]>
-  logs(runId: string): Promise<LogEntry[] | undefined>
-  /** Triggers kept by the parallel (deferred) and hold (held) policies, in arrival order. */
-  keptTriggers(): KeptTrigger[]
-  /** Recorded admission decisions, oldest first (the latest `limit`, default 1000). */
-  admissions(limit?: number): Promise<AdmissionRecord[]>
-  /** Replace the loaded SOPs; runs in flight keep the SOP they started with. */
-  setSops(sops: Sop[]): void
-  /** Resolves when nothing is executing and every write is durable (tests, bench). */
-  idle(): Promise<void>
-  close(): Promise<void>
+  log?: Log
 }

@@ -2,15 +2,13 @@
 // retries and backoff, exactly once (post.ts: Idempotency-Key). Used by `svc listing sync` once,
 // and by the hub as a loop (automatic when online).
 import type { AttestStore } from '../attest/store.ts'
+import type { Log } from '../log.ts'
 import { buildListingFiles } from './build.ts'
 import { type Fetch, postListing } from './post.ts'
 import { loadAll, saveEntry } from './queue.ts'
 import type { ListingEntry } from './record.ts'
 
-export interface ListingSyncLog {
-  info(msg: string): void
-  warn(msg: string): void
-}
+export type ListingSyncLog = Pick<Log, 'info' | 'warn'>
 
 export interface ListingSyncDeps {
   home: string

@@ -62,7 +62,7 @@ t.test('the background loop backs off, then catches up when the attestor appears
     idleMs: 50,
     backoffMinMs: 50,
     backoffMaxMs: 200,
-    log: { warn: (m) => warnings.push(m) },
+    log: { warn: (m) => warnings.push(String(m)) },
   })
   sync.start()
   await waitFor(() => warnings.length >= 2, 'two sync warnings')

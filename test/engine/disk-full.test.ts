@@ -6,7 +6,7 @@ import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { EngineLog } from '../../hub/engine/types.ts'
+import type { Log } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEngine } from './engine-helpers.ts'
@@ -34,7 +34,7 @@ async function fillDisk(): Promise<void> {
 }
 const freeDisk = () => rm(filler, { force: true })
 
-function recordingLog(): EngineLog & { msgs: string[] } {
+function recordingLog(): Log & { msgs: string[] } {
   const msgs: string[] = []
   const at = (o: object | string, msg?: string) => void msgs.push(typeof o === 'string' ? o : (msg ?? ''))
   return { msgs, info: at, warn: at, error: at }
