@@ -18,6 +18,7 @@ import { lineHash } from '../records/index.ts'
 import { writeRows } from '../test/market/chain-rows.ts'
 import { api, issueKey, postListing, signIn } from '../test/market/market-helpers.ts'
 import { freePort } from '../test/helpers/ports.ts'
+import { CHAIN_ID } from '../chain/chain-id.ts'
 
 const ROWS = 5000
 const BYTES = 20 * 1024 * 1024
@@ -86,7 +87,7 @@ try {
   const requestHashes = lines.map((_, i) => keccak256(toHex(`bench:${process.pid}:${i}`)))
   const manifest = {
     version: 1,
-    chainId: 10143,
+    chainId: CHAIN_ID,
     agentId: dev.agentId,
     rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })),
   }

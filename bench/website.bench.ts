@@ -13,6 +13,7 @@ import { browseMain, browseQuery } from '../market/pages/browse.ts'
 import { marketPages } from '../market/pages/index.ts'
 import { listingView } from '../market/routes/listings.ts'
 import type { ListingRecord } from '../market/store/records.ts'
+import { CHAIN_ID } from '../chain/chain-id.ts'
 
 const LISTINGS = 500
 const SECONDS = 4
@@ -37,7 +38,7 @@ config.samples = false
 const zero = '0x0000000000000000000000000000000000000001' as const
 config.chain = {
   rpcUrl: 'http://127.0.0.1:9',
-  chainId: 10143,
+  chainId: CHAIN_ID,
   identityRegistry: zero,
   validationRegistry: zero,
   attestor: zero,

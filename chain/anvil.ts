@@ -6,8 +6,7 @@ import { existsSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-
-export const CHAIN_ID = 10143
+import { CHAIN_ID } from './chain-id.ts'
 
 export interface Anvil {
   rpcUrl: string

@@ -4,7 +4,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { type Address, isAddress, isHex } from 'viem'
-import { CHAIN_ID } from './anvil.ts'
+import { CHAIN_ID } from './chain-id.ts'
 import { type DevAccounts, ROLES } from './accounts.ts'
 
 export interface ChainInfo {

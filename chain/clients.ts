@@ -13,7 +13,7 @@ import {
   http,
 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { CHAIN_ID } from './anvil.ts'
+import { CHAIN_ID } from './chain-id.ts'
 
 export function svcChain(rpcUrl: string): Chain {
   return defineChain({

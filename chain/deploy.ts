@@ -3,7 +3,7 @@
 import { type Address, type Hex, decodeEventLog } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { identityRegistryAbi, validationRegistryAbi } from './abi.ts'
-import { CHAIN_ID } from './anvil.ts'
+import { CHAIN_ID } from './chain-id.ts'
 import type { SvcPublicClient, SvcWalletClient } from './clients.ts'
 import { compileContracts } from './compile.ts'
 

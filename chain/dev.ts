@@ -3,7 +3,8 @@
 // wallet and approved operator. Used by `svc chain dev` and by every test that needs a chain.
 import type { Address } from 'viem'
 import { type DevAccounts, devAccounts } from './accounts.ts'
-import { CHAIN_ID, startAnvil } from './anvil.ts'
+import { startAnvil } from './anvil.ts'
+import { CHAIN_ID } from './chain-id.ts'
 import type { ChainInfo } from './chain-file.ts'
 import { publicClientFor, walletClientFor } from './clients.ts'
 import { approveOperator, deployRegistries, registerAgent, setAgentWallet } from './deploy.ts'

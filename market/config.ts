@@ -4,6 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parse } from 'smol-toml'
 import { type Address, getAddress, isAddress } from 'viem'
 import { type ChainInfo, readChainFile } from '../chain/chain-file.ts'
+import { CHAIN_ID } from '../chain/chain-id.ts'
 
 export interface RateLimit {
   max: number
@@ -58,8 +59,6 @@ export interface MarketConfig {
     signIn: RateLimit
   }
 }
-
-export const DEFAULT_CHAIN_ID = 10143
 
 export function defaultConfig(dataDir: string): MarketConfig {
   return {
@@ -225,7 +224,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         }
         c.chain = {
           rpcUrl,
-          chainId: int(t, 'chainId', 'chain.', 1, Number.MAX_SAFE_INTEGER) ?? DEFAULT_CHAIN_ID,
+          chainId: int(t, 'chainId', 'chain.', 1, Number.MAX_SAFE_INTEGER) ?? CHAIN_ID,
           identityRegistry: need('identityRegistry'),
           validationRegistry: need('validationRegistry'),
           attestor: need('attestor'),

@@ -3,9 +3,9 @@
 import type { Hex } from 'viem'
 import { splitLines } from './data-lines.ts'
 import { isHash, lineHash } from './hash.ts'
+import { CHAIN_ID } from '../chain/chain-id.ts'
 
 export const MANIFEST_VERSION = 1
-export const MANIFEST_CHAIN_ID = 10143
 /** marketplace-api: Limits, manifest rows. */
 export const MAX_MANIFEST_ROWS = 5000
 
@@ -16,7 +16,7 @@ export interface ManifestRow {
 
 export interface Manifest {
   version: 1
-  chainId: 10143
+  chainId: typeof CHAIN_ID
   agentId: string
   rows: ManifestRow[]
 }
@@ -29,7 +29,7 @@ export function checkManifest(raw: unknown): Checked<Manifest> {
     return { ok: false, error: 'manifest: expected a JSON object' }
   const m = raw as Record<string, unknown>
   if (m.version !== MANIFEST_VERSION) return { ok: false, error: 'version: must be 1' }
-  if (m.chainId !== MANIFEST_CHAIN_ID) return { ok: false, error: 'chainId: must be 10143' }
+  if (m.chainId !== CHAIN_ID) return { ok: false, error: `chainId: must be ${CHAIN_ID}` }
   if (typeof m.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(m.agentId))
     return { ok: false, error: 'agentId: must be a decimal string' }
   if (!Array.isArray(m.rows)) return { ok: false, error: 'rows: must be an array' }
@@ -46,7 +46,7 @@ export function checkManifest(raw: unknown): Checked<Manifest> {
       return { ok: false, error: `rows[${i}].requestHash: must be a 0x-prefixed 32-byte hex hash` }
     rows.push({ paramsHash: r.paramsHash, requestHash: r.requestHash })
   }
-  return { ok: true, value: { version: 1, chainId: 10143, agentId: m.agentId, rows } }
+  return { ok: true, value: { version: 1, chainId: CHAIN_ID, agentId: m.agentId, rows } }
 }
 
 /** Row i must describe data line i: same count, paramsHash = keccak256(line i). */
@@ -76,7 +76,7 @@ export function buildManifest(
     throw new Error(`${lines.length} lines but ${requestHashes.length} request hashes`)
   return {
     version: 1,
-    chainId: 10143,
+    chainId: CHAIN_ID,
     agentId,
     rows: lines.map((l, i) => ({ paramsHash: lineHash(l), requestHash: requestHashes[i]! })),
   }

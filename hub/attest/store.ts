@@ -11,6 +11,7 @@ import { Level } from 'level'
 import type { Hex } from 'viem'
 import { requestHashFor } from '../../records/request-hash.ts'
 import { type AttestCounts, type AttestRecord, type AttestState, emptyCounts } from './record.ts'
+import { CHAIN_ID } from '../../chain/chain-id.ts'
 
 /** What the tool hands the store; the store assigns seq, requestHash, createdAt and state. */
 export type AppendInput = Pick<
@@ -59,7 +60,7 @@ export interface OpenOptions {
 export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): Promise<AttestStore> {
   const db: Db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
   await db.open()
-  const chainId = opts.chainId ?? 10143
+  const chainId = opts.chainId ?? CHAIN_ID
 
   let storeId = (await db.get('m:storeId')) as Hex | undefined
   if (storeId === undefined) {

@@ -5,6 +5,7 @@
 import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
+import { CHAIN_ID } from '../../chain/chain-id.ts'
 
 export type IssueResult = { ok: true; key: string; id: string; prefix: string } | { ok: false; error: string }
 
@@ -31,7 +32,7 @@ export async function issueMarketKey(
   const message = createSiweMessage({
     domain: new URL(market).host,
     address: owner.address,
-    chainId: 10143,
+    chainId: CHAIN_ID,
     nonce,
     uri: new URL(market).origin,
     version: '1',

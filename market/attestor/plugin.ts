@@ -3,7 +3,7 @@
 //   GET  /api/attestor/info    → { address, chainId, validationRegistry }
 //   POST /api/attestor/attest  → { results: [{ requestHash, ok, txHash?, already?, error? }] }
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
-import { CHAIN_ID } from '../../chain/anvil.ts'
+import { CHAIN_ID } from '../../chain/chain-id.ts'
 import type { Address } from 'viem'
 import { ATTEST_PATH, INFO_PATH, MAX_LINE_CHARS, parseAttestRequest } from './request.ts'
 import type { Attestor } from './service.ts'

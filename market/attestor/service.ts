@@ -7,7 +7,7 @@
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
 import { type Address, type Hex, encodeFunctionData, recoverMessageAddress } from 'viem'
-import { CHAIN_ID } from '../../chain/anvil.ts'
+import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { privateKeyToAccount } from 'viem/accounts'
 import { validationRegistryAbi } from '../../chain/abi.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
