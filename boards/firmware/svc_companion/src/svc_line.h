@@ -4,12 +4,15 @@
 //  - blank lines are skipped and not counted;
 //  - a line longer than the buffer is dropped whole and counted, never partly kept.
 // No Arduino headers, no heap: it compiles on the host for boards/firmware/host/host_test.cpp.
+// Every literal is in flash (svc_pgm.h).
 #ifndef SVC_LINE_H
 #define SVC_LINE_H
 
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "svc_pgm.h"
 
 // ---------------------------------------------------------------------------------------------
 // Reading: a fixed buffer that yields whole lines.
@@ -67,11 +70,18 @@ class SvcLineReader {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Writing. OUT is anything with `size_t write(uint8_t)`: Arduino's Print (Serial) or a host buffer.
+// Writing. OUT is anything with `size_t write(uint8_t)`: Arduino's Print (Serial), the companion's
+// pumping writer (svc_companion.h) or a host buffer. Names ending in _P take strings in flash
+// (svc_pgm.h); the others take strings in RAM, for text the sketch makes at run time.
 
 template <class OUT>
 void svc_puts(OUT& out, const char* s) {
   while (*s) out.write((uint8_t)*s++);
+}
+
+template <class OUT>
+void svc_puts_P(OUT& out, SvcFlashStr s) {
+  for (uint8_t c; (c = svc_pgm_byte(s)) != 0; s++) out.write(c);
 }
 
 template <class OUT>
@@ -95,74 +105,106 @@ void svc_put_int(OUT& out, int32_t v) {
   }
 }
 
-// A JSON string literal, escaped exactly as JavaScript's JSON.stringify does for the same bytes:
-// '"' and '\\' escaped, \b \f \n \r \t by name, other control bytes as \u00xx (lowercase hex),
-// everything else (UTF-8 included) passed through.
+// One byte of a JSON string literal, escaped exactly as JavaScript's JSON.stringify does for the
+// same bytes: '"' and '\\' escaped, \b \f \n \r \t by name, other control bytes as \u00xx
+// (lowercase hex), everything else (UTF-8 included) passed through.
+template <class OUT>
+void svc_put_json_char(OUT& out, uint8_t c) {
+  char named = 0;
+  switch (c) {
+    case '"': named = '"'; break;
+    case '\\': named = '\\'; break;
+    case '\b': named = 'b'; break;
+    case '\f': named = 'f'; break;
+    case '\n': named = 'n'; break;
+    case '\r': named = 'r'; break;
+    case '\t': named = 't'; break;
+  }
+  if (named) {
+    out.write('\\');
+    out.write((uint8_t)named);
+  } else if (c < 0x20) {
+    svc_puts_P(out, SVC_P("\\u00"));
+    uint8_t lo = c & 15;
+    out.write((uint8_t)('0' + (c >> 4)));
+    out.write((uint8_t)(lo < 10 ? '0' + lo : 'a' + lo - 10));
+  } else {
+    out.write(c);
+  }
+}
+
 template <class OUT>
 void svc_put_json_string(OUT& out, const char* s) {
-  static const char hex[] = "0123456789abcdef";
   out.write('"');
-  for (; *s; s++) {
-    uint8_t c = (uint8_t)*s;
-    switch (c) {
-      case '"': svc_puts(out, "\\\""); break;
-      case '\\': svc_puts(out, "\\\\"); break;
-      case '\b': svc_puts(out, "\\b"); break;
-      case '\f': svc_puts(out, "\\f"); break;
-      case '\n': svc_puts(out, "\\n"); break;
-      case '\r': svc_puts(out, "\\r"); break;
-      case '\t': svc_puts(out, "\\t"); break;
-      default:
-        if (c < 0x20) {
-          svc_puts(out, "\\u00");
-          out.write((uint8_t)hex[c >> 4]);
-          out.write((uint8_t)hex[c & 15]);
-        } else {
-          out.write(c);
-        }
-    }
-  }
+  for (; *s; s++) svc_put_json_char(out, (uint8_t)*s);
   out.write('"');
 }
 
 template <class OUT>
-void svc_emit_hello(OUT& out, const char* board, const char* fw) {
-  svc_puts(out, "{\"event\":\"hello\",\"board\":");
-  svc_put_json_string(out, board);
-  svc_puts(out, ",\"fw\":");
-  svc_put_json_string(out, fw);
-  svc_puts(out, "}\n");
+void svc_put_json_string_P(OUT& out, SvcFlashStr s) {
+  out.write('"');
+  for (uint8_t c; (c = svc_pgm_byte(s)) != 0; s++) svc_put_json_char(out, c);
+  out.write('"');
+}
+
+// `{"event":"hello","board":…,"fw":…}`; both names in flash.
+template <class OUT>
+void svc_emit_hello_P(OUT& out, SvcFlashStr board, SvcFlashStr fw) {
+  svc_puts_P(out, SVC_P("{\"event\":\"hello\",\"board\":"));
+  svc_put_json_string_P(out, board);
+  svc_puts_P(out, SVC_P(",\"fw\":"));
+  svc_put_json_string_P(out, fw);
+  svc_puts_P(out, SVC_P("}\n"));
 }
 
 template <class OUT>
-void svc_emit_message(OUT& out, const char* signal, const char* text) {
-  svc_puts(out, "{\"event\":\"message\",\"signal\":");
-  svc_put_json_string(out, signal);
-  svc_puts(out, ",\"text\":");
+void svc_emit_message_begin_P(OUT& out, SvcFlashStr signal) {
+  svc_puts_P(out, SVC_P("{\"event\":\"message\",\"signal\":"));
+  svc_put_json_string_P(out, signal);
+  svc_puts_P(out, SVC_P(",\"text\":"));
+}
+
+// A `message` event whose text is made at run time (a reading, a count).
+template <class OUT>
+void svc_emit_message(OUT& out, SvcFlashStr signal, const char* text) {
+  svc_emit_message_begin_P(out, signal);
   svc_put_json_string(out, text);
-  svc_puts(out, "}\n");
+  svc_puts_P(out, SVC_P("}\n"));
+}
+
+// A `message` event whose text is fixed (in flash).
+template <class OUT>
+void svc_emit_message_P(OUT& out, SvcFlashStr signal, SvcFlashStr text) {
+  svc_emit_message_begin_P(out, signal);
+  svc_put_json_string_P(out, text);
+  svc_puts_P(out, SVC_P("}\n"));
 }
 
 // `{"id":N,"ok":true,"result":` — the caller writes the result JSON, then svc_reply_end.
 template <class OUT>
 void svc_reply_ok_begin(OUT& out, uint32_t id) {
-  svc_puts(out, "{\"id\":");
+  svc_puts_P(out, SVC_P("{\"id\":"));
   svc_put_uint(out, id);
-  svc_puts(out, ",\"ok\":true,\"result\":");
+  svc_puts_P(out, SVC_P(",\"ok\":true,\"result\":"));
 }
 
 template <class OUT>
 void svc_reply_end(OUT& out) {
-  svc_puts(out, "}\n");
+  svc_puts_P(out, SVC_P("}\n"));
+}
+
+// `{"id":N,"ok":false,"error":"` — the caller writes the message (no quotes or escapes in it), then
+// svc_reply_error_end.
+template <class OUT>
+void svc_reply_error_begin(OUT& out, uint32_t id) {
+  svc_puts_P(out, SVC_P("{\"id\":"));
+  svc_put_uint(out, id);
+  svc_puts_P(out, SVC_P(",\"ok\":false,\"error\":\""));
 }
 
 template <class OUT>
-void svc_reply_error(OUT& out, uint32_t id, const char* error) {
-  svc_puts(out, "{\"id\":");
-  svc_put_uint(out, id);
-  svc_puts(out, ",\"ok\":false,\"error\":");
-  svc_put_json_string(out, error);
-  svc_puts(out, "}\n");
+void svc_reply_error_end(OUT& out) {
+  svc_puts_P(out, SVC_P("\"}\n"));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -247,8 +289,9 @@ inline bool svc_json_int(SvcJson& j, int64_t* out) {
   return true;
 }
 
-// Positions j at the value of top-level `key` in the object [p, end). False when absent or malformed.
-inline bool svc_json_find(const char* p, const char* end, const char* key, SvcJson* at) {
+// Positions j at the value of top-level `key` (in flash) in the object [p, end). False when absent
+// or malformed.
+inline bool svc_json_find(const char* p, const char* end, SvcFlashStr key, SvcJson* at) {
   SvcJson j = {p, end};
   svc_json_ws(j);
   if (j.p >= j.end || *j.p != '{') return false;
@@ -262,7 +305,7 @@ inline bool svc_json_find(const char* p, const char* end, const char* key, SvcJs
     if (j.p >= j.end || *j.p != ':') return false;
     j.p++;
     svc_json_ws(j);
-    if (strcmp(name, key) == 0) {
+    if (svc_strcmp_P(name, key) == 0) {
       *at = j;
       return true;
     }
