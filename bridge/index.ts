@@ -3,6 +3,7 @@
 // Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text) and
 // `boards/<board>/availability` (`online`/`offline`, retained).
 import { SerialPort } from 'serialport'
+import { availabilityTopic, boardTopic } from '../mqtt/topics.ts'
 import { checkBoardConfigs } from './config.ts'
 import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
@@ -26,10 +27,6 @@ interface Link {
 }
 
 const silent: Log = { info: () => undefined, warn: () => undefined, error: () => undefined }
-
-export function availabilityTopic(board: string): string {
-  return `boards/${board}/availability`
-}
 
 export function createBridge(opts: BridgeOptions): Bridge {
   const checked = checkBoardConfigs(opts.boards)
@@ -92,7 +89,7 @@ export function createBridge(opts: BridgeOptions): Bridge {
     backoffMaxMs: opts.backoff?.maxMs ?? 10_000,
     commandTimeoutMs: opts.commandTimeoutMs ?? 2000,
     event: (board: string, signal: string, text: string) =>
-      queue.push({ topic: `boards/${board}/${signal}`, payload: text, qos: 1, retain: false, board }),
+      queue.push({ topic: boardTopic(board, signal), payload: text, qos: 1, retain: false, board }),
     availability: (board: string, state: 'online' | 'offline') =>
       queue.push({ topic: availabilityTopic(board), payload: state, qos: 1, retain: true, board }),
     underPressure: () => queue.underPressure(),

@@ -5,6 +5,7 @@ import { parse as parseToml, TomlError } from 'smol-toml'
 import { parseCondition } from './conditions.ts'
 import { cronProblem } from './cron-check.ts'
 import { tomlLines, type TableLines } from './toml-lines.ts'
+import { filterError } from '../mqtt/topics.ts'
 import {
   ADMISSION_POLICIES,
   type AdmissionPolicy,
@@ -77,20 +78,6 @@ function typeName(v: unknown): string {
   if (typeof v === 'number') return Number.isInteger(v) ? 'an integer' : 'a float'
   if (typeof v === 'bigint') return 'an integer'
   return `a ${typeof v}`
-}
-
-/** MQTT-4.7.1: `+` fills a whole level; `#` is a whole last level. */
-export function mqttTopicProblem(topic: string): string | undefined {
-  if (topic === '') return 'is empty'
-  if (topic.includes('\u0000')) return 'contains a NUL character'
-  const levels = topic.split('/')
-  for (let i = 0; i < levels.length; i++) {
-    const l = levels[i] as string
-    if (l.includes('+') && l !== '+') return `level "${l}": "+" must fill a whole level`
-    if (l.includes('#') && (l !== '#' || i !== levels.length - 1))
-      return `level "${l}": "#" must be the whole last level`
-  }
-  return undefined
 }
 
 /** AMQP topic exchange: dot-separated words; `*` and `#` are whole words. */
@@ -357,7 +344,7 @@ function readTrigger(
     }
     case 'mqtt': {
       const topic = str('topic')
-      const problem = topic === undefined ? undefined : mqttTopicProblem(topic)
+      const problem = topic === undefined ? null : filterError(topic)
       if (problem) {
         err(line('topic'), `${where} (mqtt): topic "${topic}" ${problem}`)
         ok = false

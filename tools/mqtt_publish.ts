@@ -2,6 +2,7 @@
 // injected as a port: the same tool publishes through whatever the hub connected to.
 import type { XStatic } from 'typebox/schema'
 import type { Tool, ToolResult } from './types.ts'
+import { topicError } from '../mqtt/topics.ts'
 
 export const MqttPublishArgs = {
   type: 'object',
@@ -25,14 +26,6 @@ export type MqttPublishArgs = XStatic<typeof MqttPublishArgs>
 
 export const MAX_PUBLISH_BYTES = 256 * 1024
 
-/** MQTT-4.7.1-1: wildcards belong to subscriptions; a PUBLISH topic must not contain them. */
-function topicError(topic: string): string | null {
-  if (topic.includes('+') || topic.includes('#'))
-    return `topic "${topic}" contains a wildcard ("+" or "#"); wildcards are only for subscriptions`
-  if (topic.includes('\u0000')) return 'topic contains a NUL character'
-  return null
-}
-
 export type PublishPort = (
   topic: string,
   payload: string,
@@ -47,7 +40,7 @@ export function createMqttPublish(publish: PublishPort): Tool {
     async run(raw): Promise<ToolResult> {
       const args = raw as unknown as MqttPublishArgs
       const bad = topicError(args.topic)
-      if (bad) return { ok: false, error: `mqtt_publish: ${bad}` }
+      if (bad) return { ok: false, error: `mqtt_publish: topic "${args.topic}" ${bad}` }
       const text = typeof args.payload === 'string' ? args.payload : JSON.stringify(args.payload ?? null)
       const bytes = Buffer.byteLength(text)
       if (bytes > MAX_PUBLISH_BYTES)

@@ -6,7 +6,7 @@ import type { TriggerType } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
 import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
-import { minimalFilters, topicMatches } from './topic.ts'
+import { minimalFilters, topicMatches } from '../../mqtt/topics.ts'
 
 /** Messages bigger than this are not offered to triggers (logged and ignored). */
 export const MAX_TRIGGER_PAYLOAD = 256 * 1024

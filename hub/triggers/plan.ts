@@ -17,7 +17,7 @@ import type {
   Trigger,
   WebhookTrigger,
 } from '../../sops/types.ts'
-import { filterError } from './topic.ts'
+import { filterError, isTopicLevel } from '../../mqtt/topics.ts'
 import { peripheralFilter } from './peripheral.ts'
 
 export interface Planned<T extends Trigger> {
@@ -41,9 +41,6 @@ export interface TriggerPlan {
   sops: Set<string>
   problems: Diagnostic[]
 }
-
-// biome-ignore lint/suspicious/noControlCharactersInRegex: MQTT forbids U+0000 in topics (MQTT 5 §1.5.4)
-const SEGMENT = /^[^/+#\u0000]+$/
 
 export function cronError(expression: string): string | null {
   const fields = expression.trim().split(/\s+/)
@@ -85,9 +82,9 @@ export function buildPlan(sops: readonly Sop[]): TriggerPlan {
     for (const t of sop.triggers) {
       switch (t.type) {
         case 'peripheral': {
-          if (!SEGMENT.test(t.board))
+          if (!isTopicLevel(t.board))
             problem(t, `peripheral trigger: board "${t.board}" must be one topic level (no "/", "+" or "#")`)
-          else if (!SEGMENT.test(t.signal))
+          else if (!isTopicLevel(t.signal))
             problem(
               t,
               `peripheral trigger: signal "${t.signal}" must be one topic level (no "/", "+" or "#")`,
@@ -97,7 +94,7 @@ export function buildPlan(sops: readonly Sop[]): TriggerPlan {
         }
         case 'mqtt': {
           const err = filterError(t.topic)
-          if (err) problem(t, `mqtt trigger: ${err}`)
+          if (err) problem(t, `mqtt trigger: topic "${t.topic}" ${err}`)
           else plan.mqtt.push({ sop: sop.name, trigger: t, filter: t.topic })
           break
         }

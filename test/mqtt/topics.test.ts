@@ -1,5 +1,5 @@
 import t from 'tap'
-import { filterCovers, filterError, minimalFilters, topicMatches } from '../../hub/triggers/topic.ts'
+import { filterCovers, filterError, minimalFilters, topicMatches } from '../../mqtt/topics.ts'
 
 t.test('+ matches exactly one level', async (t) => {
   t.ok(topicMatches('boards/+/coin', 'boards/vend1/coin'))
