@@ -21,10 +21,10 @@ import type { AttestStore } from '../attest/store.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { intOption, parseOptions } from './options.ts'
 import { loadConfig } from '../daemon/config.ts'
-import type { HubExtras, HubParts, RunningHub } from '../daemon/hub.ts'
-import { startHub } from '../daemon/hub.ts'
+import type { AttestationParts, HubParts } from '../daemon/parts.ts'
+import { type RunningHub, startHub } from '../daemon/hub.ts'
 import { createLog } from '../log.ts'
-import { realParts } from '../daemon/parts.ts'
+import { realParts } from '../daemon/real-parts.ts'
 import { queueDemoListing, sleep } from '../listing/demo.ts'
 import { issueMarketKey } from '../listing/issue-key.ts'
 import { saveKey } from '../listing/market-key.ts'
@@ -115,7 +115,7 @@ async function loadPages(): Promise<((ctx: MarketContext) => FastifyPluginAsync)
 }
 
 type Closer = { name: string; fn: () => Promise<unknown> }
-type ListingParts = HubExtras & { store?: AttestStore; listings?: () => ListingSyncLoop | null }
+type ListingParts = AttestationParts & { store?: AttestStore; listings?: () => ListingSyncLoop | null }
 
 export const command: Command = async (argv, io) => {
   const { values, positionals } = parseOptions(argv, SPEC, 'svc start --help')
@@ -260,8 +260,8 @@ async function run(r: RunInput): Promise<void> {
   let sessionStart = 0
   const parts: HubParts = {
     ...base,
-    extras: async (o) => {
-      extras = (await base.extras!(o)) as ListingParts
+    attestation: async (o) => {
+      extras = (await base.attestation!(o)) as ListingParts
       // Before the engine runs: lines from here on belong to this session's chain.
       sessionStart = extras.store?.size() ?? 0
       return extras

@@ -6,72 +6,24 @@
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt, { type MqttClient } from 'mqtt'
-import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { loadSops } from '../../sops/load.ts'
 import { matches } from '../../sops/conditions.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import { createEngine } from '../engine/index.ts'
 import type { HubEngine } from '../../sops/engine-api.ts'
-import type { AgentAdapter } from '../agent/types.ts'
-import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import { buildToolRegistry } from '../../tools/registry.ts'
 import { createSopApproveTool } from '../../tools/sop_approve.ts'
 import { createSopExecuteTool } from '../../tools/sop_execute.ts'
 import { createSopStatusTool } from '../../tools/sop_status.ts'
-import type { Tool, ToolRegistry } from '../../tools/types.ts'
+import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
-import type { BoardEntry, HubConfig } from './config.ts'
+import type { HubConfig } from './config.ts'
+import type { AttestationParts, BridgeLike, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
-
-/** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
-export interface BridgeLike extends BoardPort {
-  start(): Promise<void>
-  close(): Promise<void>
-}
-
-export interface LocalApiParts {
-  /** Builds the local API app (routes for runs, approvals…); the hub adds its own and listens. */
-  create(o: { engine: HubEngine; token: string }): FastifyInstance | Promise<FastifyInstance>
-  /** A fresh bearer token, stored where the CLI finds it. */
-  issueToken(): Promise<string>
-  /** Tells the CLI where the API listens. */
-  writeInfo(url: string): Promise<void>
-  removeInfo?(): Promise<void>
-}
-
-/** The parts composed by the hub; `hub/daemon/parts.ts` gives the real ones. */
-export interface HubParts {
-  createBridge?: (o: {
-    boards: BoardEntry[]
-    publish: PublishPort
-    log: Log
-  }) => BridgeLike | Promise<BridgeLike>
-  localApi?: LocalApiParts
-  agent?: AgentAdapter
-  /**
-   * Seam for tools and loops that land later (chain_attest and its sync, sop_*): built before the
-   * engine, closed after it.
-   */
-  extras?: (o: {
-    publish: PublishPort
-    config: HubConfig
-    sops: readonly Sop[]
-    log: Log
-  }) => Promise<HubExtras>
-}
-
-export interface HubExtras {
-  tools: Tool[]
-  /** Started once the hub is up (an attestation sync loop). */
-  start?(): void
-  /** Routes added to the local API before it listens (the attestation store's status and export). */
-  routes?(app: FastifyInstance): void
-  close?(): Promise<void>
-}
 
 export interface RunningHub {
   config: HubConfig
@@ -190,10 +142,10 @@ export async function startHub(
       bridge = await parts.createBridge({ boards: config.boards, publish, log })
     }
 
-    const extras: HubExtras = parts.extras
-      ? await parts.extras({ publish, config, sops, log })
+    const attestation: AttestationParts = parts.attestation
+      ? await parts.attestation({ publish, config, sops, log })
       : { tools: [] }
-    if (extras.close) closers.push({ name: 'extras', fn: () => extras.close!() })
+    if (attestation.close) closers.push({ name: 'attestation', fn: () => attestation.close!() })
     // The sop_* tools reach the engine they are registered in, so they get it late, through a getter.
     let engineRef: HubEngine | undefined
     const getEngine = (): HubEngine | undefined => engineRef
@@ -208,7 +160,7 @@ export async function startHub(
       http: config.tools.httpRequest,
       httpTimeoutMs: config.tools.httpTimeoutMs,
       boardTimeoutMs: config.tools.boardTimeoutMs,
-      extra: [...extras.tools, ...sopTools],
+      extra: [...attestation.tools, ...sopTools],
     })
     if (!registry.ok) throw new Error(registry.error)
 
@@ -258,7 +210,7 @@ export async function startHub(
       const token = await api.issueToken()
       const app = await api.create({ engine, token })
       router.registerRoutes(app)
-      extras.routes?.(app)
+      attestation.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
       await api.writeInfo(apiUrl)
@@ -266,7 +218,7 @@ export async function startHub(
       log.info({ url: apiUrl }, 'local API listening')
     }
 
-    extras.start?.()
+    attestation.start?.()
     log.info(
       {
         broker: brokerUrl,

@@ -1,189 +1,59 @@
-// The real parts `svc hub` composes: the bridge, the attestation store behind `chain_attest`
-// (and its sync loop when `[chain]` is configured), the local API. Kept apart from hub.ts so the
-// composition can be tested with fewer parts.
-// The bridge and the attestation parts are imported only when used (boards configured; a SOP
-// calling chain_attest or a [chain] section): on a Raspberry-Pi-class hub, viem and the serial
-// stack are tens of MB of resident memory that a hub without them should not pay for.
-import type { AttestStore, AttestSync } from '../attest/index.ts'
-import { createOpenAiAgent } from '../agent/openai.ts'
-import type { AgentAdapter } from '../agent/types.ts'
-import { svcPaths } from '../paths.ts'
+// The shapes of the parts the hub composes (hub.ts): the bridge, the local API, the agent and
+// the attestation part. Kept apart from hub.ts so the real parts (real-parts.ts) and the listing
+// sync can be typed without importing the daemon itself.
+import type { FastifyInstance } from 'fastify'
+import type { HubEngine } from '../../sops/engine-api.ts'
 import type { Sop } from '../../sops/types.ts'
-import type { HubConfig } from './config.ts'
-import type { HubExtras, HubParts } from './hub.ts'
+import type { BoardPort } from '../../tools/board_send.ts'
+import type { PublishPort } from '../../tools/mqtt_publish.ts'
+import type { Tool } from '../../tools/types.ts'
+import type { AgentAdapter } from '../agent/types.ts'
 import type { Log } from '../log.ts'
+import type { BoardEntry, HubConfig } from './config.ts'
 
-/** `[chain]` keys the attestation sync needs; all or none. */
-const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
-
-export type ChainSection =
-  | {
-      ok: true
-      sync: {
-        rpcUrl: string
-        validationRegistry: string
-        agentId: string
-        attestorAddress: string
-        attestorUrl: string
-      } | null
-    }
-  | { ok: false; error: string }
-
-export function readChainSection(chain: Record<string, unknown> | null): ChainSection {
-  if (chain === null) return { ok: true, sync: null }
-  const missing = SYNC_KEYS.filter((k) => typeof chain[k] !== 'string' && typeof chain[k] !== 'number')
-  if (missing.length === SYNC_KEYS.length) return { ok: true, sync: null }
-  if (missing.length > 0)
-    return {
-      ok: false,
-      error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
-    }
-  const unknown = Object.keys(chain).filter(
-    (k) => !(SYNC_KEYS as readonly string[]).includes(k) && k !== 'schema',
-  )
-  if (unknown.length > 0) return { ok: false, error: `chain.${unknown[0]}: unknown field` }
-  const v = (k: (typeof SYNC_KEYS)[number]): string => String(chain[k])
-  for (const k of ['validation_registry', 'attestor_address'] as const) {
-    if (!/^0x[0-9a-fA-F]{40}$/.test(v(k)))
-      return { ok: false, error: `chain.${k}: must be a 0x-prefixed 20-byte address` }
-  }
-  if (!/^\d+$/.test(v('agent_id'))) return { ok: false, error: 'chain.agent_id: must be a decimal agent id' }
-  return {
-    ok: true,
-    sync: {
-      rpcUrl: v('rpc_url'),
-      validationRegistry: v('validation_registry'),
-      agentId: v('agent_id'),
-      attestorAddress: v('attestor_address'),
-      attestorUrl: v('attestor_url'),
-    },
-  }
+/** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
+export interface BridgeLike extends BoardPort {
+  start(): Promise<void>
+  close(): Promise<void>
 }
 
-/** Does any SOP name `tool` in a `tools:`/allow list or a `call:`? */
-export function sopsUseTool(sops: readonly Sop[], tool: string): boolean {
-  return sops.some((s) =>
-    s.steps.some(
-      (st) =>
-        st.tools.includes(tool) ||
-        (st.allowTools ?? []).includes(tool) ||
-        st.calls.some((c) => c.tool === tool),
-    ),
-  )
+export interface LocalApiParts {
+  /** Builds the local API app (routes for runs, approvals…); the hub adds its own and listens. */
+  create(o: { engine: HubEngine; token: string }): FastifyInstance | Promise<FastifyInstance>
+  /** A fresh bearer token, stored where the CLI finds it. */
+  issueToken(): Promise<string>
+  /** Tells the CLI where the API listens. */
+  writeInfo(url: string): Promise<void>
+  removeInfo?(): Promise<void>
 }
 
-/** The attestation parts, with the store they own (the listing sync builds listings from it). */
-export type AttestExtras = HubExtras & { store: AttestStore }
-
-export async function attestExtras(
-  config: HubConfig,
-  log: Log,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<AttestExtras> {
-  const chain = readChainSection(config.chain)
-  if (!chain.ok) throw new Error(chain.error)
-  const [
-    { attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore },
-    { createChainAttestTool },
-    { attestRoutes },
-  ] = await Promise.all([
-    import('../attest/index.ts'),
-    import('../../tools/chain_attest.ts'),
-    import('../attest/api.ts'),
-  ])
-  const store = await openAttestStore(attestStorePath(config.dataDir))
-  try {
-    const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
-    const schema =
-      config.chain && typeof config.chain.schema === 'object' && config.chain.schema !== null
-        ? (config.chain.schema as object)
-        : undefined
-    const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
-    let sync: AttestSync | null = null
-    if (chain.sync) {
-      const { attestorUrl, ...rest } = chain.sync
-      sync = createAttestSync({ store, signer, chain: rest as never, attestorUrl, log })
-    } else {
-      log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
-    }
-    log.info({ device: signer.address, signer: signer.backend }, 'device key loaded')
-    if (signer.backend === 'noble') {
-      const native = (await import('../attest/native-secp256k1.ts')).loadNativeSecp256k1()
-      log.warn(
-        { reason: native.ok ? null : native.error },
-        'device signatures in pure JS, about 7x slower: the libsecp256k1 binary did not load (README: Device signatures)',
-      )
-    }
-    return {
-      tools: [tool],
-      store,
-      routes: attestRoutes(store),
-      start: () => sync?.start(),
-      async close() {
-        await sync?.stop()
-        await store.close()
-      },
-    }
-  } catch (err) {
-    await store.close()
-    throw err
-  }
+/** The parts composed by the hub; `hub/daemon/real-parts.ts` gives the real ones, tests fewer. */
+export interface HubParts {
+  createBridge?: (o: {
+    boards: BoardEntry[]
+    publish: PublishPort
+    log: Log
+  }) => BridgeLike | Promise<BridgeLike>
+  localApi?: LocalApiParts
+  agent?: AgentAdapter
+  /**
+   * Attestation: chain_attest, the store behind it, its sync and listing loops and their API
+   * routes. Built before the engine, closed after it; loaded only when a SOP or [chain] needs it.
+   */
+  attestation?: (o: {
+    publish: PublishPort
+    config: HubConfig
+    sops: readonly Sop[]
+    log: Log
+  }) => Promise<AttestationParts>
 }
 
-/** `[agent]` → the OpenAI-compatible adapter; the key comes from the named environment variable. */
-export function agentFromConfig(config: HubConfig, env: NodeJS.ProcessEnv): AgentAdapter | undefined {
-  const a = config.agent
-  if (!a) return undefined
-  const apiKey = a.apiKeyEnv !== undefined ? env[a.apiKeyEnv] : undefined
-  if (a.apiKeyEnv !== undefined && !apiKey)
-    throw new Error(`agent.api_key_env: environment variable ${a.apiKeyEnv} is not set`)
-  return createOpenAiAgent({
-    url: a.url,
-    model: a.model,
-    ...(apiKey ? { apiKey } : {}),
-    ...(a.maxRounds !== undefined ? { maxRounds: a.maxRounds } : {}),
-    ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}),
-  })
-}
-
-export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConfig): HubParts {
-  const paths = svcPaths(env)
-  const agent = config ? agentFromConfig(config, env) : undefined
-  return {
-    ...(agent ? { agent } : {}),
-    localApi: {
-      create: async ({ engine, token }) =>
-        (await import('../api/index.ts')).createLocalApi({ engine, token }),
-      issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
-      writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
-      removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
-    },
-    createBridge: async ({ boards, publish, log }) => {
-      // Simulated boards play in-process on their own binding; the bridge never imports boards/.
-      if (boards.some((b) => b.simulate)) {
-        const { createSimulatingBridge } = await import('../../boards/simulator/bridge.ts')
-        return createSimulatingBridge({ boards, publish, log })
-      }
-      const { createBridge } = await import('../../bridge/index.ts')
-      return createBridge({ boards, publish, log })
-    },
-    extras: async ({ config, sops, log }) => {
-      if (config.chain === null && !sopsUseTool(sops, 'chain_attest')) {
-        log.info(
-          'no SOP calls chain_attest and no [chain] section: attestation not loaded (SIGHUP reload will not add it; restart the hub)',
-        )
-        return { tools: [] }
-      }
-      const attest = await attestExtras(config, log, env)
-      // Listings queue offline and post when the market answers (issue 7 part 3).
-      const { withListingSync } = await import('../listing/seam.ts')
-      const chain = readChainSection(config.chain)
-      return withListingSync(attest, {
-        store: attest.store,
-        agentId: chain.ok && chain.sync ? chain.sync.agentId : null,
-        env,
-        log,
-      })
-    },
-  }
+/** What the attestation part adds to the hub: tools, a loop started once the hub is up, API routes. */
+export interface AttestationParts {
+  tools: Tool[]
+  /** Started once the hub is up (an attestation sync loop). */
+  start?(): void
+  /** Routes added to the local API before it listens (the attestation store's status and export). */
+  routes?(app: FastifyInstance): void
+  close?(): Promise<void>
 }

@@ -1,14 +1,14 @@
-// The hub's listing sync (issue 7 part 3: "automatic in the hub"): wraps the attestation extras,
+// The hub's listing sync (automatic in the hub): wraps the attestation part,
 // so the same loop that owns the attestation store also builds listings queued as drafts while
 // it held the store, and posts queued listings when the market answers.
 import type { AttestStore } from '../attest/store.ts'
-import type { HubExtras } from '../daemon/hub.ts'
+import type { AttestationParts } from '../daemon/parts.ts'
 import type { Log } from '../log.ts'
 import { svcPaths } from '../paths.ts'
 import { readKey } from './market-key.ts'
 import { type ListingSyncLoop, startListingSync } from './sync.ts'
 
-export interface ListingSeamOptions {
+export interface HubListingSyncOptions {
   store: AttestStore
   /** The agent the hub attests for (`[chain] agent_id`); null: drafts wait. */
   agentId: string | null
@@ -18,9 +18,9 @@ export interface ListingSeamOptions {
 }
 
 export function withListingSync(
-  base: HubExtras,
-  o: ListingSeamOptions,
-): HubExtras & { listings: () => ListingSyncLoop | null } {
+  base: AttestationParts,
+  o: HubListingSyncOptions,
+): AttestationParts & { listings: () => ListingSyncLoop | null } {
   const env = o.env ?? process.env
   let loop: ListingSyncLoop | null = null
   return {

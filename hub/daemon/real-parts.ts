@@ -1,0 +1,189 @@
+// The real parts `svc hub` composes: the bridge, the attestation store behind `chain_attest`
+// (and its sync loop when `[chain]` is configured), the local API. Kept apart from hub.ts so the
+// composition can be tested with fewer parts.
+// The bridge and the attestation parts are imported only when used (boards configured; a SOP
+// calling chain_attest or a [chain] section): on a Raspberry-Pi-class hub, viem and the serial
+// stack are tens of MB of resident memory that a hub without them should not pay for.
+import type { AttestStore, AttestSync } from '../attest/index.ts'
+import { createOpenAiAgent } from '../agent/openai.ts'
+import type { AgentAdapter } from '../agent/types.ts'
+import { svcPaths } from '../paths.ts'
+import type { Sop } from '../../sops/types.ts'
+import type { HubConfig } from './config.ts'
+import type { AttestationParts, HubParts } from './parts.ts'
+import type { Log } from '../log.ts'
+
+/** `[chain]` keys the attestation sync needs; all or none. */
+const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
+
+export type ChainSection =
+  | {
+      ok: true
+      sync: {
+        rpcUrl: string
+        validationRegistry: string
+        agentId: string
+        attestorAddress: string
+        attestorUrl: string
+      } | null
+    }
+  | { ok: false; error: string }
+
+export function readChainSection(chain: Record<string, unknown> | null): ChainSection {
+  if (chain === null) return { ok: true, sync: null }
+  const missing = SYNC_KEYS.filter((k) => typeof chain[k] !== 'string' && typeof chain[k] !== 'number')
+  if (missing.length === SYNC_KEYS.length) return { ok: true, sync: null }
+  if (missing.length > 0)
+    return {
+      ok: false,
+      error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
+    }
+  const unknown = Object.keys(chain).filter(
+    (k) => !(SYNC_KEYS as readonly string[]).includes(k) && k !== 'schema',
+  )
+  if (unknown.length > 0) return { ok: false, error: `chain.${unknown[0]}: unknown field` }
+  const v = (k: (typeof SYNC_KEYS)[number]): string => String(chain[k])
+  for (const k of ['validation_registry', 'attestor_address'] as const) {
+    if (!/^0x[0-9a-fA-F]{40}$/.test(v(k)))
+      return { ok: false, error: `chain.${k}: must be a 0x-prefixed 20-byte address` }
+  }
+  if (!/^\d+$/.test(v('agent_id'))) return { ok: false, error: 'chain.agent_id: must be a decimal agent id' }
+  return {
+    ok: true,
+    sync: {
+      rpcUrl: v('rpc_url'),
+      validationRegistry: v('validation_registry'),
+      agentId: v('agent_id'),
+      attestorAddress: v('attestor_address'),
+      attestorUrl: v('attestor_url'),
+    },
+  }
+}
+
+/** Does any SOP name `tool` in a `tools:`/allow list or a `call:`? */
+export function sopsUseTool(sops: readonly Sop[], tool: string): boolean {
+  return sops.some((s) =>
+    s.steps.some(
+      (st) =>
+        st.tools.includes(tool) ||
+        (st.allowTools ?? []).includes(tool) ||
+        st.calls.some((c) => c.tool === tool),
+    ),
+  )
+}
+
+/** The attestation parts, with the store they own (the listing sync builds listings from it). */
+export type AttestParts = AttestationParts & { store: AttestStore }
+
+export async function attestParts(
+  config: HubConfig,
+  log: Log,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<AttestParts> {
+  const chain = readChainSection(config.chain)
+  if (!chain.ok) throw new Error(chain.error)
+  const [
+    { attestStorePath, createAttestSync, loadOrCreateDeviceKey, openAttestStore },
+    { createChainAttestTool },
+    { attestRoutes },
+  ] = await Promise.all([
+    import('../attest/index.ts'),
+    import('../../tools/chain_attest.ts'),
+    import('../attest/api.ts'),
+  ])
+  const store = await openAttestStore(attestStorePath(config.dataDir))
+  try {
+    const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
+    const schema =
+      config.chain && typeof config.chain.schema === 'object' && config.chain.schema !== null
+        ? (config.chain.schema as object)
+        : undefined
+    const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
+    let sync: AttestSync | null = null
+    if (chain.sync) {
+      const { attestorUrl, ...rest } = chain.sync
+      sync = createAttestSync({ store, signer, chain: rest as never, attestorUrl, log })
+    } else {
+      log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
+    }
+    log.info({ device: signer.address, signer: signer.backend }, 'device key loaded')
+    if (signer.backend === 'noble') {
+      const native = (await import('../attest/native-secp256k1.ts')).loadNativeSecp256k1()
+      log.warn(
+        { reason: native.ok ? null : native.error },
+        'device signatures in pure JS, about 7x slower: the libsecp256k1 binary did not load (README: Device signatures)',
+      )
+    }
+    return {
+      tools: [tool],
+      store,
+      routes: attestRoutes(store),
+      start: () => sync?.start(),
+      async close() {
+        await sync?.stop()
+        await store.close()
+      },
+    }
+  } catch (err) {
+    await store.close()
+    throw err
+  }
+}
+
+/** `[agent]` → the OpenAI-compatible adapter; the key comes from the named environment variable. */
+export function agentFromConfig(config: HubConfig, env: NodeJS.ProcessEnv): AgentAdapter | undefined {
+  const a = config.agent
+  if (!a) return undefined
+  const apiKey = a.apiKeyEnv !== undefined ? env[a.apiKeyEnv] : undefined
+  if (a.apiKeyEnv !== undefined && !apiKey)
+    throw new Error(`agent.api_key_env: environment variable ${a.apiKeyEnv} is not set`)
+  return createOpenAiAgent({
+    url: a.url,
+    model: a.model,
+    ...(apiKey ? { apiKey } : {}),
+    ...(a.maxRounds !== undefined ? { maxRounds: a.maxRounds } : {}),
+    ...(a.timeoutMs !== undefined ? { timeoutMs: a.timeoutMs } : {}),
+  })
+}
+
+export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConfig): HubParts {
+  const paths = svcPaths(env)
+  const agent = config ? agentFromConfig(config, env) : undefined
+  return {
+    ...(agent ? { agent } : {}),
+    localApi: {
+      create: async ({ engine, token }) =>
+        (await import('../api/index.ts')).createLocalApi({ engine, token }),
+      issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
+      writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
+      removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
+    },
+    createBridge: async ({ boards, publish, log }) => {
+      // Simulated boards play in-process on their own binding; the bridge never imports boards/.
+      if (boards.some((b) => b.simulate)) {
+        const { createSimulatingBridge } = await import('../../boards/simulator/bridge.ts')
+        return createSimulatingBridge({ boards, publish, log })
+      }
+      const { createBridge } = await import('../../bridge/index.ts')
+      return createBridge({ boards, publish, log })
+    },
+    attestation: async ({ config, sops, log }) => {
+      if (config.chain === null && !sopsUseTool(sops, 'chain_attest')) {
+        log.info(
+          'no SOP calls chain_attest and no [chain] section: attestation not loaded (SIGHUP reload will not add it; restart the hub)',
+        )
+        return { tools: [] }
+      }
+      const attest = await attestParts(config, log, env)
+      // Listings queue offline and post when the market answers (issue 7 part 3).
+      const { withListingSync } = await import('../listing/hub-sync.ts')
+      const chain = readChainSection(config.chain)
+      return withListingSync(attest, {
+        store: attest.store,
+        agentId: chain.ok && chain.sync ? chain.sync.agentId : null,
+        env,
+        log,
+      })
+    },
+  }
+}
