@@ -4,7 +4,7 @@
 // a gate carrying operator questions it records the request on the run and fails, saying the
 // operator must approve (`svc sop approve`, local API).
 import type { XStatic } from 'typebox/schema'
-import type { HubEngine } from '../sops/engine-api.ts'
+import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Tool, ToolResult } from './types.ts'
 
 export const SopApproveArgs = {

@@ -1,7 +1,7 @@
 // sop_execute: the agent starts a manual run of a SOP (spec: manual trigger). The answer is the
 // admission decision: started (with the run id), deferred, held, coalesced, dropped, cooldown.
 import type { XStatic } from 'typebox/schema'
-import type { HubEngine } from '../sops/engine-api.ts'
+import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 

@@ -1,7 +1,7 @@
 // sop_status: the agent checks runs: one run by id (state, current step, gate, error, step
 // statuses), or the latest runs of a SOP, or the latest runs of all SOPs.
 import type { XStatic } from 'typebox/schema'
-import type { HubEngine } from '../sops/engine-api.ts'
+import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 

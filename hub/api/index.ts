@@ -5,7 +5,7 @@ import { timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
 import type { Json } from '../../sops/types.ts'
-import type { HubEngine } from '../../sops/engine-api.ts'
+import type { HubEngine } from '../../sops/hub-engine.ts'
 
 export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo } from './token.ts'
 

@@ -2,7 +2,7 @@
 // the attestation part. Kept apart from hub.ts so the real parts (real-parts.ts) and the listing
 // sync can be typed without importing the daemon itself.
 import type { FastifyInstance } from 'fastify'
-import type { HubEngine } from '../../sops/engine-api.ts'
+import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Sop } from '../../sops/types.ts'
 import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'

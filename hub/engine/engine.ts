@@ -3,17 +3,8 @@
 // sequences them against the store, the tools and the agent.
 import { randomUUID } from 'node:crypto'
 import { type Condition, evaluate, parseCondition } from '../../sops/conditions.ts'
-import type {
-  AdmissionDecision,
-  AdmissionRecord,
-  ApproveOptions,
-  HubEngine,
-  KeptTrigger,
-  RunFilter,
-  RunResult,
-  RunSummary,
-  TriggerEvent,
-} from '../../sops/engine-api.ts'
+import type { AdmissionDecision, AdmissionRecord, KeptTrigger, TriggerEvent } from '../../sops/engine-api.ts'
+import type { ApproveOptions, HubEngine, RunFilter, RunResult, RunSummary } from '../../sops/hub-engine.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'

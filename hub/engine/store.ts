@@ -2,7 +2,7 @@
 // (deferred/held), admission decisions and per-SOP cooldown marks. Every state change is one
 // `sync: true` batch shared with concurrent writers (group-commit.ts).
 import { Level } from 'level'
-import type { AdmissionRecord, KeptTrigger, } from '../../sops/engine-api.ts'
+import type { AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'

@@ -1,6 +1,6 @@
 // Starting a real engine (real LevelDB in a temp folder) for a test, closed by the test.
 import { createEngine, type EngineOptions } from '../../hub/engine/index.ts'
-import type { HubEngine } from '../../sops/engine-api.ts'
+import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Sop } from '../../sops/types.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { memoryTools } from './helpers.ts'

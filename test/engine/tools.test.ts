@@ -1,7 +1,7 @@
 // The agent tools sop_execute, sop_status, sop_approve (issue 3, item 8), run through a real
 // engine — including from a SOP step, the way an agent's run would call them.
 import t from 'tap'
-import type { HubEngine } from '../../sops/engine-api.ts'
+import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { ToolContext } from '../../tools/types.ts'
 import { createSopApproveTool } from '../../tools/sop_approve.ts'
 import { createSopExecuteTool } from '../../tools/sop_execute.ts'

@@ -1,0 +1,56 @@
+// The engine's public surface beyond `trigger` (engine-api.ts): runs, approvals, history, kept
+// triggers. The hub implements it (hub/engine); the CLI, the local API and the sop_* tools use
+// it through this interface, without importing the hub.
+import type { AdmissionRecord, Engine, KeptTrigger } from './engine-api.ts'
+import type { Gate, LogEntry, RunRecord } from './run/record.ts'
+import type { RunState } from './run/states.ts'
+import type { Sop } from './types.ts'
+
+export interface ApproveOptions {
+  by?: string
+  note?: string
+  /** Answers to the `decide:` questions carried by the gate, by step number. */
+  decisions?: Record<number, boolean>
+  /** Who is approving: the operator (CLI, local API; default) or an agent tool (`sop_approve`), which cannot pass operator-only gates. */
+  via?: 'operator' | 'agent'
+}
+
+export type RunResult = { ok: true; run: RunRecord } | { ok: false; error: string }
+
+export interface RunSummary {
+  id: string
+  sop: string
+  state: RunState
+  current: number | null
+  createdAt: number
+  updatedAt: number
+  finishedAt?: number
+  gate?: Gate
+  error?: string
+}
+
+export interface RunFilter {
+  sop?: string
+  state?: RunState
+  /** Newest first; default 100. */
+  limit?: number
+}
+
+export interface HubEngine extends Engine {
+  approve(runId: string, opts?: ApproveOptions): Promise<RunResult>
+  deny(runId: string, opts?: { by?: string; note?: string }): Promise<RunResult>
+  /** Runs parked at a gate (waiting_approval, paused_checkpoint), oldest first. */
+  pending(): RunSummary[]
+  getRun(runId: string): Promise<RunRecord | undefined>
+  listRuns(filter?: RunFilter): Promise<RunSummary[]>
+  logs(runId: string): Promise<LogEntry[] | undefined>
+  /** Triggers kept by the parallel (deferred) and hold (held) policies, in arrival order. */
+  keptTriggers(): KeptTrigger[]
+  /** Recorded admission decisions, oldest first (the latest `limit`, default 1000). */
+  admissions(limit?: number): Promise<AdmissionRecord[]>
+  /** Replace the loaded SOPs; runs in flight keep the SOP they started with. */
+  setSops(sops: Sop[]): void
+  /** Resolves when nothing is executing and every write is durable (tests, bench). */
+  idle(): Promise<void>
+  close(): Promise<void>
+}

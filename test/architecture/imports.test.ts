@@ -1,0 +1,126 @@
+// The import rules of the layout, read from the source: data flows one way (board → bridge →
+// broker → triggers → engine → tools → stores → sync → market), so a low module never imports a
+// high one. `npx tap test/architecture/imports.test.ts` checks them; the README lists them.
+import { readFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { dirname, join, normalize, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
+const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts'], {
+  cwd: root,
+  encoding: 'utf8',
+})
+  .split('\n')
+  .filter(
+    (f) => f !== '' && !f.startsWith('test/') && !f.startsWith('bench/') && !f.startsWith('node_modules/'),
+  )
+
+// Static imports, re-exports and dynamic import('…') of our own files (relative specifiers).
+const SPEC =
+  /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/gm
+
+interface Edge {
+  from: string
+  to: string
+}
+
+function edgesOf(file: string): Edge[] {
+  let text: string
+  try {
+    text = readFileSync(join(root, file), 'utf8')
+  } catch {
+    return [] // listed by git but deleted in the working tree
+  }
+  const out: Edge[] = []
+  for (const m of text.matchAll(SPEC)) {
+    const spec = (m[1] ?? m[2]) as string
+    out.push({ from: file, to: normalize(join(dirname(file), spec)) })
+  }
+  return out
+}
+
+const edges = files.flatMap(edgesOf)
+const under = (dir: string) => (f: string) => f.startsWith(`${dir}/`)
+
+function offenders(from: (f: string) => boolean, to: (f: string) => boolean): string[] {
+  return edges.filter((e) => from(e.from) && to(e.to)).map((e) => `${e.from} → ${e.to}`)
+}
+
+t.test('the reader sees the imports it checks', async (t) => {
+  // Guards against a regex that matches nothing and so passes every rule below.
+  t.ok(edges.length > 300, `${edges.length} import edges read`)
+  t.ok(
+    edges.some((e) => e.from === 'hub/daemon/hub.ts' && e.to === 'hub/engine/index.ts'),
+    'a known static import is seen',
+  )
+  t.ok(
+    edges.some((e) => e.from === 'hub/daemon/real-parts.ts' && e.to.startsWith('hub/attest/')),
+    'a known dynamic import is seen',
+  )
+})
+
+t.test(
+  'tools/ imports nothing from hub/ (ports are declared in tools/, implemented by the hub)',
+  async (t) => {
+    t.same(offenders(under('tools'), under('hub')), [])
+  },
+)
+
+t.test('bridge/ imports nothing from boards/, hub/, sops/, tools/ or market/', async (t) => {
+  const above = (f: string) => ['boards', 'hub', 'sops', 'tools', 'market'].some((d) => under(d)(f))
+  t.same(offenders(under('bridge'), above), [])
+})
+
+t.test('sops/ is pure: it imports only itself and the shared mqtt/ helpers', async (t) => {
+  t.same(
+    offenders(under('sops'), (f) => !under('sops')(f) && !under('mqtt')(f)),
+    [],
+  )
+})
+
+t.test('only hub/cli/ assembles hub and market together', async (t) => {
+  t.same(
+    offenders((f) => under('hub')(f) && !under('hub/cli')(f), under('market')),
+    [],
+  )
+  t.same(offenders(under('market'), under('hub')), [], 'and the market never imports the hub')
+})
+
+t.test('shared folders (records/, chain/, mqtt/) import neither hub/ nor market/', async (t) => {
+  const shared = (f: string) => ['records', 'chain', 'mqtt'].some((d) => under(d)(f))
+  t.same(
+    offenders(shared, (f) => under('hub')(f) || under('market')(f)),
+    [],
+  )
+})
+
+t.test('only the CLI imports the daemon (hub/daemon/hub.ts)', async (t) => {
+  t.same(
+    offenders(
+      (f) => !under('hub/cli')(f),
+      (f) => f === 'hub/daemon/hub.ts',
+    ),
+    [],
+  )
+})
+
+t.test('no import cycles between files', async (t) => {
+  const next = new Map<string, string[]>()
+  for (const e of edges) next.set(e.from, [...(next.get(e.from) ?? []), e.to])
+  const state = new Map<string, 'open' | 'done'>()
+  const cycles: string[] = []
+  const walk = (f: string, path: string[]): void => {
+    if (state.get(f) === 'done') return
+    if (state.get(f) === 'open') {
+      cycles.push([...path.slice(path.indexOf(f)), f].map((p) => relative('.', p)).join(' → '))
+      return
+    }
+    state.set(f, 'open')
+    for (const n of next.get(f) ?? []) walk(n, [...path, f])
+    state.set(f, 'done')
+  }
+  for (const f of files) walk(f, [])
+  t.same(cycles, [])
+})
