@@ -120,8 +120,15 @@ t.test(
     const target = 100_000
     while (at < stream.length) {
       const left = target - chunks
+      // Leave at least one byte for each chunk still to come, so the count is exactly `target`
+      // whatever the seed (an unclamped draw could take the last bytes a chunk early).
       const size =
-        left <= 1 ? stream.length - at : 1 + int(Math.max(1, Math.floor((2 * (stream.length - at)) / left)))
+        left <= 1
+          ? stream.length - at
+          : Math.min(
+              stream.length - at - (left - 1),
+              1 + int(Math.max(1, Math.floor((2 * (stream.length - at)) / left))),
+            )
       emit!(stream.subarray(at, at + size))
       at += size
       chunks++
