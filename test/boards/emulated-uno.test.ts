@@ -97,10 +97,12 @@ t.test('companion firmware on an emulated Uno, through the real bridge and broke
     })
     t.equal(await uno.ask('read 13', 'read 13'), 'read 13 ddr=1 port=0', 'PB5 driven low')
     t.same(await b.send('vend1', 'gpio_read', { pin: 13 }), { ok: true, result: { pin: 13, value: 0 } })
-    t.same(await b.send('vend1', 'gpio_write', { pin: 2, value: 0 }), {
-      ok: false,
-      error: 'args.pin: used by the firmware itself',
-    })
+    // t.has: the bridge may add fields of its own to a failed result (a code, the board).
+    t.has(
+      await b.send('vend1', 'gpio_write', { pin: 2, value: 0 }),
+      { ok: false, error: 'args.pin: used by the firmware itself' },
+      'the coin input is refused to gpio_write',
+    )
     t.equal(
       await uno.ask('read 2', 'read 2'),
       'read 2 ddr=0 port=1',
