@@ -39,6 +39,14 @@ export interface AttestStore {
   update(records: AttestRecord[]): Promise<void>
   counts(): AttestCounts
   size(): number
+  /** The chain the lines' states refer to (sync's mark: genesis hash and registry), once one was met. */
+  chainMark(): string | undefined
+  /**
+   * Sync met another chain than the marked one: every line goes back to `pending` (its rows are
+   * not on this chain) and `mark` is kept, in one sync batch. With no mark yet, only the mark is
+   * written. Resolves to how many lines went back.
+   */
+  rebase(mark: string): Promise<number>
   close(): Promise<void>
 }
 
@@ -52,6 +60,7 @@ const inQueue = (s: AttestState) => s === 'pending' || s === 'sending' || s === 
 type Job =
   | { kind: 'append'; input: AppendInput; resolve: (r: AppendResult) => void; reject: (e: unknown) => void }
   | { kind: 'update'; records: AttestRecord[]; resolve: () => void; reject: (e: unknown) => void }
+  | { kind: 'rebase'; mark: string; resolve: (n: number) => void; reject: (e: unknown) => void }
 
 export interface OpenOptions {
   chainId?: number
@@ -69,6 +78,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
   }
   let next = ((await db.get('m:next')) as number | undefined) ?? 0
   let counts: AttestCounts = ((await db.get('m:counts')) as AttestCounts | undefined) ?? emptyCounts()
+  let mark = (await db.get('m:chain')) as string | undefined
   const id: Hex = storeId
 
   const jobs: Job[] = []
@@ -87,6 +97,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
         const touched = new Map<number, AttestRecord>()
         const newCounts = { ...counts }
         let newNext = next
+        let newMark = mark
         const done: (() => void)[] = []
         // Existence of idempotency keys is checked before queuing (see append), so here every
         // append job is new.
@@ -107,6 +118,25 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
             newCounts.total++
             newCounts.pending++
             done.push(() => job.resolve({ record: rec, created: true }))
+          } else if (job.kind === 'rebase') {
+            let back = 0
+            if (newMark !== undefined && newMark !== job.mark) {
+              for await (const v of db.values({ gte: lineKey(0), lt: 'l;' })) {
+                const old = touched.get((v as AttestRecord).seq) ?? (v as AttestRecord)
+                if (old.state === 'pending') continue
+                const { requestTx: _tx, responseTx: _rx, error: _e, ...rest } = old
+                const rec: AttestRecord = { ...rest, state: 'pending' }
+                newCounts[old.state]--
+                newCounts.pending++
+                ops.put(lineKey(rec.seq), rec)
+                ops.put(queueKey(rec.seq), 1)
+                touched.set(rec.seq, rec)
+                back++
+              }
+            }
+            newMark = job.mark
+            ops.put('m:chain', job.mark)
+            done.push(() => job.resolve(back))
           } else {
             for (const rec of job.records) {
               const old =
@@ -134,6 +164,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
         }
         next = newNext
         counts = newCounts
+        mark = newMark
         for (const d of done) d()
       }
     } finally {
@@ -197,6 +228,10 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
       return new Promise<void>((resolve, reject) => enqueue({ kind: 'update', records, resolve, reject }))
     },
     counts: () => ({ ...counts }),
+    chainMark: () => mark,
+    rebase(m) {
+      return new Promise<number>((resolve, reject) => enqueue({ kind: 'rebase', mark: m, resolve, reject }))
+    },
     size: () => next,
     async close() {
       closed = true

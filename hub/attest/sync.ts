@@ -12,7 +12,7 @@ import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
-import { ATTEST_PATH, type ItemResult } from '../../market/attestor/request.ts'
+import { ATTEST_PATH, type ItemResult } from '../../records/attestor-request.ts'
 import type { Log } from '../log.ts'
 import type { DeviceSigner } from './device-key.ts'
 import type { AttestRecord } from './record.ts'
@@ -77,6 +77,29 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   let stopped = true
   let timer: NodeJS.Timeout | undefined
   let wake: (() => void) | undefined
+  let chainChecked = false
+
+  /**
+   * The lines' states are true only on the chain they were attested on. A dev chain started
+   * afresh, or a registry redeployed, has none of their rows: say so, and attest them again.
+   * The chain is named by its genesis block hash and the registry address.
+   */
+  async function checkChain(): Promise<void> {
+    if (chainChecked) return
+    const genesis = await pub.getBlock({ blockNumber: 0n }).catch((err: unknown) => {
+      throw new SyncError(`chain: ${err instanceof BaseError ? err.shortMessage : String(err)}`)
+    })
+    const mark = `${genesis.hash}:${opts.chain.validationRegistry.toLowerCase()}`
+    const had = opts.store.chainMark()
+    if (had !== mark) {
+      const back = await opts.store.rebase(mark)
+      if (back > 0)
+        log.warn?.(
+          `this chain (genesis ${genesis.hash}, registry ${opts.chain.validationRegistry}) is not the one these lines were attested on; ${back} lines will be attested again on it`,
+        )
+    }
+    chainChecked = true
+  }
 
   async function rowIsOurs(rec: AttestRecord): Promise<'ours' | 'none' | string> {
     const row = await readValidationStatus(pub, opts.chain.validationRegistry, rec.requestHash)
@@ -264,6 +287,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     if (running) return running
     running = (async () => {
       const report: SyncReport = { requested: 0, attested: 0, failed: 0, remaining: 0 }
+      await checkChain()
       const c = opts.store.counts()
       const total = c.pending + c.sending + c.requested
       let done = 0
