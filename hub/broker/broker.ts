@@ -1,16 +1,24 @@
-// The embedded MQTT broker: Aedes on TCP (and optionally MQTT over WebSocket), persisting QoS 1
-// messages, retained messages and persistent sessions in LevelDB so they survive a restart.
+// The embedded MQTT broker: Aedes on TCP (and optionally MQTT over WebSocket, and both over TLS),
+// persisting QoS 1 messages, retained messages and persistent sessions in LevelDB so they survive
+// a restart. Who may connect, publish and subscribe: hub/broker/auth.ts.
 import { createServer as createTcpServer, type Server as TcpServer, type AddressInfo } from 'node:net'
-import { createServer as createHttpServer, type Server as HttpServer } from 'node:http'
+import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer } from 'node:http'
+import { createServer as createHttpsServer } from 'node:https'
+import { createServer as createTlsServer } from 'node:tls'
 import { mkdir } from 'node:fs/promises'
+import type { Duplex } from 'node:stream'
 import { Aedes } from 'aedes'
 import { Level } from 'level'
-import { WebSocketServer, createWebSocketStream } from 'ws'
+import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { forwardOnce } from './forward-once.ts'
+import { orderedPersistence } from './order.ts'
 import type { Log } from '../log.ts'
+import { AclError, createBrokerAuth, type Listener } from './auth.ts'
+import { isLoopbackHost } from './loopback.ts'
+import { readTlsFiles } from './tls.ts'
 
 export interface BrokerOptions {
   host: string
@@ -20,6 +28,14 @@ export interface BrokerOptions {
   /** LevelDB folder for the broker's persistence. */
   dbPath: string
   log: Log
+  /** The accounts file (`svc hub user`, hub/broker/accounts-file.ts); absent: no accounts. */
+  accountsFile?: string | null
+  /** Boards on the hub's own ports (`[[boards]]`): their topics are published by the hub alone. */
+  hubBoards?: readonly string[]
+  /** The hub session's client id, reserved for the hub's own credential. */
+  hubClientId?: string | null
+  /** MQTT over TLS and/or WebSocket over TLS on `host`, with a PEM certificate and key. */
+  tls?: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
 }
 
 export interface EmbeddedBroker {
@@ -28,7 +44,25 @@ export interface EmbeddedBroker {
   url: string
   port: number
   wsUrl: string | null
+  /** `mqtts://host:port` when the TLS listener is on. */
+  tlsUrl: string | null
+  /** `wss://host:port` when the WebSocket-over-TLS listener is on. */
+  wssUrl: string | null
+  /** How the hub's own session logs in: made at each start, in memory only, never refused. */
+  hubLogin: { username: string; password: string }
+  /** Re-reads the accounts file (SIGHUP; the file is also watched). */
+  reloadAccounts(): Promise<void>
   close(): Promise<void>
+}
+
+/** Why the broker will not start on a listener beyond loopback with no accounts, and the fix. */
+export function noAccountsError(listener: Listener, accountsFile: string | null): string {
+  const key = listener.name === 'mqtts' || listener.name === 'wss' ? 'broker.tls_host' : 'broker.host'
+  return (
+    `${key} = "${listener.host}" (${listener.name}) is not a loopback address, and there are no broker accounts` +
+    `${accountsFile ? ` in ${accountsFile}` : ''}: anonymous clients are accepted only on loopback (Mosquitto 2.0's rule). ` +
+    `Add an account with \`npx svc hub user add <name> --role admin|reader|board\`, or bind ${key} to 127.0.0.1`
+  )
 }
 
 function listen(server: TcpServer | HttpServer, port: number, host: string): Promise<number> {
@@ -53,75 +87,161 @@ function hostForUrl(host: string): string {
 
 export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> {
   const { log } = opts
+  const tlsOpts = opts.tls ?? null
+  const at = (name: string, host: string): Listener => ({ name, host, loopback: isLoopbackHost(host) })
+  const planned: Listener[] = [at('mqtt', opts.host)]
+  if (opts.wsPort !== null) planned.push(at('ws', opts.host))
+  if (tlsOpts?.port != null) planned.push(at('mqtts', tlsOpts.host))
+  if (tlsOpts?.wssPort != null) planned.push(at('wss', tlsOpts.host))
+  const open = planned.find((l) => !l.loopback)
+  const accountsFile = opts.accountsFile ?? null
+  const made = await createBrokerAuth({
+    accountsFile,
+    hubBoards: opts.hubBoards ?? [],
+    hubClientId: opts.hubClientId ?? null,
+    needsAccounts: open !== undefined,
+    log,
+  })
+  if (!made.ok) throw new Error(made.error)
+  const auth = made.auth
+  if (open && auth.accountCount() === 0) throw new Error(noAccountsError(open, accountsFile))
+  const tlsFiles = tlsOpts ? await readTlsFiles(tlsOpts) : null
+  if (tlsFiles && !tlsFiles.ok) throw new Error(tlsFiles.error)
+
   await mkdir(opts.dbPath, { recursive: true })
   const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
   await db.open()
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
-    persistence: aedesPersistenceLevel(db) as unknown,
+    // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
+    persistence: orderedPersistence(aedesPersistenceLevel(db) as object) as unknown,
     preConnect: once.preConnect,
     authorizeForward: once.authorizeForward,
+    authenticate: auth.authenticate,
+    authorizePublish: auth.authorizePublish,
+    authorizeSubscribe: auth.authorizeSubscribe,
   })
-  // A misbehaving client is its own problem: log it, never let it reach the process.
+  // A misbehaving client is its own problem: log it, never let it reach the process. Refusals by
+  // the ACL were logged with their reason where they were made.
   aedes.on('clientError', (client, err) => {
+    if (err instanceof AclError) return
     const entry = { client: client?.id, err: err.message }
     if (clientErrorLevel(err.message) === 'warn') log.warn(entry, 'mqtt client error')
     else log.debug?.(entry, 'mqtt client error')
   })
-  aedes.on('connectionError', (client, err) =>
-    log.warn({ client: client?.id, err: err.message }, 'mqtt connection error'),
-  )
+  aedes.on('connectionError', (client, err) => {
+    if (err instanceof AclError) return
+    log.warn({ client: client?.id, err: err.message }, 'mqtt connection error')
+  })
+  aedes.on('clientDisconnect', (client) => auth.forget(client))
 
-  const tcp = createTcpServer(aedes.handle)
+  const handleOn = (listener: Listener) => (conn: Duplex, req?: IncomingMessage) => {
+    auth.tag(conn, listener)
+    aedes.handle(conn, req)
+  }
+  const onWebSocket = (listener: Listener) => {
+    const handle = handleOn(listener)
+    return (socket: WebSocket, req: IncomingMessage): void => {
+      const stream = createWebSocketStream(socket)
+      stream.on('error', (err) => log.warn({ err: err.message }, 'mqtt websocket stream error'))
+      handle(stream, req)
+    }
+  }
+  const tcp = createTcpServer(handleOn(planned[0] as Listener))
   tcp.on('error', (err) => log.error({ err: err.message }, 'broker tcp server error'))
-  let http: HttpServer | undefined
-  let wss: WebSocketServer | undefined
+  // Every server besides tcp, and every WebSocket server, so close() can end them all.
+  const servers: (TcpServer | HttpServer)[] = []
+  const wsServers: WebSocketServer[] = []
+  const webSocketsOn = (server: HttpServer, listener: Listener): void => {
+    const wss = new WebSocketServer({ server })
+    wss.on('connection', onWebSocket(listener))
+    wsServers.push(wss)
+  }
   try {
     const port = await listen(tcp, opts.port, opts.host)
     let wsUrl: string | null = null
     if (opts.wsPort !== null) {
-      http = createHttpServer()
-      wss = new WebSocketServer({ server: http })
-      wss.on('connection', (socket, req) => {
-        const stream = createWebSocketStream(socket)
-        stream.on('error', (err) => log.warn({ err: err.message }, 'mqtt websocket stream error'))
-        aedes.handle(stream, req)
-      })
+      const http = createHttpServer()
+      servers.push(http)
+      webSocketsOn(http, at('ws', opts.host))
       const wsPort = await listen(http, opts.wsPort, opts.host)
       wsUrl = `ws://${hostForUrl(opts.host)}:${wsPort}`
     }
+    let tlsUrl: string | null = null
+    let wssUrl: string | null = null
+    if (tlsOpts && tlsFiles?.ok) {
+      const secure = { cert: tlsFiles.cert, key: tlsFiles.key }
+      // A failed handshake (a plain-TCP client, an untrusted certificate) is the client's problem.
+      const onTlsError = (err: Error): void => log.debug?.({ err: err.message }, 'mqtt tls handshake failed')
+      if (tlsOpts.port !== null) {
+        const server = createTlsServer(secure, handleOn(at('mqtts', tlsOpts.host)))
+        server.on('tlsClientError', onTlsError)
+        servers.push(server)
+        tlsUrl = `mqtts://${hostForUrl(tlsOpts.host)}:${await listen(server, tlsOpts.port, tlsOpts.host)}`
+      }
+      if (tlsOpts.wssPort !== null) {
+        const https = createHttpsServer(secure)
+        https.on('tlsClientError', onTlsError)
+        servers.push(https)
+        webSocketsOn(https, at('wss', tlsOpts.host))
+        wssUrl = `wss://${hostForUrl(tlsOpts.host)}:${await listen(https, tlsOpts.wssPort, tlsOpts.host)}`
+      }
+    }
     const url = `mqtt://${hostForUrl(opts.host)}:${port}`
-    log.info({ url, wsUrl, db: opts.dbPath }, 'embedded broker listening')
+    auth.watch()
+    log.info(
+      {
+        url,
+        wsUrl,
+        tlsUrl,
+        wssUrl,
+        db: opts.dbPath,
+        accounts: auth.accountCount(),
+        anonymous: planned.filter((l) => l.loopback).map((l) => l.name),
+      },
+      'embedded broker listening',
+    )
+    if (planned.some((l) => !l.loopback && (l.name === 'mqtt' || l.name === 'ws')))
+      log.warn(
+        { host: opts.host },
+        'broker.host is beyond loopback without TLS: passwords cross the network in clear (set broker.tls_port, and bind broker.host to 127.0.0.1)',
+      )
     let closed = false
     return {
       aedes,
       url,
       port,
       wsUrl,
+      tlsUrl,
+      wssUrl,
+      hubLogin: auth.hubLogin,
+      reloadAccounts: () => auth.reload(),
       async close() {
         if (closed) return
         closed = true
+        auth.close()
         // Stop taking connections, then close the broker (it disconnects clients and flushes
         // persistence), then the database: in that order so no write lands on a closed db.
-        const servers: Promise<void>[] = [closeServer(tcp)]
-        if (wss) {
+        const closing: Promise<void>[] = [closeServer(tcp)]
+        for (const wss of wsServers) {
           for (const c of wss.clients) c.terminate()
           wss.close()
         }
-        if (http) servers.push(closeServer(http))
+        for (const server of servers) closing.push(closeServer(server))
         // A client that just disconnected still has persistence work in flight (its will, its
         // session); give it a bounded moment so that work never lands on a closed database.
         for (let i = 0; i < 100 && aedes.connectedClients > 0; i++)
           await new Promise((r) => setTimeout(r, 10))
         await new Promise<void>((resolve) => aedes.close(() => resolve()))
         await new Promise((r) => setTimeout(r, 20))
-        await Promise.all(servers)
+        await Promise.all(closing)
         await db.close()
       },
     }
   } catch (err) {
+    auth.close()
     tcp.close()
-    http?.close()
+    for (const server of servers) server.close()
     await new Promise<void>((resolve) => aedes.close(() => resolve()))
     await db.close()
     throw err

@@ -30,7 +30,8 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
   await sub.subscribeAsync('jobs/#', { qos: 1 })
   await sub.endAsync()
 
-  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  // Availability is the hub's alone (hub/broker/acl.ts), so the hub's own login publishes it.
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0, ...broker.hubLogin })
   await pub.publishAsync('boards/vend1/availability', 'online', { qos: 1, retain: true })
   await pub.publishAsync('jobs/1', 'queued-while-away', { qos: 1 })
   await pub.endAsync()
