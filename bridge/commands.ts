@@ -56,6 +56,7 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
       finish(p, {
         ok: false,
         error: `board ${o.board} did not answer "${p.cmd}" (id ${p.id}) within ${p.timeoutMs} ms`,
+        code: 'timeout',
       })
     }, p.timeoutMs)
     try {
@@ -64,6 +65,7 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
       finish(p, {
         ok: false,
         error: `board ${o.board}: write failed: ${err instanceof Error ? err.message : String(err)}`,
+        code: 'write',
       })
     }
   }
@@ -74,17 +76,19 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
         return Promise.resolve({
           ok: false,
           error: `timeoutMs: must be a positive number, got ${String(timeoutMs)}`,
+          code: 'bad_command',
         })
       }
       if (waiting.length >= o.maxWaiting) {
         return Promise.resolve({
           ok: false,
           error: `board ${o.board}: ${o.maxWaiting} commands already waiting`,
+          code: 'busy',
         })
       }
       const id = nextId
       const enc = encodeCommand(id, cmd, args)
-      if (!enc.ok) return Promise.resolve({ ok: false, error: enc.error })
+      if (!enc.ok) return Promise.resolve({ ok: false, error: enc.error, code: 'bad_command' })
       nextId = nextId >= 0xffffffff ? 1 : nextId + 1
       counts.commands++
       return new Promise<SendResult>((resolve) => {
@@ -96,7 +100,9 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
       if (!current || current.id !== r.id) return false
       finish(
         current,
-        r.ok ? { ok: true, result: r.result ?? null } : { ok: false, error: r.error ?? 'error' },
+        r.ok
+          ? { ok: true, result: r.result ?? null }
+          : { ok: false, error: r.error ?? 'error', code: 'board_error' },
       )
       return true
     },
@@ -106,7 +112,7 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
       current = undefined
       for (const p of all) {
         if (p.timer !== undefined) o.clearTimer(p.timer)
-        p.resolve({ ok: false, error: `board ${o.board}: ${reason}` })
+        p.resolve({ ok: false, error: `board ${o.board}: ${reason}`, code: 'offline' })
       }
     },
     busy: () => current !== undefined || waiting.length > 0,

@@ -1,9 +1,11 @@
 // The bridge: boards (serial JSON-line boards and Firmata boards) → `publish` (the hub wires it
 // to MQTT). DESIGN "The flow of one event": board ──serial JSON line──▶ bridge ──MQTT──▶ broker.
-// Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text) and
-// `boards/<board>/availability` (`online`/`offline`, retained).
+// Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text),
+// `boards/<board>/availability` (`online`/`offline`, retained), `boards/<board>/info` (what the
+// board's hello said, retained) and `boards/<board>/stats` (its counters, retained, rate-limited).
 import { SerialPort } from 'serialport'
 import { availabilityTopic, boardTopic } from '../mqtt/topics.ts'
+import { createStatsPublisher } from './stats-publisher.ts'
 import { checkBoardConfigs } from './config.ts'
 import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
@@ -36,6 +38,9 @@ export function createBridge(opts: BridgeOptions): Bridge {
   const links = new Map<string, Link>()
   let started = false
   let closed = false
+
+  const retained = (board: string, topic: string, payload: string): void =>
+    queue.push({ topic, payload, qos: 1, retain: true, board })
 
   const queue = createPublishQueue({
     publish: opts.publish,
@@ -90,8 +95,12 @@ export function createBridge(opts: BridgeOptions): Bridge {
     commandTimeoutMs: opts.commandTimeoutMs ?? 2000,
     event: (board: string, signal: string, text: string) =>
       queue.push({ topic: boardTopic(board, signal), payload: text, qos: 1, retain: false, board }),
-    availability: (board: string, state: 'online' | 'offline') =>
-      queue.push({ topic: availabilityTopic(board), payload: state, qos: 1, retain: true, board }),
+    availability:
+      opts.availability ??
+      ((board: string, state: 'online' | 'offline') => retained(board, availabilityTopic(board), state)),
+    info: (board: string, info: Record<string, Json>) =>
+      retained(board, boardTopic(board, 'info'), JSON.stringify(info)),
+    warnIntervalMs: opts.warnIntervalMs ?? 10_000,
     underPressure: () => queue.underPressure(),
     whenRelieved: (fn: () => void) => queue.whenRelieved(fn),
   }
@@ -105,11 +114,18 @@ export function createBridge(opts: BridgeOptions): Bridge {
     links.set(cfg.name, new SerialLink(cfg, { ...deps, binding: binding }))
   }
 
+  const stats = createStatsPublisher({
+    intervalMs: opts.statsIntervalMs ?? 5000,
+    boards: () => [...links.values()].map((l) => ({ name: l.name, stats: l.stats() })),
+    publish: (board, payload) => retained(board, boardTopic(board, 'stats'), payload),
+  })
+
   return {
     async start() {
       if (started) return
       started = true
       await Promise.all([...links.values()].map((l) => l.start()))
+      stats.start()
     },
     send(board, cmd, args, o) {
       const link = links.get(board)
@@ -117,8 +133,9 @@ export function createBridge(opts: BridgeOptions): Bridge {
         return Promise.resolve({
           ok: false,
           error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})`,
+          code: 'unknown_board',
         })
-      if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed' })
+      if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed', code: 'closed' })
       return link.send(cmd, args, o?.timeoutMs)
     },
     stats() {
@@ -130,6 +147,8 @@ export function createBridge(opts: BridgeOptions): Bridge {
       if (closed) return
       closed = true
       await Promise.all([...links.values()].map((l) => l.close()))
+      // The last counters, so what stays retained is what the bridge ended with.
+      stats.stop()
       // Give the broker a moment to take the last events and the `offline` states.
       await queue.drain(2000)
       queue.close()

@@ -24,7 +24,7 @@ export interface SimulatorOptions {
   signal?: string
   /** Text of the n-th event (default: a vending coin `{"slot":"A1","amount":2}`, slots cycling). */
   text?: (n: number) => string
-  /** Stop answering commands (a hung board, for heartbeat tests). */
+  /** Say nothing at all: no hello, no events, no replies (a hung board, for heartbeat tests). */
   mute?: boolean
 }
 
@@ -87,15 +87,34 @@ export interface BridgeOptions {
   commandTimeoutMs?: number
   /** Firmata IO factory; default johnny-five opens the port with firmata.js. Tests pass mock-firmata. */
   firmataIo?: (cfg: BoardConfig) => FirmataIo
+  /**
+   * Where each board's availability goes. Default: `publish` (retained, QoS 1, through the queue).
+   * The hub passes its own so that, on an external broker, each board's state travels on a
+   * session whose will says `offline` (bridge/README "Availability").
+   */
+  availability?: (board: string, state: 'online' | 'offline') => void
+  /** Least time between two `boards/<b>/stats` publishes of one board; default 5000 ms, 0 = never. */
+  statsIntervalMs?: number
+  /** Least time between two log lines about one kind of dropped line of one board; default 10000 ms. */
+  warnIntervalMs?: number
 }
 
-export type BoardState = 'connecting' | 'online' | 'offline' | 'closed'
+/**
+ * `connecting`: no port open yet. `silent`: the port is open but the board has not answered since
+ * it opened (availability stays `offline`). `online`: it has. `offline`: the port is lost or the
+ * board stopped answering. `closed`: the bridge is closed.
+ */
+export type BoardState = 'connecting' | 'silent' | 'online' | 'offline' | 'closed'
 
 export interface BoardStats {
   kind: 'serial' | 'firmata'
   state: BoardState
   /** Name the board gave in its last `hello` (undefined until then). */
   hello: string | undefined
+  /** Firmware the board named in its last `hello` (or the Firmata firmware), if any. */
+  fw: string | undefined
+  /** `hello` lines received: more than one means the board rebooted. */
+  hellos: number
   /** Complete lines within the cap. */
   lines: number
   /** `message` events accepted for publishing. */
@@ -114,6 +133,8 @@ export interface BoardStats {
   reconnects: number
   commands: number
   timeouts: number
+  /** When the last `message` event arrived (ISO 8601), null before the first. */
+  last_event_at: string | null
 }
 
 export interface QueueStats {
@@ -129,7 +150,18 @@ export interface BridgeStats {
   queue: QueueStats
 }
 
-export type SendResult = { ok: true; result: Json } | { ok: false; error: string }
+/** Why a command failed: lets the local API pick a status and tell "board said no" from "no board". */
+export type SendFailure =
+  | 'unknown_board'
+  | 'offline'
+  | 'bad_command'
+  | 'busy'
+  | 'timeout'
+  | 'write'
+  | 'board_error'
+  | 'closed'
+
+export type SendResult = { ok: true; result: Json } | { ok: false; error: string; code?: SendFailure }
 
 export interface Bridge {
   start(): Promise<void>

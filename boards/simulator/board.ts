@@ -37,7 +37,8 @@ export function createSimulatedBoard(name: string, opts: SimulatorOptions = {}):
   const framer = createLineFramer(SIM_LINE_CAP)
 
   function emitEvents(count: number): void {
-    if (!emit) return
+    // A muted board is a hung one: it says nothing at all.
+    if (!emit || mute) return
     let out = ''
     for (let i = 0; i < count; i++) out += encodeMessage(signal, text(n++))
     emit(out)
@@ -62,7 +63,7 @@ export function createSimulatedBoard(name: string, opts: SimulatorOptions = {}):
     opened(e) {
       emit = e
       framer.reset()
-      emit(encodeHello(name, SIM_FW))
+      if (!mute) emit(encodeHello(name, SIM_FW))
       startTimer()
     },
     received(chunk) {

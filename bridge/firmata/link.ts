@@ -31,6 +31,8 @@ export interface FirmataLinkDeps {
   backoffMaxMs: number
   event(board: string, signal: string, text: string): void
   availability(board: string, state: 'online' | 'offline'): void
+  /** What the board is (published retained at `boards/<b>/info`): here, what the Firmata handshake told. */
+  info(board: string, info: Record<string, Json>): void
   /** Makes the IO object; default: firmata-io on a stream over `cfg.port` opened with `binding`. Tests pass mock-firmata. */
   firmataIo?: (cfg: BoardConfig) => FirmataIo
   /** Opens the real port when there is no `firmataIo`: the bridge's binding, hangups detected. */
@@ -77,7 +79,9 @@ export class FirmataLink {
   private io: FirmataIo | undefined
   private sensors: SensorLike[] = []
   private readonly reconnect: Reconnect
-  private readonly counts = { events: 0, reconnects: 0, commands: 0 }
+  private readonly counts = { events: 0, reconnects: 0, commands: 0, handshakes: 0 }
+  private fw: string | undefined
+  private lastEventAt: number | null = null
 
   constructor(
     private readonly cfg: BoardConfig,
@@ -100,7 +104,7 @@ export class FirmataLink {
 
   async send(cmd: string, args: Json, _timeoutMs?: number): Promise<SendResult> {
     if (this.state !== 'online' || !this.io)
-      return { ok: false, error: `board ${this.name} is ${this.state}` }
+      return { ok: false, error: `board ${this.name} is ${this.state}`, code: 'offline' }
     this.counts.commands++
     const a = typeof args === 'object' && args !== null && !Array.isArray(args) ? args : {}
     const pin = a.pin
@@ -119,12 +123,21 @@ export class FirmataLink {
         }
       case 'gpio_read':
         if (!pinOk)
-          return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
+          return {
+            ok: false,
+            error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}`,
+            code: 'board_error',
+          }
         return { ok: true, result: { pin, value: this.io.pins[pin]?.value ?? 0 } }
       case 'gpio_write': {
         if (!pinOk)
-          return { ok: false, error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}` }
-        if (a.value !== 0 && a.value !== 1) return { ok: false, error: 'args.value: must be 0 or 1' }
+          return {
+            ok: false,
+            error: `args.pin: must be an integer from 0 to ${this.io.pins.length - 1}`,
+            code: 'board_error',
+          }
+        if (a.value !== 0 && a.value !== 1)
+          return { ok: false, error: 'args.value: must be 0 or 1', code: 'board_error' }
         this.io.pinMode(pin, OUTPUT)
         this.io.digitalWrite(pin, a.value)
         return { ok: true, result: { pin, value: a.value } }
@@ -133,6 +146,7 @@ export class FirmataLink {
         return {
           ok: false,
           error: `cmd: unknown command "${cmd}" (firmata boards answer ping, capabilities, gpio_read, gpio_write)`,
+          code: 'board_error',
         }
     }
   }
@@ -142,6 +156,8 @@ export class FirmataLink {
       kind: 'firmata',
       state: this.state,
       hello: undefined,
+      fw: this.fw,
+      hellos: this.counts.handshakes,
       lines: 0,
       events: this.counts.events,
       published: this.publishCounts.published,
@@ -152,6 +168,7 @@ export class FirmataLink {
       reconnects: this.counts.reconnects,
       commands: this.counts.commands,
       timeouts: 0,
+      last_event_at: this.lastEventAt === null ? null : new Date(this.lastEventAt).toISOString(),
     }
   }
 
@@ -232,9 +249,24 @@ export class FirmataLink {
     if (this.everOnline) this.counts.reconnects++
     this.everOnline = true
     this.reconnect.succeeded()
+    // The Firmata handshake (the board reporting its firmware and capabilities) is its answer.
     this.state = 'online'
+    this.counts.handshakes++
+    const fwInfo = (
+      this.io as { firmware?: { name?: unknown; version?: { major?: unknown; minor?: unknown } } }
+    )?.firmware
+    this.fw =
+      typeof fwInfo?.name === 'string'
+        ? `${fwInfo.name}${fwInfo.version ? ` ${String(fwInfo.version.major)}.${String(fwInfo.version.minor)}` : ''}`
+        : 'firmata'
     this.sensors = this.profile.signals.map((s) => this.sensorFor(s))
-    this.deps.log.info({ board: this.name, port: this.cfg.port }, 'firmata board online')
+    this.deps.log.info({ board: this.name, port: this.cfg.port, fw: this.fw }, 'firmata board online')
+    this.deps.info(this.name, {
+      name: this.name,
+      fw: this.fw,
+      pins: this.io?.pins.length ?? 0,
+      at: new Date(this.deps.now()).toISOString(),
+    })
     this.deps.availability(this.name, 'online')
   }
 
@@ -252,6 +284,7 @@ export class FirmataLink {
       if (typeof value !== 'number' || !Number.isFinite(value)) return
       const v = s.type === 'digital' && s.invert ? (value ? 0 : 1) : value
       this.counts.events++
+      this.lastEventAt = this.deps.now()
       this.deps.event(this.name, s.signal, String(v))
     })
     return sensor

@@ -1,9 +1,19 @@
 // One board on one serial port: open, frame lines with the cap, dispatch them, notice the board
 // going away (close/error from the port, or a heartbeat ping that goes unanswered), and reopen
 // with backoff until it comes back.
+// Availability is what the board says, not what the port says (DESIGN "Decisions for the field
+// product"): an open port is only `silent` until the board answers (a hello, a reply, any valid
+// line), and only then `online`. A hung board therefore stays `offline` however often its port
+// reopens.
 import { DelimiterParser } from '@serialport/parser-delimiter'
 import { SerialPortStream } from '@serialport/stream'
-import { createLineFramer, DEFAULT_LINE_CAP, type Json, type LineFramer } from '../codec/index.ts'
+import {
+  createLineFramer,
+  DEFAULT_LINE_CAP,
+  type HelloEvent,
+  type Json,
+  type LineFramer,
+} from '../codec/index.ts'
 import { createCommandChannel, type CommandChannel } from '../commands.ts'
 import { createRateLimitedWarn, type RateLimitedWarn } from '../log-limit.ts'
 import { createReconnect, type Reconnect } from '../reconnect.ts'
@@ -24,6 +34,10 @@ export interface LinkDeps {
   /** An accepted `message` event. */
   event(board: string, signal: string, text: string): void
   availability(board: string, state: 'online' | 'offline'): void
+  /** What the board told of itself in its `hello` (published retained at `boards/<b>/info`). */
+  info(board: string, info: Record<string, Json>): void
+  /** Least time between two log lines about one kind of dropped line. */
+  warnIntervalMs: number
   /** The publish queue is backed up while the broker keeps up: stop reading for now. */
   underPressure(): boolean
   whenRelieved(fn: () => void): void
@@ -40,12 +54,15 @@ export class SerialLink implements LineSink {
   private everOpened = false
   private readonly reconnect: Reconnect
   private heartbeatTimer: NodeJS.Timeout | undefined
+  /** When the board last sent a valid line (garbage is noise, not an answer). */
   private lastRx = 0
-  /** Whether the board has sent anything since this open: only then does silence mean it left. */
-  private heardSinceOpen = false
+  /** Whether the board has answered since this open: only then is it `online`, and only then does silence mean it left. */
+  private answeredSinceOpen = false
   private warnedMuteBoard = false
   private helloName: string | undefined
-  private readonly counts = { events: 0, garbage: 0, unmatched: 0, reconnects: 0 }
+  private fw: string | undefined
+  private lastEventAt: number | null = null
+  private readonly counts = { events: 0, garbage: 0, unmatched: 0, reconnects: 0, hellos: 0 }
   /** Per-board publish outcomes, kept by the bridge's queue callbacks. */
   readonly publishCounts = { published: 0, dropped: 0 }
 
@@ -56,7 +73,7 @@ export class SerialLink implements LineSink {
     this.name = cfg.name
     this.framer = createLineFramer(cfg.lineCap ?? DEFAULT_LINE_CAP)
     this.reconnect = createReconnect(deps.backoffInitialMs, deps.backoffMaxMs)
-    this.warnLimited = createRateLimitedWarn(deps.log, 10_000, deps.now)
+    this.warnLimited = createRateLimitedWarn(deps.log, deps.warnIntervalMs, deps.now)
     this.commands = createCommandChannel({
       board: cfg.name,
       write: (line) => {
@@ -75,9 +92,10 @@ export class SerialLink implements LineSink {
     return new Promise((resolve) => this.open(resolve))
   }
 
+  /** Commands go to any open port: a reply is how a silent board proves it is there. */
   send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult> {
-    if (this.state !== 'online')
-      return Promise.resolve({ ok: false, error: `board ${this.name} is ${this.state}` })
+    if (this.state !== 'online' && this.state !== 'silent')
+      return Promise.resolve({ ok: false, error: `board ${this.name} is ${this.state}`, code: 'offline' })
     return this.commands.send(cmd, args, timeoutMs)
   }
 
@@ -88,6 +106,8 @@ export class SerialLink implements LineSink {
       kind: 'serial',
       state: this.state,
       hello: this.helloName,
+      fw: this.fw,
+      hellos: this.counts.hellos,
       lines: f.lines,
       events: this.counts.events,
       published: this.publishCounts.published,
@@ -98,6 +118,7 @@ export class SerialLink implements LineSink {
       reconnects: this.counts.reconnects,
       commands: c.commands,
       timeouts: c.timeouts,
+      last_event_at: this.lastEventAt === null ? null : new Date(this.lastEventAt).toISOString(),
     }
   }
 
@@ -106,6 +127,7 @@ export class SerialLink implements LineSink {
     this.reconnect.stop()
     this.stopHeartbeat()
     this.commands.failAll('bridge closing')
+    this.warnLimited.close()
     const port = this.port
     this.port = undefined
     const wasOnline = this.state === 'online'
@@ -116,19 +138,37 @@ export class SerialLink implements LineSink {
 
   // LineSink: what dispatch.ts calls for each decoded line.
   message(signal: string, text: string): void {
+    this.answered('message')
     this.counts.events++
+    this.lastEventAt = this.deps.now()
     this.deps.event(this.name, signal, text)
   }
-  hello(board: string): void {
+  hello(hello: HelloEvent): void {
+    const { event: _event, board, fw, ...rest } = hello
+    this.counts.hellos++
+    this.helloName = board
+    this.fw = fw
+    // A hello after the first is a reboot (a watchdog, a brown-out, DTR on port open): worth a line.
+    this.deps.log.info(
+      { board: this.name, port: this.cfg.port, hello: board, fw: fw ?? null, hellos: this.counts.hellos },
+      this.counts.hellos > 1 ? 'board said hello again (it restarted)' : 'board said hello',
+    )
     if (board !== this.name) {
       this.deps.log.warn(
         { board: this.name, port: this.cfg.port, hello: board },
         'board names itself differently from the config; the config name is used for topics',
       )
     }
-    this.helloName = board
+    this.deps.info(this.name, {
+      name: board,
+      fw: fw ?? null,
+      ...(rest as Record<string, Json>),
+      at: new Date(this.deps.now()).toISOString(),
+    })
+    this.answered('hello')
   }
   reply(r: { id: number; ok: boolean; result?: Json; error?: string }): void {
+    this.answered('reply')
     if (!this.commands.reply(r)) {
       this.counts.unmatched++
       this.warnLimited.warn(
@@ -142,9 +182,34 @@ export class SerialLink implements LineSink {
     this.counts.garbage++
     this.warnLimited.warn(
       'garbage',
-      { board: this.name, port: this.cfg.port, error, line: preview },
+      { board: this.name, port: this.cfg.port, error, line: preview, garbage: this.counts.garbage },
       'bad line from board ignored',
     )
+  }
+
+  private oversized(count: number): void {
+    this.warnLimited.warn(
+      'oversized',
+      {
+        board: this.name,
+        port: this.cfg.port,
+        lineCap: this.cfg.lineCap ?? DEFAULT_LINE_CAP,
+        oversized: count,
+      },
+      'line longer than the cap dropped whole',
+    )
+  }
+
+  /** A valid line arrived: the board is there. The first since the port opened makes it `online`. */
+  private answered(how: 'hello' | 'reply' | 'message'): void {
+    this.lastRx = this.deps.now()
+    if (this.answeredSinceOpen) return
+    this.answeredSinceOpen = true
+    this.warnedMuteBoard = false
+    if (this.state !== 'silent') return
+    this.state = 'online'
+    this.deps.log.info({ board: this.name, port: this.cfg.port, by: how }, 'board online')
+    this.deps.availability(this.name, 'online')
   }
 
   private open(firstAttempt?: () => void): void {
@@ -185,9 +250,12 @@ export class SerialLink implements LineSink {
     if (this.everOpened) this.counts.reconnects++
     this.everOpened = true
     this.reconnect.succeeded()
-    this.state = 'online'
+    this.state = 'silent'
+    this.answeredSinceOpen = false
     this.lastRx = this.deps.now()
-    const lines = port.pipe(createCapGuard(this.framer)).pipe(new DelimiterParser({ delimiter: '\n' }))
+    const lines = port
+      .pipe(createCapGuard(this.framer, (n) => this.oversized(n)))
+      .pipe(new DelimiterParser({ delimiter: '\n' }))
     lines.on('data', (line: Buffer) => {
       dispatchLine(line, this)
       // Backpressure: pausing the line stream fills the pipe back to the port, which stops
@@ -197,29 +265,35 @@ export class SerialLink implements LineSink {
         this.deps.whenRelieved(() => lines.resume())
       }
     })
-    this.heardSinceOpen = false
-    port.on('data', () => {
-      this.lastRx = this.deps.now()
-      this.heardSinceOpen = true
-    })
     port.once('close', (err: (Error & { disconnected?: boolean }) | null) => {
       port.unpipe()
       if (this.port !== port) return
       this.port = undefined
       this.lost(err?.message ?? 'port closed')
     })
-    this.deps.log.info({ board: this.name, port: this.cfg.port }, 'board online')
-    this.deps.availability(this.name, 'online')
+    this.deps.log.info(
+      { board: this.name, port: this.cfg.port },
+      'serial port open; waiting for the board to answer',
+    )
     this.startHeartbeat()
+    // Ask at once rather than after a heartbeat period: a board that does not say hello on its
+    // own (it was not reset by the open) answers this, and is `online` as soon as it does.
+    void this.commands.send('ping', {}, this.probeMs())
+  }
+
+  private probeMs(): number {
+    const hb = this.cfg.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
+    return hb > 0 ? hb : this.deps.commandTimeoutMs
   }
 
   private lost(reason: string): void {
     this.stopHeartbeat()
     this.commands.failAll(`disconnected (${reason})`)
     if (this.stopped) return
+    const wasOnline = this.state === 'online'
     this.state = 'offline'
     this.deps.log.warn({ board: this.name, port: this.cfg.port, reason }, 'board offline; reopening')
-    this.deps.availability(this.name, 'offline')
+    if (wasOnline) this.deps.availability(this.name, 'offline')
     this.scheduleReopen()
   }
 
@@ -239,14 +313,15 @@ export class SerialLink implements LineSink {
       void this.commands.send('ping', {}, hb).then((r) => {
         if (r.ok || this.port !== port || !port) return
         if (this.deps.now() - this.lastRx < hb) return
-        if (!this.heardSinceOpen) {
-          // Never a byte since the port opened: a board that does not speak `ping` looks the
-          // same as a gone one. Reopening would only make it flap online/offline; keep it.
+        if (!this.answeredSinceOpen) {
+          // Not one valid line since the port opened: the board is `offline` already, and a
+          // reopen would tell nothing new (and reset an Arduino through DTR each time). Keep
+          // the port and keep asking; the first answer makes it `online`.
           if (!this.warnedMuteBoard) {
             this.warnedMuteBoard = true
             this.deps.log.warn(
               { board: this.name, port: this.cfg.port },
-              'board has sent nothing and does not answer ping; heartbeat cannot tell if it is there (set heartbeatMs = 0 to stop pinging)',
+              'board has not answered since its port opened (no hello, no reply to ping); it stays offline until it does',
             )
           }
           return

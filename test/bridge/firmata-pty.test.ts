@@ -36,6 +36,7 @@ function watchedLink(t: Teardown, port: string) {
       backoffMaxMs: 50,
       event: () => undefined,
       availability: (_b, state) => void availability.push(state),
+      info: () => undefined,
       binding: withHangupDetection(SerialPort.binding),
       handshakeTimeoutMs: 200,
     },
@@ -84,7 +85,11 @@ t.test('firmata over a pty: handshake, events, commands, unplug and replug', { s
   await pair.stop()
   await device.closed
   await waitFor(() => bridge.stats().boards.uno1!.state === 'offline', 'offline once the pty hangs up')
-  t.same(await bridge.send('uno1', 'ping', {}), { ok: false, error: 'board uno1 is offline' })
+  t.same(await bridge.send('uno1', 'ping', {}), {
+    ok: false,
+    error: 'board uno1 is offline',
+    code: 'offline',
+  })
 
   pair = await startPtyPair(dir)
   device = await runFirmataDevice(pair.board)

@@ -69,7 +69,9 @@ t.test('profile signals become events; commands answered; close → offline → 
   t.teardown(() => bridge.close())
   await bridge.start()
   t.equal(bridge.stats().boards.uno1!.state, 'online')
-  t.same(published, ['boards/uno1/availability online'])
+  t.equal(published.length, 2)
+  t.match(published[0], /^boards\/uno1\/info \{"name":"uno1","fw":"firmata","pins":\d+,"at":"/)
+  t.equal(published[1], 'boards/uno1/availability online', 'online after the handshake')
   const d = ios[0]!
   t.ok(d.analog.size === 1 && d.digital.size === 2, 'johnny-five reads one analog and two digital pins')
 

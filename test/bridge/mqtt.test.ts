@@ -17,16 +17,26 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   })
   t.teardown(() => bridge.close())
   await bridge.start()
-  await inbox.until(1)
-  t.same(
+  await inbox.until(2)
+  t.match(
     inbox.got[0],
+    { topic: 'boards/vend1/info', retain: false },
+    'the hello is published as the board info first',
+  )
+  t.match(JSON.parse(inbox.got[0]!.payload), {
+    name: 'vend1',
+    fw: 'svc-companion/0.1.0',
+    at: /^\d{4}-\d\d-\d\dT/,
+  })
+  t.same(
+    inbox.got[1],
     { topic: 'boards/vend1/availability', payload: 'online', retain: false },
-    'online on open (live delivery is not flagged retained)',
+    'online once the board said hello (live delivery is not flagged retained)',
   )
 
   bridge.simulated('vend1')!.emitEvents(5)
-  await inbox.until(6)
-  const events = inbox.got.slice(1)
+  await inbox.until(7)
+  const events = inbox.got.slice(2)
   t.same(
     events.map((e) => [e.topic, e.payload]),
     [0, 1, 2, 3, 4].map((n) => ['boards/vend1/coin', vendingCoin(n)]),
@@ -35,7 +45,19 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   t.equal(events[0]!.payload, '{"slot":"A1","amount":2}')
   await waitFor(() => bridge.stats().boards.vend1!.published === 5, 'acks counted')
   const s = bridge.stats().boards.vend1!
-  t.match(s, { state: 'online', hello: 'vend1', lines: 6, events: 5, published: 5, garbage: 0, oversized: 0 })
+  // Lines: the hello, the reply to the ping sent at open, five events.
+  t.match(s, {
+    state: 'online',
+    hello: 'vend1',
+    fw: 'svc-companion/0.1.0',
+    hellos: 1,
+    lines: 7,
+    events: 5,
+    published: 5,
+    garbage: 0,
+    oversized: 0,
+  })
+  t.match(s.last_event_at, /^\d{4}-\d\d-\d\dT/)
 
   // A late subscriber sees the retained availability.
   const late = await connectClient(t, broker.url)
@@ -73,6 +95,7 @@ t.test(
     t.same(await bridge.send('vend1', 'gpio_read', { pin: 99 }), {
       ok: false,
       error: 'args.pin: must be an integer from 0 to 69',
+      code: 'board_error',
     })
     // Many at once: one at a time on the wire, each answered with its own result.
     const many = await Promise.all(
@@ -85,10 +108,11 @@ t.test(
     const before = bridge.simulated('vend1')!.stats().commands
     const bad = await bridge.send('vend1', 'Bad Name', {})
     t.equal(bad.ok, false)
-    t.match(bad, { error: /^command: \/cmd / })
+    t.match(bad, { error: /^command: \/cmd /, code: 'bad_command' })
     t.same(await bridge.send('nope', 'ping', {}), {
       ok: false,
       error: 'unknown board "nope" (configured: vend1)',
+      code: 'unknown_board',
     })
     t.match(await bridge.send('vend1', 'ping', {}, { timeoutMs: -1 }), { ok: false, error: /timeoutMs/ })
     t.equal(bridge.simulated('vend1')!.stats().commands, before, 'nothing written for rejected commands')

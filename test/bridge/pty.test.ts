@@ -31,8 +31,9 @@ t.test(
     })
     t.teardown(() => bridge.close())
     await bridge.start()
-    t.equal(bridge.stats().boards.vend1!.state, 'online')
+    // Online once the board has answered (its hello, or the ping sent at open), not at open.
     await avail.until(1)
+    t.equal(bridge.stats().boards.vend1!.state, 'online')
 
     sim.sim.board.emitEvents(20)
     await coins.until(20)
@@ -48,9 +49,10 @@ t.test(
       ok: true,
       result: {
         fw: 'svc-companion/0.1.0',
-        commands: ['ping', 'gpio_read', 'gpio_write', 'capabilities'],
+        commands: ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'],
         line_cap: 256,
         pins: 70,
+        analog: 16,
       },
     })
 
