@@ -3,4 +3,6 @@
 import { register } from 'tsx/esm/api'
 register()
 const { main } = await import('../hub/cli/main.ts')
+const { endQuietlyOnClosedPipe } = await import('../hub/cli/io.ts')
+endQuietlyOnClosedPipe()
 process.exitCode = await main(process.argv.slice(2))

@@ -38,6 +38,21 @@ export const processIo: CliIo = {
   cwd: process.cwd(),
 }
 
+/**
+ * A reader that stops early (`svc attest verify-line … | head -1`) closes our stdout: the next
+ * write fails with EPIPE, which Node raises as an 'error' event that would end the process with
+ * a stack trace. Like a Unix tool killed by SIGPIPE, end quietly instead; other errors still
+ * surface.
+ */
+export function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0)
+      throw err
+    })
+  }
+}
+
 /** A command group: `svc <group> …`. Returns the exit code. */
 export type Command = (argv: string[], io: CliIo) => Promise<number>
 

@@ -1,6 +1,6 @@
 // `svc`: the command line. Each command group lives in its own file and is loaded only when
 // used, so `svc sop validate` does not pay for the broker, the chain client or the market.
-import { type CliIo, type Command, EXIT_USAGE, UserError, processIo } from './io.ts'
+import { type CliIo, type Command, EXIT_USAGE, UserError, endQuietlyOnClosedPipe, processIo } from './io.ts'
 
 interface Group {
   summary: string
@@ -73,6 +73,7 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
 
 const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href
 if (isEntry) {
+  endQuietlyOnClosedPipe()
   main(process.argv.slice(2)).then(
     (code) => {
       process.exitCode = code
