@@ -23,7 +23,15 @@ export interface AnvilOptions {
   blockTime?: number
   /** Give up waiting for "Listening on" after this many ms. */
   startTimeoutMs?: number
+  /**
+   * Keep the chain in this file (anvil --state): loaded at start when it exists, written every
+   * STATE_INTERVAL_S seconds and on stop, so a restart keeps every block, receipt and row.
+   */
+  stateFile?: string
 }
+
+/** How often a kept chain is written: a kill -9 loses at most this many seconds of it. */
+export const STATE_INTERVAL_S = 2
 
 export function anvilBinary(): string {
   const require = createRequire(import.meta.url)
@@ -76,6 +84,8 @@ export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
     String(KEPT_STATES),
   ]
   if (opts.blockTime !== undefined) args.push('--block-time', String(opts.blockTime))
+  if (opts.stateFile !== undefined)
+    args.push('--state', opts.stateFile, '--state-interval', String(STATE_INTERVAL_S))
   const child = spawn(anvilBinary(), args, { stdio: ['ignore', 'pipe', 'pipe'] })
   live.add(child)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))

@@ -3,7 +3,7 @@
 // (<SVC_HOME>/chain.json and --out FILE), then runs until Ctrl-C / SIGTERM and stops anvil.
 import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath, writeChainFile } from '../../chain/chain-file.ts'
-import { enrolDevice, startDevChain } from '../../chain/dev.ts'
+import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { readFile } from 'node:fs/promises'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
@@ -25,6 +25,10 @@ options:
   --no-attestor       do not start the attestor
   --out FILE          also write the chain file here (always written to <SVC_HOME>/chain.json)
   --json              print the chain file on stdout instead of a summary
+  --fresh             start a new chain (the kept one in <SVC_HOME>/chain is thrown away)
+
+The chain is kept in <SVC_HOME>/chain/anvil-state.json: a restart keeps every registry row,
+agent and payment. svc start uses the same one.
   -h, --help          this help`
 
 export const command: Command = async (argv, io) => {
@@ -37,6 +41,7 @@ export const command: Command = async (argv, io) => {
       'no-attestor': { type: 'boolean' },
       out: { type: 'string' },
       json: { type: 'boolean' },
+      fresh: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
     'svc chain --help',
@@ -51,13 +56,17 @@ export const command: Command = async (argv, io) => {
   const attestorPort = intOption(values['attestor-port'], 'attestor-port')
   const host = values.host ?? '127.0.0.1'
 
-  const chain = await startDevChain({ ...(port !== undefined ? { port } : {}), host })
+  const paths = svcPaths(io.env)
+  const chain = await startDevChain({
+    ...(port !== undefined ? { port } : {}),
+    host,
+    ...(await keptChain(paths.home, values.fresh === true)),
+  })
   let closeAttestor: (() => Promise<void>) | undefined
   try {
     const info = { ...chain.info }
     // The hub's own device key (created if missing) becomes the agent's wallet and operator,
     // so `svc hub` + `svc attest sync` work against this chain with no further setup.
-    const paths = svcPaths(io.env)
     const signer = await loadOrCreateDeviceKey(paths.deviceKey)
     const deviceKey = (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`
     await enrolDevice(chain.info as Required<typeof chain.info>, deviceKey)
@@ -78,7 +87,7 @@ export const command: Command = async (argv, io) => {
     else {
       io.out(
         [
-          `anvil          ${info.rpcUrl} (chain id ${info.chainId}, pid ${chain.pid})`,
+          `anvil          ${info.rpcUrl} (chain id ${info.chainId}, pid ${chain.pid}; ${chain.kept ? 'kept from the last run' : 'new'})`,
           `identity       ${info.identityRegistry}`,
           `validation     ${info.validationRegistry}`,
           `agent          ${info.agentId} (owner ${chain.accounts.owner.address}; wallet + operator: this hub's device ${signer.address})`,

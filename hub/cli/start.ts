@@ -10,7 +10,7 @@ import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
 import { chainFilePath, writeChainFile } from '../../chain/chain-file.ts'
-import { enrolDevice, startDevChain } from '../../chain/dev.ts'
+import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
 import { buildMarketApp } from '../../market/app.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { attestorPlugin } from '../../market/attestor/plugin.ts'
@@ -48,10 +48,12 @@ options:
   --sops DIR         SOP directories to load (default: the examples in sops/examples)
   --lines N          attested lines before the demo lists them (default 3)
   --no-demo          no automatic approval and no listing
+  --fresh            start a new chain (the kept one in $SVC_HOME/chain is thrown away)
   --log-level LEVEL  the hub's log level (default warn)
   -h, --help         this help
 
-State lives in $SVC_HOME (default ~/.svc).`
+State lives in $SVC_HOME (default ~/.svc), the dev chain too: a restart keeps every registry
+row, agent and payment.`
 
 const SPEC = {
   'port-base': { type: 'string' },
@@ -63,6 +65,7 @@ const SPEC = {
   sops: { type: 'string' },
   lines: { type: 'string' },
   'no-demo': { type: 'boolean' },
+  fresh: { type: 'boolean' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const
@@ -151,7 +154,17 @@ export const command: Command = async (argv, io) => {
   const closers: Closer[] = []
   let failure: unknown = null
   try {
-    await run({ io, ports, minLines, level, sopsDir, demo: !values['no-demo'], signal: stop.signal, closers })
+    await run({
+      io,
+      ports,
+      minLines,
+      level,
+      sopsDir,
+      demo: !values['no-demo'],
+      fresh: values.fresh === true,
+      signal: stop.signal,
+      closers,
+    })
   } catch (err) {
     failure = err
     stop.abort()
@@ -184,6 +197,7 @@ interface RunInput {
   level: Level
   sopsDir: string
   demo: boolean
+  fresh: boolean
   signal: AbortSignal
   closers: Closer[]
 }
@@ -195,8 +209,9 @@ async function run(r: RunInput): Promise<void> {
   const host = '127.0.0.1'
   io.out(`state dir  ${paths.home}`)
 
-  const chain = await startDevChain({ port: r.ports.rpc, host })
+  const chain = await startDevChain({ port: r.ports.rpc, host, ...(await keptChain(paths.home, r.fresh)) })
   closers.push({ name: 'chain', fn: () => chain.stop() })
+  io.out(`chain      ${chain.kept ? 'kept from the last run' : 'new'} (${chain.rpcUrl})`)
   if (signal.aborted) return
   // The hub's own device key is the agent's wallet and operator (as `svc chain dev` does).
   await loadOrCreateDeviceKey(paths.deviceKey)

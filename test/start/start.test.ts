@@ -98,12 +98,21 @@ t.test(
     t.notOk(alive(anvilPid), 'anvil is gone')
     t.notMatch(child.err(), /internal error|Error:\s+at /, 'no stack trace on stderr')
 
-    // `npm start` again in the same state dir: a fresh chain, so only this session's lines are
-    // listed, and they verify (the earlier session's proofs went with its chain).
+    // `npm start` again in the same state dir: the chain is kept in $SVC_HOME, so the first
+    // session's listing still verifies, and this session's new listing does too.
     const again = startChild(t, ['start'], { ...process.env, SVC_HOME: home })
     const url2 = (await again.waitFor(/^listing +(http\S+)/m, 300_000))[1]!
+    t.match(again.out(), /^chain +kept from the last run/m, 'the second session says it kept the chain')
     t.not(url2, url, 'a new listing')
     const base2 = url2.slice(0, url2.indexOf('/marketplace/'))
+    const first = (await (
+      await fetch(`${base2}/api/marketplace/listings/${slug}/verify`, { method: 'POST' })
+    ).json()) as typeof v
+    t.equal(first.preview, false, 'the first listing is read from the kept chain')
+    t.ok(
+      first.total >= 3 && first.rows.every((r) => r.pass === true),
+      "the first session's listing still verifies after the restart",
+    )
     const v2 = (await (
       await fetch(`${base2}/api/marketplace/listings/${url2.slice(url2.lastIndexOf('/') + 1)}/verify`, {
         method: 'POST',
