@@ -70,6 +70,12 @@ export const HubTomlSchema = {
         client_id: { type: 'string', minLength: 1, maxLength: 128 },
         username: { type: 'string' },
         password: { type: 'string' },
+        // TLS listeners of the embedded broker (hub/broker/tls.ts); cert and key are PEM files.
+        tls_host: { type: 'string', minLength: 1 },
+        tls_port: Port,
+        wss_port: Port,
+        tls_cert: { type: 'string', minLength: 1 },
+        tls_key: { type: 'string', minLength: 1 },
       },
       additionalProperties: false,
     },
@@ -144,6 +150,8 @@ export interface HubConfig {
     clientId: string
     username?: string
     password?: string
+    /** The embedded broker's MQTT-over-TLS (`port`) and WebSocket-over-TLS (`wssPort`) listeners. */
+    tls: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
   }
   api: { port: number }
   /** `rateLimit`: requests per minute per client address, 0 = off. */
@@ -239,6 +247,8 @@ export function resolveConfig(
     const target = mqttUrlOptions(url)
     if (!target.ok) return { ok: false, error: `${where}: broker.url: ${target.error}` }
   }
+  const tls = brokerTls(t.broker, path)
+  if (typeof tls === 'string') return { ok: false, error: `${where}: ${tls}` }
   return {
     ok: true,
     config: {
@@ -254,6 +264,7 @@ export function resolveConfig(
         clientId: t.broker?.client_id ?? `svc-hub-${hostname()}`,
         ...(t.broker?.username !== undefined ? { username: t.broker.username } : {}),
         ...(t.broker?.password !== undefined ? { password: t.broker.password } : {}),
+        tls,
       },
       api: { port: t.api?.port ?? DEFAULTS.apiPort },
       webhook: {
@@ -291,6 +302,31 @@ export function resolveConfig(
           }
         : null,
     },
+  }
+}
+
+/** The TLS listeners: a port needs both files, and files without a port are a mistake worth naming. */
+function brokerTls(
+  b: HubToml['broker'],
+  path: (p: string | undefined, fallback: string) => string,
+): HubConfig['broker']['tls'] | string {
+  const port = b?.tls_port ?? null
+  const wssPort = b?.wss_port ?? null
+  const cert = b?.tls_cert
+  const key = b?.tls_key
+  if (port === null && wssPort === null) {
+    if (cert !== undefined || key !== undefined || b?.tls_host !== undefined)
+      return 'broker.tls_cert, tls_key and tls_host apply only with broker.tls_port or broker.wss_port'
+    return null
+  }
+  if (cert === undefined || key === undefined)
+    return `broker.${port !== null ? 'tls_port' : 'wss_port'}: needs broker.tls_cert and broker.tls_key (PEM files)`
+  return {
+    host: b?.tls_host ?? b?.host ?? DEFAULTS.brokerHost,
+    port,
+    wssPort,
+    cert: path(cert, cert),
+    key: path(key, key),
   }
 }
 

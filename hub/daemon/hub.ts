@@ -20,6 +20,7 @@ import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
+import { accountsPath } from '../broker/accounts-file.ts'
 import type { HubConfig } from './config.ts'
 import type { AttestationParts, BridgeLike, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
@@ -95,6 +96,10 @@ export async function startHub(
         wsPort: config.broker.wsPort,
         dbPath: join(config.dataDir, 'broker'),
         log,
+        accountsFile: accountsPath(config.dataDir),
+        hubBoards: config.boards.map((b) => b.name),
+        hubClientId: config.broker.clientId,
+        tls: config.broker.tls,
       })
       const b = broker
       closers.push({ name: 'broker', fn: () => b.close() })
@@ -122,6 +127,8 @@ export async function startHub(
         writeCache: false,
         ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
         ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
+        // The embedded broker's own login for the hub: never refused, whatever the accounts say.
+        ...(broker ? broker.hubLogin : {}),
       })
       .catch((err: unknown) => {
         throw new Error(
@@ -253,6 +260,7 @@ export async function startHub(
         diagnostics = next.diagnostics
         engine.setSops(sops)
         await router.setSops(sops)
+        await broker?.reloadAccounts()
       },
       close() {
         closing ??= (async () => {
