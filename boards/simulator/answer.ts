@@ -5,7 +5,9 @@ import type { Json } from '../../bridge/codec/index.ts'
 export const SIM_FW = 'svc-companion/0.1.0'
 export const SIM_LINE_CAP = 256
 const MAX_PIN = 69
-export const SIM_COMMANDS = ['ping', 'gpio_read', 'gpio_write', 'capabilities'] as const
+/** Analog inputs A0..A15, as on the 70-pin board the firmware's host build models; they read 0. */
+const MAX_ANALOG = 15
+export const SIM_COMMANDS = ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'] as const
 
 export type Answer =
   | { id: number; reply: { ok: true; result: Json } | { ok: false; error: string } }
@@ -40,7 +42,13 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
         id,
         reply: {
           ok: true,
-          result: { fw: SIM_FW, commands: [...SIM_COMMANDS], line_cap: SIM_LINE_CAP, pins: MAX_PIN + 1 },
+          result: {
+            fw: SIM_FW,
+            commands: [...SIM_COMMANDS],
+            line_cap: SIM_LINE_CAP,
+            pins: MAX_PIN + 1,
+            analog: MAX_ANALOG + 1,
+          },
         },
       }
     case 'gpio_read':
@@ -54,6 +62,13 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
       }
       return { id, reply: { ok: true, result: { pin, value: pins[pin] ?? 0 } } }
     }
+    case 'analog_read':
+      if (!intIn(args.pin, 0, MAX_ANALOG))
+        return {
+          id,
+          reply: { ok: false, error: `args.pin: must be an analog input from 0 to ${MAX_ANALOG}` },
+        }
+      return { id, reply: { ok: true, result: { pin: args.pin, value: 0 } } }
     default:
       return { id, reply: { ok: false, error: 'cmd: unknown command' } }
   }

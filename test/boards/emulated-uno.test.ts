@@ -80,9 +80,10 @@ t.test('companion firmware on an emulated Uno, through the real bridge and broke
       ok: true,
       result: {
         fw: 'svc-companion/0.1.0',
-        commands: ['ping', 'gpio_read', 'gpio_write', 'capabilities'],
+        commands: ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'],
         line_cap: 256,
         pins: 20,
+        analog: 6,
       },
     })
     t.same(await b.send('vend1', 'gpio_write', { pin: 13, value: 1 }), {
@@ -110,11 +111,28 @@ t.test('companion firmware on an emulated Uno, through the real bridge and broke
     )
   })
 
+  t.test('analog_read reads the emulated ADC', async (t) => {
+    // 2.5 V and 1 V against the 5 V reference: 1023 × 0.5 and × 0.2, as the ADC truncates.
+    await uno.ask('adc 0 2500', 'adc 0')
+    await uno.ask('adc 5 1000', 'adc 5')
+    t.same(await b.send('vend1', 'analog_read', { pin: 0 }), { ok: true, result: { pin: 0, value: 511 } })
+    t.same(await b.send('vend1', 'analog_read', { pin: 5 }), { ok: true, result: { pin: 5, value: 204 } })
+    t.has(
+      await b.send('vend1', 'analog_read', { pin: 6 }),
+      { ok: false, error: 'args.pin: must be an analog input from 0 to 5' },
+      'the Uno has A0 to A5',
+    )
+  })
+
   t.test('every pin from 0 to 255 works or is refused, and the MCU never halts', async (t) => {
     const readable: number[] = []
     const writable: number[] = []
+    const analog: number[] = []
     const wrong: string[] = []
     for (let pin = 0; pin <= 255; pin++) {
+      const a = await b.send('vend1', 'analog_read', { pin })
+      if (a.ok) analog.push(pin)
+      else if (!/^args\.pin: /.test(a.error)) wrong.push(`analog ${pin}: ${a.error}`)
       const r = await b.send('vend1', 'gpio_read', { pin })
       if (r.ok) readable.push(pin)
       else if (!/^args\.pin: /.test(r.error)) wrong.push(`read ${pin}: ${r.error}`)
@@ -133,6 +151,7 @@ t.test('companion firmware on an emulated Uno, through the real bridge and broke
       Array.from({ length: 17 }, (_, i) => i + 3),
       'writes refused on the serial pins and the coin input',
     )
+    t.same(analog, [0, 1, 2, 3, 4, 5], 'analog inputs A0 to A5')
     t.same(uno.halts, [], 'no halt reported')
     t.match(await uno.ask('state', 'state'), /^state running /, 'the MCU still runs')
     t.same(await b.send('vend1', 'ping', {}), { ok: true, result: 'pong' }, 'and still answers')

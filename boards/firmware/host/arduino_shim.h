@@ -46,6 +46,19 @@ inline int digitalRead(uint8_t pin) {
   return shim_pins[pin];
 }
 
+// Analog inputs A0..A15 are pins 54..69, as on a Mega; analogRead takes the pin (or the input's
+// number, as AVR cores also accept) and aborts on anything else.
+#define analogInputToDigitalPin(p) (((p) < NUM_ANALOG_INPUTS) ? (p) + 54 : -1)
+static uint16_t shim_analog[NUM_ANALOG_INPUTS];
+inline int analogRead(uint8_t pin) {
+  if (pin >= 54) pin -= 54;
+  if (pin >= NUM_ANALOG_INPUTS) {
+    fprintf(stderr, "shim: analog input %u is not on this board\n", pin);
+    abort();
+  }
+  return shim_analog[pin];
+}
+
 // Serial's Print::write, onto stdout.
 struct ShimOut {
   size_t write(uint8_t b) { return fputc(b, stdout) == EOF ? 0 : 1; }

@@ -11,6 +11,7 @@
 //     pin N 0|1            drive Arduino pin N as an input         → @ pin N V
 //     pulse N MS           drive pin N low for MS ms of MCU time   → @ pulse N
 //     read N               pin N as the MCU drives it              → @ read N ddr=D port=P
+//     adc N MV             put MV millivolts on analog input N     → @ adc N MV
 //     state                whether the MCU still runs              → @ state running|halted cycles=C
 //   and unprompted: @ pty PATH at start, @ halted REASON pc=0x… if the MCU stops.
 //
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "avr_adc.h"
 #include "avr_ioport.h"
 #include "parts/uart_pty.h"
 #include "sim_avr.h"
@@ -113,6 +115,9 @@ static void control(const char* line) {
     } else {
       say("read %d ddr=%d port=%d", n, (int)((st.ddr >> bit) & 1), (int)((st.port >> bit) & 1));
     }
+  } else if (sscanf(line, "adc %d %d", &n, &v) == 2 && n >= 0 && n < 8) {
+    avr_raise_irq(avr_io_getirq(avr, AVR_IOCTL_ADC_GETIRQ, ADC_IRQ_ADC0 + n), (uint32_t)v);
+    say("adc %d %d", n, v);
   } else if (strncmp(line, "state", 5) == 0) {
     say("state %s cycles=%llu", halted ? "halted" : "running", (unsigned long long)avr->cycle);
   } else {
@@ -151,6 +156,8 @@ int main(int argc, char** argv) {
   if (!avr) return 1;
   avr_init(avr);
   avr->log = LOG_WARNING;
+  // An Uno's supply: AVCC (the analogRead reference by default) and AREF at 5 V.
+  avr->vcc = avr->avcc = avr->aref = 5000;
   avr_load_firmware(avr, &fw);
 
   uart_pty_init(avr, &uart);

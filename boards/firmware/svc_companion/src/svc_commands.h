@@ -2,9 +2,9 @@
 // `{"id":N,"cmd":"…","args":{…}}` → `{"id":N,"ok":true,"result":…}` or `{"id":N,"ok":false,"error":"…"}`.
 // A command is parsed into a small SvcCommand as soon as its line is complete, and answered later:
 // the line buffer is then free for the next command while the answer is written (svc_companion.h).
-// Pins are checked against the board's own core definitions (NUM_DIGITAL_PINS, digitalPinToPort),
-// because the core's pin tables have exactly that many entries and a pin past them makes
-// digitalRead/digitalWrite use whatever bytes follow as a register address.
+// Pins are checked against the board's own core definitions (NUM_DIGITAL_PINS, digitalPinToPort,
+// NUM_ANALOG_INPUTS), because the core's pin tables have exactly that many entries and a pin past
+// them makes digitalRead/digitalWrite use whatever bytes follow as a register address.
 #ifndef SVC_COMMANDS_H
 #define SVC_COMMANDS_H
 
@@ -14,8 +14,16 @@
 #define SVC_FW "svc-companion/0.1.0"
 #endif
 
-#if !defined(NUM_DIGITAL_PINS) || !defined(NOT_A_PIN)
-#error "svc_commands.h needs the board core's NUM_DIGITAL_PINS and NOT_A_PIN (include Arduino.h first)"
+#if !defined(NUM_DIGITAL_PINS) || !defined(NOT_A_PIN) || !defined(NUM_ANALOG_INPUTS)
+#error "svc_commands.h needs the board core's NUM_DIGITAL_PINS, NUM_ANALOG_INPUTS and NOT_A_PIN (include Arduino.h first)"
+#endif
+
+// analog_read takes an analog input's number (0 for A0); the core maps it to the pin analogRead
+// wants. Cores without the mapping take the input's number directly.
+#ifdef analogInputToDigitalPin
+#define SVC_ANALOG_PIN(ch) analogInputToDigitalPin(ch)
+#else
+#define SVC_ANALOG_PIN(ch) (ch)
 #endif
 
 struct SvcCommandStats {
@@ -28,6 +36,7 @@ enum SvcCommandKind : uint8_t {
   SVC_CMD_CAPABILITIES,
   SVC_CMD_GPIO_READ,
   SVC_CMD_GPIO_WRITE,
+  SVC_CMD_ANALOG_READ,
   SVC_CMD_ERROR,  // answered with `error`
 };
 
@@ -39,6 +48,7 @@ enum SvcCommandError : uint8_t {
   SVC_ERR_PIN_NONE,       // a number inside the range that names no pin on this board
   SVC_ERR_PIN_RESERVED,   // a pin the firmware itself drives or reads (serial, the coin input)
   SVC_ERR_VALUE,          // args.value: not 0 or 1
+  SVC_ERR_ANALOG_RANGE,   // args.pin outside 0..NUM_ANALOG_INPUTS-1, or not an integer
 };
 
 // 8 bytes: the whole of a parsed command, so a handful can wait while a reply is written.
@@ -108,6 +118,15 @@ inline bool svc_parse_command(const char* line, size_t len, const SvcPinSet& res
       cmd->pin = (uint8_t)pin;
       cmd->value = (uint8_t)value;
     }
+  } else if (svc_strcmp_P(name, SVC_P("analog_read")) == 0) {
+    int64_t input;
+    if (!svc_arg_int(line, len, SVC_P("pin"), 0, NUM_ANALOG_INPUTS - 1, &input) ||
+        (int)SVC_ANALOG_PIN((uint8_t)input) < 0) {
+      cmd->error = SVC_ERR_ANALOG_RANGE;
+    } else {
+      cmd->kind = SVC_CMD_ANALOG_READ;
+      cmd->pin = (uint8_t)input;
+    }
   } else {
     cmd->error = SVC_ERR_UNKNOWN;
   }
@@ -125,7 +144,11 @@ void svc_put_error_text(OUT& out, uint8_t error) {
       break;
     case SVC_ERR_PIN_NONE: svc_puts_P(out, SVC_P("args.pin: no such pin on this board")); break;
     case SVC_ERR_PIN_RESERVED: svc_puts_P(out, SVC_P("args.pin: used by the firmware itself")); break;
-    default: svc_puts_P(out, SVC_P("args.value: must be 0 or 1")); break;
+    case SVC_ERR_VALUE: svc_puts_P(out, SVC_P("args.value: must be 0 or 1")); break;
+    default:
+      svc_puts_P(out, SVC_P("args.pin: must be an analog input from 0 to "));
+      svc_put_uint(out, NUM_ANALOG_INPUTS - 1);
+      break;
   }
 }
 
@@ -142,10 +165,12 @@ void svc_answer_command(OUT& out, const SvcCommand& cmd, SvcFlashStr fw, size_t 
       svc_reply_ok_begin(out, cmd.id);
       svc_puts_P(out, SVC_P("{\"fw\":"));
       svc_put_json_string_P(out, fw);
-      svc_puts_P(out, SVC_P(",\"commands\":[\"ping\",\"gpio_read\",\"gpio_write\",\"capabilities\"],\"line_cap\":"));
+      svc_puts_P(out, SVC_P(",\"commands\":[\"ping\",\"gpio_read\",\"gpio_write\",\"analog_read\",\"capabilities\"],\"line_cap\":"));
       svc_put_uint(out, (uint32_t)lineCap);
       svc_puts_P(out, SVC_P(",\"pins\":"));
       svc_put_uint(out, NUM_DIGITAL_PINS);
+      svc_puts_P(out, SVC_P(",\"analog\":"));
+      svc_put_uint(out, NUM_ANALOG_INPUTS);
       svc_puts_P(out, SVC_P("}"));
       svc_reply_end(out);
       return;
@@ -158,6 +183,17 @@ void svc_answer_command(OUT& out, const SvcCommand& cmd, SvcFlashStr fw, size_t 
       } else {
         value = digitalRead(cmd.pin) == HIGH ? 1 : 0;
       }
+      svc_reply_ok_begin(out, cmd.id);
+      svc_puts_P(out, SVC_P("{\"pin\":"));
+      svc_put_uint(out, cmd.pin);
+      svc_puts_P(out, SVC_P(",\"value\":"));
+      svc_put_uint(out, value);
+      svc_puts_P(out, SVC_P("}"));
+      svc_reply_end(out);
+      return;
+    }
+    case SVC_CMD_ANALOG_READ: {
+      uint16_t value = (uint16_t)analogRead(SVC_ANALOG_PIN(cmd.pin));
       svc_reply_ok_begin(out, cmd.id);
       svc_puts_P(out, SVC_P("{\"pin\":"));
       svc_put_uint(out, cmd.pin);
