@@ -10,6 +10,7 @@ import { parseOptions } from './options.ts'
 
 const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
        svc hub config [--config FILE] [--json]
+       svc hub user add|remove|list …   (broker accounts: svc hub user --help)
 
   run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
                  SOP engine, tools, webhook gateway, local API. Stops on SIGTERM/SIGINT;
@@ -73,6 +74,8 @@ export async function resolveCliConfig(
 }
 
 export const command: Command = async (argv, io) => {
+  // `svc hub user …` has options of its own (hub/cli/hub-user.ts).
+  if (argv[0] === 'user') return (await import('./hub-user.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)
