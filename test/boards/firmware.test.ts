@@ -2,7 +2,7 @@
 // small Arduino shim that keeps the chip's limits (pins past the core's tables abort; Serial has
 // the AVR core's 64-byte rings in time), must print exactly the golden lines in boards/golden/.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { tempDir } from '../helpers/tmp.ts'
@@ -101,5 +101,57 @@ t.test('firmware host build matches the golden files', { skip }, async (t) => {
     execFileSync(sketchExe).toString('utf8'),
     '{"event":"hello","board":"vend1","fw":"svc-companion/0.1.0"}\n',
     'the sketch says hello at setup',
+  )
+})
+
+// What `arduino-cli lib install --zip-path` and the Library Manager's indexer read: a folder named
+// like the library, library.properties with the required fields, headers under src/, and each
+// example a folder holding an .ino of its own name (Arduino library specification 1.5).
+t.test('the companion is laid out as an Arduino library', async (t) => {
+  const lib = join(FIRMWARE, 'svc_companion')
+  const props = new Map(
+    readFileSync(join(lib, 'library.properties'), 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const),
+  )
+  for (const key of [
+    'name',
+    'version',
+    'author',
+    'maintainer',
+    'sentence',
+    'paragraph',
+    'category',
+    'url',
+    'architectures',
+  ]) {
+    t.ok(props.get(key), `library.properties has ${key}`)
+  }
+  t.equal(props.get('name'), 'svc_companion', 'the name is the folder name')
+  t.match(props.get('version'), /^\d+\.\d+\.\d+$/, 'the version is semver')
+  t.ok(
+    [
+      'Display',
+      'Communication',
+      'Signal Input/Output',
+      'Sensors',
+      'Device Control',
+      'Timing',
+      'Data Storage',
+      'Data Processing',
+      'Other',
+    ].includes(props.get('category') ?? ''),
+    'a category the Library Manager knows',
+  )
+  for (const h of (props.get('includes') ?? '').split(',')) t.ok(existsSync(join(SRC, h)), `src/${h} exists`)
+  const examples = readdirSync(join(lib, 'examples'))
+  t.ok(examples.length > 0, 'at least one example')
+  for (const ex of examples)
+    t.ok(existsSync(join(lib, 'examples', ex, `${ex}.ino`)), `examples/${ex}/${ex}.ino`)
+  t.same(
+    readdirSync(lib).sort(),
+    ['examples', 'library.properties', 'src'],
+    'nothing else at the top (no stray sources the IDE would compile)',
   )
 })

@@ -120,8 +120,10 @@ inline bool svc_parse_command(const char* line, size_t len, const SvcPinSet& res
     }
   } else if (svc_strcmp_P(name, SVC_P("analog_read")) == 0) {
     int64_t input;
-    if (!svc_arg_int(line, len, SVC_P("pin"), 0, NUM_ANALOG_INPUTS - 1, &input) ||
-        (int)SVC_ANALOG_PIN((uint8_t)input) < 0) {
+    int mapped = -1;  // some cores' maps answer -1 for an input they have no pin for
+    if (svc_arg_int(line, len, SVC_P("pin"), 0, NUM_ANALOG_INPUTS - 1, &input))
+      mapped = (int)SVC_ANALOG_PIN((uint8_t)input);
+    if (mapped < 0) {
       cmd->error = SVC_ERR_ANALOG_RANGE;
     } else {
       cmd->kind = SVC_CMD_ANALOG_READ;

@@ -8,7 +8,7 @@
 #endif
 
 static const uint8_t COIN_PIN = 2;  // a coin acceptor's pulse, active low
-static SvcCompanion<HardwareSerial> companion(Serial);
+static SvcCompanion<decltype(Serial)> companion(Serial);  // HardwareSerial, or a USB core's own class
 static int lastCoin = HIGH;
 
 void setup() {
