@@ -2,7 +2,7 @@
 // Say hello, send `message` events, answer ping, capabilities, gpio_read and gpio_write.
 //
 //   #include <svc_companion.h>
-//   SvcCompanion<HardwareSerial> companion(Serial);
+//   SvcCompanion<decltype(Serial)> companion(Serial);
 //   void setup() { Serial.begin(115200); companion.hello(SVC_P("vend1")); }
 //   void loop() { companion.poll(); ... companion.event_P(SVC_P("coin"), SVC_P("{\"amount\":1}")); }
 //
