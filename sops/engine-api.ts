@@ -10,6 +10,13 @@ export interface TriggerEvent {
   payload: string | Json
   /** Epoch ms when the trigger fired. */
   at: number
+  /**
+   * Once-only admission, for a source that redelivers what it has not seen acknowledged (an AMQP
+   * queue): the decision is stored under `key` in the same write as the admission, and with
+   * `check` an event whose key is already stored is not admitted again: it gets the stored
+   * decision back, marked `duplicate`. The key is per SOP (one message may start several SOPs).
+   */
+  once?: { key: string; check: boolean }
 }
 
 export type AdmissionOutcome =
@@ -25,6 +32,8 @@ export interface AdmissionDecision {
   /** The run started, or the run it was coalesced into. */
   runId?: string
   reason: string
+  /** The event's `once` key was already admitted: this is that decision, and nothing new was stored. */
+  duplicate?: true
 }
 
 export interface Engine {

@@ -72,6 +72,9 @@ export class Engine implements HubEngine {
   private aborts = new Map<string, AbortController>()
   private timers = new Map<string, NodeJS.Timeout>()
   private conditions = new Map<string, Condition | null>()
+  /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
+  private onceBusy = new Map<string, Promise<void>>()
+  private pruneTimer: NodeJS.Timeout | undefined
   private closed = false
   private readonly now: () => number
   private readonly log: Log
@@ -142,9 +145,12 @@ export class Engine implements HubEngine {
     return { active, parked, now: this.now(), ...(last !== undefined ? { lastFinishedAt: last } : {}) }
   }
 
-  private admissionOp(sop: string, event: TriggerEvent, d: AdmissionDecision): BatchOp {
+  /** The admission record, and the event's once-only mark in the same batch (engine-api: `once`). */
+  private admissionOps(sop: string, event: TriggerEvent, d: AdmissionDecision): BatchOp[] {
     const rec: AdmissionRecord = { sop, at: this.now(), source: event.source, ...d }
-    return this.store.admissionOp(rec)
+    const ops = [this.store.admissionOp(rec)]
+    if (event.once) ops.push(...this.store.onceOps(onceKey(sop, event.once.key), d, rec.at))
+    return ops
   }
 
   private spawn(run: RunRecord): void {
@@ -160,14 +166,42 @@ export class Engine implements HubEngine {
 
   // ---- admission --------------------------------------------------------------------------
 
+  /**
+   * A once-only event (engine-api: `once`) is admitted at most once per SOP and key: events with
+   * the same key wait for each other, and a closed engine throws rather than answer "dropped",
+   * so its source does not take an unrecorded decision for a recorded one.
+   */
   async trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
+    const once = event.once
+    if (!once) return this.admitEvent(sopName, event)
+    const key = onceKey(sopName, once.key)
+    const result = (this.onceBusy.get(key) ?? Promise.resolve()).then(async () => {
+      if (this.closed) throw new Error('the engine is closed')
+      if (once.check) {
+        const prior = await this.store.onceDecision(key)
+        if (prior) return { ...prior, duplicate: true as const }
+      }
+      return this.admitEvent(sopName, event)
+    })
+    const settled = result.then(
+      () => {},
+      () => {},
+    )
+    this.onceBusy.set(key, settled)
+    void settled.then(() => {
+      if (this.onceBusy.get(key) === settled) this.onceBusy.delete(key)
+    })
+    return result
+  }
+
+  private async admitEvent(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
     if (this.closed) return { outcome: 'dropped', reason: 'the engine is closed' }
     const bad = badEvent(event)
     if (bad) return { outcome: 'dropped', reason: `bad trigger event: ${bad}` }
     const sop = this.sops.get(sopName)
     if (!sop) {
       const d: AdmissionDecision = { outcome: 'dropped', reason: `no SOP named "${sopName}" is loaded` }
-      await this.store.write([this.admissionOp(sopName, event, d)])
+      await this.store.write(this.admissionOps(sopName, event, d))
       return d
     }
     const verdict: AdmissionVerdict = admit(sop, this.view(sop.name))
@@ -176,7 +210,7 @@ export class Engine implements HubEngine {
         const run = this.createRun(sop, event, 'started')
         const d: AdmissionDecision = { outcome: 'started', runId: run.id, reason: verdict.reason }
         try {
-          await this.store.write([...this.store.runOps(run), this.admissionOp(sop.name, event, d)])
+          await this.store.write([...this.store.runOps(run), ...this.admissionOps(sop.name, event, d)])
         } catch (err) {
           // Never stored, so it never was: it must not hold a slot until the next restart.
           this.live.delete(run.id)
@@ -200,7 +234,7 @@ export class Engine implements HubEngine {
         q.push(kept)
         const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
         try {
-          await this.store.write([this.store.keptOp(kept), this.admissionOp(sop.name, event, d)])
+          await this.store.write([this.store.keptOp(kept), ...this.admissionOps(sop.name, event, d)])
         } catch (err) {
           const at = q.indexOf(kept)
           if (at >= 0) q.splice(at, 1)
@@ -216,12 +250,12 @@ export class Engine implements HubEngine {
         if (into.coalesced.length > MAX_COALESCED_KEPT) into.coalesced.shift()
         this.note(into, 0, 'info', `coalesced a ${event.type} trigger from ${event.source}`)
         const d: AdmissionDecision = { outcome: 'coalesced', runId: into.id, reason: verdict.reason }
-        await this.store.write([...this.store.runOps(into), this.admissionOp(sop.name, event, d)])
+        await this.store.write([...this.store.runOps(into), ...this.admissionOps(sop.name, event, d)])
         return d
       }
       default: {
         const d: AdmissionDecision = { outcome: verdict.outcome, reason: verdict.reason }
-        await this.store.write([this.admissionOp(sop.name, event, d)])
+        await this.store.write(this.admissionOps(sop.name, event, d))
         return d
       }
     }
@@ -282,7 +316,7 @@ export class Engine implements HubEngine {
       const write = this.durable(run.id, [
         this.store.unkeepOp(head.key),
         ...this.store.runOps(run),
-        this.admissionOp(sopName, head.event, d),
+        ...this.admissionOps(sopName, head.event, d),
       ])
       const p = write
         .then(() => (this.closed ? undefined : this.drive(run)))
@@ -787,6 +821,7 @@ export class Engine implements HubEngine {
     this.closed = true
     for (const t of this.timers.values()) clearTimeout(t)
     this.timers.clear()
+    clearInterval(this.pruneTimer)
     for (const ac of this.aborts.values()) ac.abort(new Error('engine closing'))
     // Tools get the abort; one that ignores it is not waited on for ever.
     let timer: NodeJS.Timeout | undefined
@@ -835,7 +870,22 @@ export class Engine implements HubEngine {
       if (r.state === 'running' || r.state === 'pending') this.spawn(r)
     }
     for (const name of this.kept.keys()) this.release(name)
+    // Once-only marks are kept ONCE_KEEP_MS. The first prune is an hour after the start, so a
+    // message redelivered after a long outage still finds its mark (it comes first).
+    this.pruneTimer = setInterval(() => {
+      this.store
+        .pruneOnce(this.now() - ONCE_KEEP_MS)
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'once-only marks not pruned'))
+    }, 3_600_000)
+    this.pruneTimer.unref()
   }
+}
+
+/** How long a once-only admission mark is kept (engine-api: `once`): a week. */
+export const ONCE_KEEP_MS = 7 * 24 * 3_600_000
+
+function onceKey(sop: string, key: string): string {
+  return `${sop}\u0000${key}`
 }
 
 function agentAlias(sop: Sop, step: Step | undefined): { agent?: string } {

@@ -2,7 +2,7 @@
 // (deferred/held), admission decisions and per-SOP cooldown marks. Every state change is one
 // `sync: true` batch shared with concurrent writers (group-commit.ts).
 import { Level } from 'level'
-import type { AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
+import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
@@ -14,6 +14,9 @@ const FIN = 'fin!'
 const KEPT = 'kept!'
 const ADM = 'adm!'
 const LAST = 'last!'
+/** Once-only admission marks (engine-api: `TriggerEvent.once`), and the same keys by time for pruning. */
+const ONCE = 'once!'
+const ONCE_AT = 'onceat!'
 
 /** Sortable fixed-width counter so keys iterate in arrival order. */
 function seqKey(prefix: string, at: number, seq: number): string {
@@ -175,6 +178,30 @@ export class EngineStore {
 
   admissionOp(rec: AdmissionRecord): BatchOp {
     return { type: 'put', key: seqKey(ADM, rec.at, this.seq++), value: JSON.stringify(rec) }
+  }
+
+  /** Marks `key` admitted with decision `d`; written in the admission's own batch. */
+  onceOps(key: string, d: AdmissionDecision, at: number): BatchOp[] {
+    return [
+      { type: 'put', key: ONCE + key, value: JSON.stringify(d) },
+      { type: 'put', key: `${ONCE_AT}${at.toString(36).padStart(10, '0')}!${key}`, value: '' },
+    ]
+  }
+
+  async onceDecision(key: string): Promise<AdmissionDecision | undefined> {
+    const v = await this.db.get(ONCE + key)
+    return v === undefined ? undefined : (JSON.parse(v) as AdmissionDecision)
+  }
+
+  /** Forgets once-only marks written before `before` (epoch ms); returns how many. */
+  async pruneOnce(before: number): Promise<number> {
+    const ops: { type: 'del'; key: string }[] = []
+    const lt = `${ONCE_AT}${before.toString(36).padStart(10, '0')}`
+    for await (const k of this.db.keys({ gt: ONCE_AT, lt })) {
+      ops.push({ type: 'del', key: k }, { type: 'del', key: ONCE + k.slice(ONCE_AT.length + 11) })
+    }
+    if (ops.length > 0) await this.write(ops)
+    return ops.length / 2
   }
 
   lastFinishedOp(sop: string, at: number): BatchOp {
