@@ -2,7 +2,7 @@
 // Each function takes clients (viem style) so the same code deploys to anvil or Monad testnet.
 import { type Address, type Hex, decodeEventLog } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { identityRegistryAbi, validationRegistryAbi } from './abi.ts'
+import { identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import type { SvcPublicClient, SvcWalletClient } from './clients.ts'
 import { compileContracts } from './compile.ts'

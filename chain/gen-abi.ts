@@ -1,4 +1,4 @@
-// Regenerates chain/abi.ts from the compiled contracts: `npx tsx chain/gen-abi.ts`.
+// Regenerates chain/abi.generated.ts from the compiled contracts: `npx tsx chain/gen-abi.ts`.
 // The ABI is committed as TypeScript `as const` so viem types every read and write; the test
 // test/chain/abi.test.ts fails when the committed ABI and the compiled one drift apart.
 import { writeFile } from 'node:fs/promises'
@@ -20,7 +20,7 @@ export async function renderAbiModule(): Promise<string> {
 
 const isEntry = process.argv[1] !== undefined && import.meta.url === new URL(`file://${process.argv[1]}`).href
 if (isEntry) {
-  const out = join(dirname(fileURLToPath(import.meta.url)), 'abi.ts')
+  const out = join(dirname(fileURLToPath(import.meta.url)), 'abi.generated.ts')
   await writeFile(out, await renderAbiModule())
   process.stdout.write(`wrote ${out}\n`)
 }

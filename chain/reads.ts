@@ -3,7 +3,7 @@
 // apart from `unreachable` (RPC down), so the market can answer 404-ish vs 502.
 import { type Address, BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
 import type { ValidationRow } from '../records/verify-row.ts'
-import { identityRegistryAbi, validationRegistryAbi } from './abi.ts'
+import { identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
 import type { SvcPublicClient } from './clients.ts'
 
 export type ReadResult<T> =

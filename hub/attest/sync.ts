@@ -7,7 +7,7 @@
 //      requested twice and never skipped. Lines whose request is already on chain (ours) move on.
 //   2. attest: the lines go to the attestor, which answers each on chain; then `attested`.
 import { type Address, BaseError, encodeFunctionData, keccak256 } from 'viem'
-import { validationRegistryAbi } from '../../chain/abi.ts'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'

@@ -9,7 +9,7 @@
 import { type Address, type Hex, encodeFunctionData, recoverMessageAddress } from 'viem'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { privateKeyToAccount } from 'viem/accounts'
-import { validationRegistryAbi } from '../../chain/abi.ts'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
 import { lineHash } from '../../records/hash.ts'

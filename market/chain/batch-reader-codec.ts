@@ -10,7 +10,7 @@
 //   0x02          (the registry answered data not shaped like getValidationStatus's return)
 // (contracts/ValidationBatchReader.sol writes it.)
 import { type Address, type Hex, checksumAddress, toFunctionSelector } from 'viem'
-import { batchReaderAbi } from './batch-reader.artifact.ts'
+import { batchReaderAbi } from './batch-reader.generated.ts'
 import type { ValidationRead } from './market-chain.ts'
 
 export const OK = 1

@@ -5,7 +5,7 @@
 // request).
 import type { Address, Hex } from 'viem'
 import type { SvcPublicClient } from '../../chain/clients.ts'
-import { batchReaderRuntime } from './batch-reader.artifact.ts'
+import { batchReaderRuntime } from './batch-reader.generated.ts'
 import { decodeReadResult, encodeReadCall } from './batch-reader-codec.ts'
 import type { ValidationRead } from './market-chain.ts'
 

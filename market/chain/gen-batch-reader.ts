@@ -1,5 +1,5 @@
 // Compiles market/chain/contracts/ValidationBatchReader.sol with solc-js and writes its ABI and
-// runtime code to batch-reader.artifact.ts, so the market never loads solc at run time.
+// runtime code to batch-reader.generated.ts, so the market never loads solc at run time.
 // Run `npx tsx market/chain/gen-batch-reader.ts` after changing the contract; a test checks the
 // committed file matches a fresh compile.
 import { readFile, writeFile } from 'node:fs/promises'
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 
 const here = dirname(fileURLToPath(import.meta.url))
 export const SOURCE = join(here, 'contracts', 'ValidationBatchReader.sol')
-export const ARTIFACT = join(here, 'batch-reader.artifact.ts')
+export const ARTIFACT = join(here, 'batch-reader.generated.ts')
 
 export async function renderBatchReaderArtifact(): Promise<string> {
   const solc = createRequire(import.meta.url)('solc') as { compile(input: string): string; version(): string }

@@ -3,7 +3,7 @@
 import t from 'tap'
 import { type Hex, keccak256, stringToHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { validationRegistryAbi } from '../../chain/abi.ts'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { anvilAccount } from '../../chain/accounts.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'

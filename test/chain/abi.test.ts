@@ -1,8 +1,8 @@
-// The committed ABI (chain/abi.ts) must be exactly what solc makes of the contracts, and the
+// The committed ABI (chain/abi.generated.ts) must be exactly what solc makes of the contracts, and the
 // reads the market uses must have the ERC-8004 v2.0.0 shapes DESIGN.md fixes.
 import t from 'tap'
 import { type AbiFunction, toFunctionSignature } from 'viem'
-import { identityRegistryAbi, validationRegistryAbi } from '../../chain/abi.ts'
+import { identityRegistryAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { compileContracts } from '../../chain/compile.ts'
 
 t.test('committed ABI matches the compiled contracts', async (t) => {

@@ -3,7 +3,7 @@
 // request hashes, "unknown" for an unknown hash).
 import t, { type Test } from 'tap'
 import { type Hex, keccak256, stringToHex } from 'viem'
-import { identityRegistryAbi, validationRegistryAbi } from '../../chain/abi.ts'
+import { identityRegistryAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { anvilAccount } from '../../chain/accounts.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { registerAgent, setAgentWallet } from '../../chain/deploy.ts'

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import t from 'tap'
 import { ARTIFACT, renderBatchReaderArtifact } from '../../market/chain/gen-batch-reader.ts'
 
-t.test('batch-reader.artifact.ts matches a fresh compile of ValidationBatchReader.sol', async (t) => {
+t.test('batch-reader.generated.ts matches a fresh compile of ValidationBatchReader.sol', async (t) => {
   t.equal(
     await readFile(ARTIFACT, 'utf8'),
     await renderBatchReaderArtifact(),

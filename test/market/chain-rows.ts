@@ -3,7 +3,7 @@
 // go out as JSON-RPC batches and are mined many to a block, so thousands of rows take seconds.
 import { type Address, type Hex, createPublicClient, encodeFunctionData, http, toHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { validationRegistryAbi } from '../../chain/abi.ts'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { svcChain } from '../../chain/clients.ts'
 import type { DevChain } from '../../chain/dev.ts'
 

@@ -1,7 +1,7 @@
 // Sign-in, challenges and agent keys against a real anvil chain and a real market on loopback.
 import t from 'tap'
 import { privateKeyToAccount } from 'viem/accounts'
-import { identityRegistryAbi } from '../../chain/abi.ts'
+import { identityRegistryAbi } from '../../chain/abi.generated.ts'
 import { walletClientFor, publicClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
 import { anvilAccount } from '../../chain/accounts.ts'
