@@ -11,7 +11,7 @@ import { buildMarketApp } from '../market/app.ts'
 import { defaultConfig } from '../market/config.ts'
 import { browseMain, browseQuery } from '../market/pages/browse.ts'
 import { marketPages } from '../market/pages/index.ts'
-import { listingView } from '../market/routes/listings.ts'
+import { listingView } from '../market/listings/view.ts'
 import type { ListingRecord } from '../market/store/records.ts'
 import { CHAIN_ID } from '../chain/chain-id.ts'
 

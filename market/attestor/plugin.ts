@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import type { Address } from 'viem'
-import { ATTEST_PATH, INFO_PATH, MAX_LINE_CHARS, parseAttestRequest } from './request.ts'
+import { ATTEST_PATH, INFO_PATH, MAX_LINE_CHARS, parseAttestRequest } from '../../records/attestor-request.ts'
 import type { Attestor } from './service.ts'
 
 export interface AttestorPluginOptions {

@@ -15,7 +15,7 @@ import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/
 import { lineHash } from '../../records/hash.ts'
 import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
 import type { AttestorConfig } from './config.ts'
-import type { AttestItem, AttestRequest, ItemResult } from './request.ts'
+import type { AttestItem, AttestRequest, ItemResult } from '../../records/attestor-request.ts'
 
 export type AttestOutcome =
   | { ok: true; results: ItemResult[] }

@@ -11,7 +11,7 @@
 // (contracts/ValidationBatchReader.sol writes it.)
 import { type Address, type Hex, checksumAddress, toFunctionSelector } from 'viem'
 import { batchReaderAbi } from './batch-reader.generated.ts'
-import type { ValidationRead } from './market-chain.ts'
+import type { ValidationRead } from './validation-read.ts'
 
 export const OK = 1
 export const REVERTED = 0

@@ -7,7 +7,7 @@ import type { Address, Hex } from 'viem'
 import type { SvcPublicClient } from '../../chain/clients.ts'
 import { batchReaderRuntime } from './batch-reader.generated.ts'
 import { decodeReadResult, encodeReadCall } from './batch-reader-codec.ts'
-import type { ValidationRead } from './market-chain.ts'
+import type { ValidationRead } from './validation-read.ts'
 
 /** Where the reader's code is put for the call; no account lives there on any real chain. */
 export const READER_ADDRESS: Address = '0x5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c'

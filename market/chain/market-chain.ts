@@ -12,13 +12,9 @@ import {
 } from 'viem'
 import { type SvcPublicClient, publicClientFor, svcChain } from '../../chain/clients.ts'
 import { type ReadResult, readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
-import type { ValidationRow } from '../../records/verify-row.ts'
 import type { MarketChainConfig } from '../config.ts'
 import { readValidationOverride } from './batch-reader.ts'
-
-export type ValidationRead =
-  | { ok: true; row: ValidationRow }
-  | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
+import type { ValidationRead } from './validation-read.ts'
 
 export type PaymentRead =
   | { state: 'unknown' }

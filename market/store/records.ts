@@ -1,6 +1,6 @@
 // What the market stores. Addresses are stored lowercase; amounts in wei as decimal strings
 // (JSON has no bigint).
-import type { ListingFields } from '../listing/fields.ts'
+import type { ListingFields } from '../../records/listing-fields.ts'
 
 export interface SessionRecord {
   id: string
@@ -41,9 +41,6 @@ export interface KeyRecord {
   revokedAt: number | null
   revokedReason: string | null
 }
-
-export type MachineType = 'vending' | 'arm' | 'drone' | 'amr' | 'sensor' | 'humanoid' | 'other'
-export type License = 'research' | 'commercial' | 'audit'
 
 /** The fields a device submits, as stored: the price in wei as a decimal string. */
 export type StoredListingFields = Omit<ListingFields, 'priceWei'> & {

@@ -2,7 +2,7 @@
 // registry reads come in as values, one per row, in manifest order.
 import type { Address, Hex } from 'viem'
 import { type ManifestRow, checkValidationRow } from '../../records/index.ts'
-import type { ValidationRead } from '../chain/market-chain.ts'
+import type { ValidationRead } from '../chain/validation-read.ts'
 
 export interface RowVerdict {
   index: number

@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { MultipartFile, MultipartValue } from '@fastify/multipart'
 import { HttpError, badRequest, tooLarge } from '../http/errors.ts'
-import { LIMITS } from './fields.ts'
+import { LIMITS } from '../../records/listing-fields.ts'
 
 export const TEXT_FIELDS = [
   'title',

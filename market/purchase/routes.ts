@@ -9,30 +9,13 @@ import { unlockMessage } from '../auth/messages.ts'
 import { requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
-import { checkPayment } from '../purchase/check-payment.ts'
+import { Access, accessFor, purchaseKey } from './access.ts'
+import { checkPayment } from './check-payment.ts'
 import { type Sub, syncPut } from '../store/db.ts'
-import type { ListingRecord, PurchaseRecord, UsedTxRecord } from '../store/records.ts'
-import { Err, Hash, HexString, Slug } from './schemas.ts'
+import type { PurchaseRecord, UsedTxRecord } from '../store/records.ts'
+import { Err, Hash, HexString, Slug } from '../http/schemas.ts'
 
 const Body = Type.Object({ txHash: Hash, signature: HexString }, { additionalProperties: false })
-export const Access = Type.Object({
-  dataCid: Type.String(),
-  manifestCid: Type.String(),
-  dataUrl: Type.String(),
-  manifestUrl: Type.String(),
-})
-
-export function accessFor(l: ListingRecord): Static<typeof Access> {
-  const base = `/api/marketplace/listings/${l.slug}/file?part=`
-  return {
-    dataCid: l.dataCid,
-    manifestCid: l.manifestCid,
-    dataUrl: `${base}data`,
-    manifestUrl: `${base}manifest`,
-  }
-}
-
-export const purchaseKey = (slug: string, buyer: string): string => `${slug}!${buyer.toLowerCase()}`
 
 export const purchaseRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>

@@ -1,7 +1,9 @@
-// The attest request body and its checks (pure). The device sends its lines in batches:
+// The attestor's wire contract: the attest request body and its checks (pure), shared by the
+// market's attestor (which parses it) and the hub's sync (which sends it). The device sends its
+// lines in batches:
 //   POST /api/attestor/attest  { agentId: "0", items: [{ requestHash, line, signature }, …] }
 import { type Hex, isHex } from 'viem'
-import { isHash } from '../../records/hash.ts'
+import { isHash } from './hash.ts'
 
 export const ATTEST_PATH = '/api/attestor/attest'
 export const INFO_PATH = '/api/attestor/info'

@@ -1,7 +1,10 @@
 // The text fields of a listing (marketplace-api: "Listing (fields a device submits)" and
-// Limits). Pure. Lengths count Unicode code points, so "é" or an emoji is one character.
+// Limits), shared by the market (which enforces them) and the hub (which checks a listing before
+// it posts one). Pure. Lengths count Unicode code points, so "é" or an emoji is one character.
 import { parseEther } from 'viem'
-import type { License, MachineType } from '../store/records.ts'
+
+export type MachineType = 'vending' | 'arm' | 'drone' | 'amr' | 'sensor' | 'humanoid' | 'other'
+export type License = 'research' | 'commercial' | 'audit'
 
 export const MACHINE_TYPES: readonly MachineType[] = [
   'vending',

@@ -2,7 +2,7 @@
 // the manifest, then the data against the manifest, then the image. Pure: returns the first
 // problem, naming the field, or everything the route needs to pin and store.
 import { type Manifest, checkManifest, checkManifestAgainstData } from '../../records/index.ts'
-import { type ListingFields, checkListingFields, sniffImage } from './fields.ts'
+import { type ListingFields, checkListingFields, sniffImage } from '../../records/listing-fields.ts'
 import type { Upload } from './upload.ts'
 
 export interface CheckedListing {

@@ -7,11 +7,11 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { type Hex, getAddress, recoverMessageAddress } from 'viem'
 import { generateSiweNonce, parseSiweMessage, validateSiweMessage } from 'viem/siwe'
-import { assertSameOrigin, ownOrigin } from '../auth/origin.ts'
-import { currentSession, endSession, startSession } from '../auth/session.ts'
+import { assertSameOrigin, ownOrigin } from './origin.ts'
+import { currentSession, endSession, startSession } from './session.ts'
 import type { MarketContext } from '../context.ts'
 import { badRequest, unauthorized } from '../http/errors.ts'
-import { Err, HexString } from './schemas.ts'
+import { Err, HexString } from '../http/schemas.ts'
 
 const VerifyBody = Type.Object(
   { message: Type.String({ minLength: 1, maxLength: 4096 }), signature: HexString },

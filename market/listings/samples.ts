@@ -5,7 +5,8 @@ import type { Hex } from 'viem'
 import type { BlockStore } from '../files/blockstore.ts'
 import { pinFile } from '../files/pin.ts'
 import type { MarketDb } from '../store/db.ts'
-import type { ListingRecord, MachineType } from '../store/records.ts'
+import type { MachineType } from '../../records/listing-fields.ts'
+import type { ListingRecord } from '../store/records.ts'
 
 interface Sample {
   slug: string

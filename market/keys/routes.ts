@@ -8,45 +8,12 @@ import { keyChallengeMessage } from '../auth/messages.ts'
 import { requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
 import { badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
-import { newAgentKey } from '../keys/agent-key.ts'
-import { revokeStaleKeys } from '../keys/revoke.ts'
+import { newAgentKey } from './agent-key.ts'
+import { revokeStaleKeys } from './revoke.ts'
 import { type Sub, allValues, syncPut } from '../store/db.ts'
 import type { ChallengeRecord, KeyRecord } from '../store/records.ts'
-import { AddressString, AgentId, Err, HexString } from './schemas.ts'
-
-const ChallengeBody = Type.Object(
-  { kind: Type.Literal('key'), agentId: AgentId, wallet: AddressString },
-  { additionalProperties: false },
-)
-const KeyBody = Type.Object(
-  { challengeId: Type.String({ minLength: 1, maxLength: 100 }), signature: HexString },
-  { additionalProperties: false },
-)
-const KeyView = Type.Object({
-  id: Type.String(),
-  agentId: Type.String(),
-  prefix: Type.String(),
-  wallet: Type.String(),
-  device: Type.Union([Type.String(), Type.Null()]),
-  createdAt: Type.String(),
-  status: Type.Union([Type.Literal('active'), Type.Literal('revoked')]),
-  revokedAt: Type.Union([Type.String(), Type.Null()]),
-  revokedReason: Type.Union([Type.String(), Type.Null()]),
-})
-
-function keyView(k: KeyRecord): Static<typeof KeyView> {
-  return {
-    id: k.id,
-    agentId: k.agentId,
-    prefix: k.prefix,
-    wallet: getAddress(k.wallet),
-    device: k.device,
-    createdAt: new Date(k.createdAt).toISOString(),
-    status: k.revokedAt === null ? 'active' : 'revoked',
-    revokedAt: k.revokedAt === null ? null : new Date(k.revokedAt).toISOString(),
-    revokedReason: k.revokedReason,
-  }
-}
+import { Err } from '../http/schemas.ts'
+import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
 
 export const keyRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>

@@ -5,9 +5,9 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import type { MarketContext } from '../context.ts'
 import { chainUnreachable, notFound } from '../http/errors.ts'
-import type { ManifestStore } from '../listing/manifest-store.ts'
-import { verifyRows } from '../verify/verify-rows.ts'
-import { Err, Slug } from './schemas.ts'
+import type { ManifestStore } from '../listings/manifest-store.ts'
+import { verifyRows } from './verify-rows.ts'
+import { Err, Slug } from '../http/schemas.ts'
 
 export const SHOWN_ROWS = 8
 

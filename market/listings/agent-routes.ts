@@ -9,12 +9,12 @@ import type { MarketContext } from '../context.ts'
 import { pinFile } from '../files/pin.ts'
 import { HttpError, badRequest } from '../http/errors.ts'
 import { requireAgentKey } from '../keys/bearer.ts'
-import { checkListingUpload } from '../listing/check.ts'
-import { makeSlug } from '../listing/slug.ts'
-import { readUpload } from '../listing/upload.ts'
+import { checkListingUpload } from './check.ts'
+import { makeSlug } from './slug.ts'
+import { readUpload } from './upload.ts'
 import { type Sub, syncPut } from '../store/db.ts'
 import type { ListingRecord } from '../store/records.ts'
-import { Err } from './schemas.ts'
+import { Err } from '../http/schemas.ts'
 
 export const agentListingRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>

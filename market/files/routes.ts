@@ -6,10 +6,10 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import { requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
-import { catFile, parseCid } from '../files/unixfs.ts'
+import { catFile, parseCid } from './unixfs.ts'
 import { badRequest, forbidden, notFound } from '../http/errors.ts'
-import { purchaseKey } from './purchase.ts'
-import { Err, Slug } from './schemas.ts'
+import { purchaseKey } from '../purchase/access.ts'
+import { Err, Slug } from '../http/schemas.ts'
 
 export const fileRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
