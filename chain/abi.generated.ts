@@ -2,904 +2,904 @@
 // ERC-8004 v2.0.0 ABIs (Identity Registry: ERC-721 agents; Validation Registry).
 export const identityRegistryAbi = [
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'approved',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "approved",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'Approval',
-    type: 'event',
+    "name": "Approval",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'operator',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "operator",
+        "type": "address"
       },
       {
-        indexed: false,
-        internalType: 'bool',
-        name: 'approved',
-        type: 'bool',
-      },
+        "indexed": false,
+        "internalType": "bool",
+        "name": "approved",
+        "type": "bool"
+      }
     ],
-    name: 'ApprovalForAll',
-    type: 'event',
+    "name": "ApprovalForAll",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        indexed: true,
-        internalType: 'string',
-        name: 'indexedMetadataKey',
-        type: 'string',
+        "indexed": true,
+        "internalType": "string",
+        "name": "indexedMetadataKey",
+        "type": "string"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'metadataKey',
-        type: 'string',
+        "indexed": false,
+        "internalType": "string",
+        "name": "metadataKey",
+        "type": "string"
       },
       {
-        indexed: false,
-        internalType: 'bytes',
-        name: 'metadataValue',
-        type: 'bytes',
-      },
+        "indexed": false,
+        "internalType": "bytes",
+        "name": "metadataValue",
+        "type": "bytes"
+      }
     ],
-    name: 'MetadataSet',
-    type: 'event',
+    "name": "MetadataSet",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'agentURI',
-        type: 'string',
+        "indexed": false,
+        "internalType": "string",
+        "name": "agentURI",
+        "type": "string"
       },
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
-      },
+        "indexed": true,
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
+      }
     ],
-    name: 'Registered',
-    type: 'event',
+    "name": "Registered",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'from',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'to',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'Transfer',
-    type: 'event',
+    "name": "Transfer",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'newURI',
-        type: 'string',
+        "indexed": false,
+        "internalType": "string",
+        "name": "newURI",
+        "type": "string"
       },
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'updatedBy',
-        type: 'address',
-      },
+        "indexed": true,
+        "internalType": "address",
+        "name": "updatedBy",
+        "type": "address"
+      }
     ],
-    name: 'URIUpdated',
-    type: 'event',
+    "name": "URIUpdated",
+    "type": "event"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'to',
-        type: 'address',
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'approve',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "approve",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
+      }
     ],
-    name: 'balanceOf',
-    outputs: [
+    "name": "balanceOf",
+    "outputs": [
       {
-        internalType: 'uint256',
-        name: '',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "",
+        "type": "uint256"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [],
-    name: 'domainSeparator',
-    outputs: [
+    "inputs": [],
+    "name": "domainSeparator",
+    "outputs": [
       {
-        internalType: 'bytes32',
-        name: '',
-        type: 'bytes32',
-      },
+        "internalType": "bytes32",
+        "name": "",
+        "type": "bytes32"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    name: 'getAgentWallet',
-    outputs: [
+    "name": "getAgentWallet",
+    "outputs": [
       {
-        internalType: 'address',
-        name: '',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'getApproved',
-    outputs: [
+    "name": "getApproved",
+    "outputs": [
       {
-        internalType: 'address',
-        name: '',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'string',
-        name: 'metadataKey',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "metadataKey",
+        "type": "string"
+      }
     ],
-    name: 'getMetadata',
-    outputs: [
+    "name": "getMetadata",
+    "outputs": [
       {
-        internalType: 'bytes',
-        name: '',
-        type: 'bytes',
-      },
+        "internalType": "bytes",
+        "name": "",
+        "type": "bytes"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
       },
       {
-        internalType: 'address',
-        name: 'operator',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "operator",
+        "type": "address"
+      }
     ],
-    name: 'isApprovedForAll',
-    outputs: [
+    "name": "isApprovedForAll",
+    "outputs": [
       {
-        internalType: 'bool',
-        name: '',
-        type: 'bool',
-      },
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [],
-    name: 'name',
-    outputs: [
+    "inputs": [],
+    "name": "name",
+    "outputs": [
       {
-        internalType: 'string',
-        name: '',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'ownerOf',
-    outputs: [
+    "name": "ownerOf",
+    "outputs": [
       {
-        internalType: 'address',
-        name: 'owner',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "owner",
+        "type": "address"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [],
-    name: 'register',
-    outputs: [
+    "inputs": [],
+    "name": "register",
+    "outputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'string',
-        name: 'agentURI',
-        type: 'string',
+        "internalType": "string",
+        "name": "agentURI",
+        "type": "string"
       },
       {
-        components: [
+        "components": [
           {
-            internalType: 'string',
-            name: 'metadataKey',
-            type: 'string',
+            "internalType": "string",
+            "name": "metadataKey",
+            "type": "string"
           },
           {
-            internalType: 'bytes',
-            name: 'metadataValue',
-            type: 'bytes',
-          },
+            "internalType": "bytes",
+            "name": "metadataValue",
+            "type": "bytes"
+          }
         ],
-        internalType: 'struct IdentityRegistry.MetadataEntry[]',
-        name: 'metadata',
-        type: 'tuple[]',
-      },
+        "internalType": "struct IdentityRegistry.MetadataEntry[]",
+        "name": "metadata",
+        "type": "tuple[]"
+      }
     ],
-    name: 'register',
-    outputs: [
+    "name": "register",
+    "outputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'string',
-        name: 'agentURI',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "agentURI",
+        "type": "string"
+      }
     ],
-    name: 'register',
-    outputs: [
+    "name": "register",
+    "outputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'from',
-        type: 'address',
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
       },
       {
-        internalType: 'address',
-        name: 'to',
-        type: 'address',
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'safeTransferFrom',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "safeTransferFrom",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'from',
-        type: 'address',
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
       },
       {
-        internalType: 'address',
-        name: 'to',
-        type: 'address',
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
       },
       {
-        internalType: 'bytes',
-        name: 'data',
-        type: 'bytes',
-      },
+        "internalType": "bytes",
+        "name": "data",
+        "type": "bytes"
+      }
     ],
-    name: 'safeTransferFrom',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "safeTransferFrom",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'string',
-        name: 'newURI',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "newURI",
+        "type": "string"
+      }
     ],
-    name: 'setAgentURI',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "setAgentURI",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'address',
-        name: 'newWallet',
-        type: 'address',
+        "internalType": "address",
+        "name": "newWallet",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'deadline',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "deadline",
+        "type": "uint256"
       },
       {
-        internalType: 'bytes',
-        name: 'signature',
-        type: 'bytes',
-      },
+        "internalType": "bytes",
+        "name": "signature",
+        "type": "bytes"
+      }
     ],
-    name: 'setAgentWallet',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "setAgentWallet",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'operator',
-        type: 'address',
+        "internalType": "address",
+        "name": "operator",
+        "type": "address"
       },
       {
-        internalType: 'bool',
-        name: 'approved',
-        type: 'bool',
-      },
+        "internalType": "bool",
+        "name": "approved",
+        "type": "bool"
+      }
     ],
-    name: 'setApprovalForAll',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "setApprovalForAll",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'string',
-        name: 'metadataKey',
-        type: 'string',
+        "internalType": "string",
+        "name": "metadataKey",
+        "type": "string"
       },
       {
-        internalType: 'bytes',
-        name: 'metadataValue',
-        type: 'bytes',
-      },
+        "internalType": "bytes",
+        "name": "metadataValue",
+        "type": "bytes"
+      }
     ],
-    name: 'setMetadata',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "setMetadata",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'bytes4',
-        name: 'interfaceId',
-        type: 'bytes4',
-      },
+        "internalType": "bytes4",
+        "name": "interfaceId",
+        "type": "bytes4"
+      }
     ],
-    name: 'supportsInterface',
-    outputs: [
+    "name": "supportsInterface",
+    "outputs": [
       {
-        internalType: 'bool',
-        name: '',
-        type: 'bool',
-      },
+        "internalType": "bool",
+        "name": "",
+        "type": "bool"
+      }
     ],
-    stateMutability: 'pure',
-    type: 'function',
+    "stateMutability": "pure",
+    "type": "function"
   },
   {
-    inputs: [],
-    name: 'symbol',
-    outputs: [
+    "inputs": [],
+    "name": "symbol",
+    "outputs": [
       {
-        internalType: 'string',
-        name: '',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    name: 'tokenURI',
-    outputs: [
+    "name": "tokenURI",
+    "outputs": [
       {
-        internalType: 'string',
-        name: '',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "",
+        "type": "string"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'from',
-        type: 'address',
+        "internalType": "address",
+        "name": "from",
+        "type": "address"
       },
       {
-        internalType: 'address',
-        name: 'to',
-        type: 'address',
+        "internalType": "address",
+        "name": "to",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'tokenId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "tokenId",
+        "type": "uint256"
+      }
     ],
-    name: 'transferFrom',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
-  },
+    "name": "transferFrom",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  }
 ] as const
 
 export const validationRegistryAbi = [
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'identityRegistry_',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "identityRegistry_",
+        "type": "address"
+      }
     ],
-    stateMutability: 'nonpayable',
-    type: 'constructor',
+    "stateMutability": "nonpayable",
+    "type": "constructor"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'validatorAddress',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "validatorAddress",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'requestURI',
-        type: 'string',
+        "indexed": false,
+        "internalType": "string",
+        "name": "requestURI",
+        "type": "string"
       },
       {
-        indexed: true,
-        internalType: 'bytes32',
-        name: 'requestHash',
-        type: 'bytes32',
-      },
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "requestHash",
+        "type": "bytes32"
+      }
     ],
-    name: 'ValidationRequest',
-    type: 'event',
+    "name": "ValidationRequest",
+    "type": "event"
   },
   {
-    anonymous: false,
-    inputs: [
+    "anonymous": false,
+    "inputs": [
       {
-        indexed: true,
-        internalType: 'address',
-        name: 'validatorAddress',
-        type: 'address',
+        "indexed": true,
+        "internalType": "address",
+        "name": "validatorAddress",
+        "type": "address"
       },
       {
-        indexed: true,
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "indexed": true,
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        indexed: true,
-        internalType: 'bytes32',
-        name: 'requestHash',
-        type: 'bytes32',
+        "indexed": true,
+        "internalType": "bytes32",
+        "name": "requestHash",
+        "type": "bytes32"
       },
       {
-        indexed: false,
-        internalType: 'uint8',
-        name: 'response',
-        type: 'uint8',
+        "indexed": false,
+        "internalType": "uint8",
+        "name": "response",
+        "type": "uint8"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'responseURI',
-        type: 'string',
+        "indexed": false,
+        "internalType": "string",
+        "name": "responseURI",
+        "type": "string"
       },
       {
-        indexed: false,
-        internalType: 'bytes32',
-        name: 'responseHash',
-        type: 'bytes32',
+        "indexed": false,
+        "internalType": "bytes32",
+        "name": "responseHash",
+        "type": "bytes32"
       },
       {
-        indexed: false,
-        internalType: 'string',
-        name: 'tag',
-        type: 'string',
-      },
+        "indexed": false,
+        "internalType": "string",
+        "name": "tag",
+        "type": "string"
+      }
     ],
-    name: 'ValidationResponse',
-    type: 'event',
+    "name": "ValidationResponse",
+    "type": "event"
   },
   {
-    inputs: [],
-    name: 'MAX_RESPONSE',
-    outputs: [
+    "inputs": [],
+    "name": "MAX_RESPONSE",
+    "outputs": [
       {
-        internalType: 'uint8',
-        name: '',
-        type: 'uint8',
-      },
+        "internalType": "uint8",
+        "name": "",
+        "type": "uint8"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
+      }
     ],
-    name: 'getAgentValidations',
-    outputs: [
+    "name": "getAgentValidations",
+    "outputs": [
       {
-        internalType: 'bytes32[]',
-        name: '',
-        type: 'bytes32[]',
-      },
+        "internalType": "bytes32[]",
+        "name": "",
+        "type": "bytes32[]"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [],
-    name: 'getIdentityRegistry',
-    outputs: [
+    "inputs": [],
+    "name": "getIdentityRegistry",
+    "outputs": [
       {
-        internalType: 'address',
-        name: '',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "",
+        "type": "address"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'address[]',
-        name: 'validatorAddresses',
-        type: 'address[]',
+        "internalType": "address[]",
+        "name": "validatorAddresses",
+        "type": "address[]"
       },
       {
-        internalType: 'string',
-        name: 'tag',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "tag",
+        "type": "string"
+      }
     ],
-    name: 'getSummary',
-    outputs: [
+    "name": "getSummary",
+    "outputs": [
       {
-        internalType: 'uint64',
-        name: 'count',
-        type: 'uint64',
+        "internalType": "uint64",
+        "name": "count",
+        "type": "uint64"
       },
       {
-        internalType: 'uint8',
-        name: 'avgResponse',
-        type: 'uint8',
-      },
+        "internalType": "uint8",
+        "name": "avgResponse",
+        "type": "uint8"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'bytes32',
-        name: 'requestHash',
-        type: 'bytes32',
-      },
+        "internalType": "bytes32",
+        "name": "requestHash",
+        "type": "bytes32"
+      }
     ],
-    name: 'getValidationStatus',
-    outputs: [
+    "name": "getValidationStatus",
+    "outputs": [
       {
-        internalType: 'address',
-        name: 'validatorAddress',
-        type: 'address',
+        "internalType": "address",
+        "name": "validatorAddress",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'uint8',
-        name: 'response',
-        type: 'uint8',
+        "internalType": "uint8",
+        "name": "response",
+        "type": "uint8"
       },
       {
-        internalType: 'bytes32',
-        name: 'responseHash',
-        type: 'bytes32',
+        "internalType": "bytes32",
+        "name": "responseHash",
+        "type": "bytes32"
       },
       {
-        internalType: 'string',
-        name: 'tag',
-        type: 'string',
+        "internalType": "string",
+        "name": "tag",
+        "type": "string"
       },
       {
-        internalType: 'uint256',
-        name: 'lastUpdate',
-        type: 'uint256',
-      },
+        "internalType": "uint256",
+        "name": "lastUpdate",
+        "type": "uint256"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'validatorAddress',
-        type: 'address',
-      },
+        "internalType": "address",
+        "name": "validatorAddress",
+        "type": "address"
+      }
     ],
-    name: 'getValidatorRequests',
-    outputs: [
+    "name": "getValidatorRequests",
+    "outputs": [
       {
-        internalType: 'bytes32[]',
-        name: '',
-        type: 'bytes32[]',
-      },
+        "internalType": "bytes32[]",
+        "name": "",
+        "type": "bytes32[]"
+      }
     ],
-    stateMutability: 'view',
-    type: 'function',
+    "stateMutability": "view",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'address',
-        name: 'validatorAddress',
-        type: 'address',
+        "internalType": "address",
+        "name": "validatorAddress",
+        "type": "address"
       },
       {
-        internalType: 'uint256',
-        name: 'agentId',
-        type: 'uint256',
+        "internalType": "uint256",
+        "name": "agentId",
+        "type": "uint256"
       },
       {
-        internalType: 'string',
-        name: 'requestURI',
-        type: 'string',
+        "internalType": "string",
+        "name": "requestURI",
+        "type": "string"
       },
       {
-        internalType: 'bytes32',
-        name: 'requestHash',
-        type: 'bytes32',
-      },
+        "internalType": "bytes32",
+        "name": "requestHash",
+        "type": "bytes32"
+      }
     ],
-    name: 'validationRequest',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
+    "name": "validationRequest",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
   },
   {
-    inputs: [
+    "inputs": [
       {
-        internalType: 'bytes32',
-        name: 'requestHash',
-        type: 'bytes32',
+        "internalType": "bytes32",
+        "name": "requestHash",
+        "type": "bytes32"
       },
       {
-        internalType: 'uint8',
-        name: 'response',
-        type: 'uint8',
+        "internalType": "uint8",
+        "name": "response",
+        "type": "uint8"
       },
       {
-        internalType: 'string',
-        name: 'responseURI',
-        type: 'string',
+        "internalType": "string",
+        "name": "responseURI",
+        "type": "string"
       },
       {
-        internalType: 'bytes32',
-        name: 'responseHash',
-        type: 'bytes32',
+        "internalType": "bytes32",
+        "name": "responseHash",
+        "type": "bytes32"
       },
       {
-        internalType: 'string',
-        name: 'tag',
-        type: 'string',
-      },
+        "internalType": "string",
+        "name": "tag",
+        "type": "string"
+      }
     ],
-    name: 'validationResponse',
-    outputs: [],
-    stateMutability: 'nonpayable',
-    type: 'function',
-  },
+    "name": "validationResponse",
+    "outputs": [],
+    "stateMutability": "nonpayable",
+    "type": "function"
+  }
 ] as const
