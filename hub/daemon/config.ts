@@ -88,6 +88,21 @@ export const HubTomlSchema = {
         port: Port,
         body_limit: { type: 'integer', minimum: 1, maximum: 16 * 1024 * 1024 },
         rate_limit: { type: 'integer', minimum: 0, maximum: 1_000_000 },
+        // Webhook path → where its secret is (hub/triggers/webhook-secrets.ts); never the secret.
+        secrets: {
+          type: 'object',
+          patternProperties: {
+            '^/': {
+              type: 'object',
+              properties: {
+                env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+                file: { type: 'string', minLength: 1 },
+              },
+              additionalProperties: false,
+            },
+          },
+          additionalProperties: false,
+        },
       },
       additionalProperties: false,
     },
@@ -155,7 +170,15 @@ export interface HubConfig {
   }
   api: { port: number }
   /** `rateLimit`: requests per minute per client address, 0 = off. */
-  webhook: { enabled: boolean; host: string; port: number; bodyLimit: number; rateLimit: number }
+  webhook: {
+    enabled: boolean
+    host: string
+    port: number
+    bodyLimit: number
+    rateLimit: number
+    /** `[webhook.secrets]`: path → the environment variable or 0600 file holding its secret. */
+    secrets: Record<string, { env: string } | { file: string }>
+  }
   cron: { timezone: string; catchUp: boolean }
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
@@ -192,9 +215,21 @@ function timezoneError(tz: string): string | null {
   }
 }
 
+/** A key as hub.toml writes it: bare when TOML allows, else quoted (`webhook.secrets."/h"`). */
+function tomlKey(key: string): string {
+  return /^[A-Za-z0-9_-]+$/.test(key) ? key : JSON.stringify(key)
+}
+
 function fieldName(instancePath: string): string {
-  const parts = instancePath.split('/').filter((p) => p !== '')
-  return parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? p : `.${p}`)).join('') || '(top level)'
+  // JSON Pointer segments (RFC 6901): `~1` is `/`, `~0` is `~`.
+  const parts = instancePath
+    .split('/')
+    .filter((p) => p !== '')
+    .map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'))
+  return (
+    parts.map((p, i) => (/^\d+$/.test(p) ? `[${p}]` : i === 0 ? tomlKey(p) : `.${tomlKey(p)}`)).join('') ||
+    '(top level)'
+  )
 }
 
 /** Type errors as `field: message` lines (unknown fields named as such). */
@@ -206,7 +241,8 @@ export function schemaErrors(value: unknown): string[] {
     if (e.keyword === 'additionalProperties') {
       const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? []
       const at = fieldName(e.instancePath)
-      for (const key of extra) out.push(`${at === '(top level)' ? key : `${at}.${key}`}: unknown field`)
+      for (const key of extra)
+        out.push(`${at === '(top level)' ? tomlKey(key) : `${at}.${tomlKey(key)}`}: unknown field`)
       continue
     }
     if (e.keyword === 'anyOf' && e.instancePath.endsWith('log_level')) {
@@ -247,6 +283,8 @@ export function resolveConfig(
     const target = mqttUrlOptions(url)
     if (!target.ok) return { ok: false, error: `${where}: broker.url: ${target.error}` }
   }
+  const secrets = webhookSecrets(t.webhook?.secrets, path)
+  if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
   const tls = brokerTls(t.broker, path)
   if (typeof tls === 'string') return { ok: false, error: `${where}: ${tls}` }
   return {
@@ -273,6 +311,7 @@ export function resolveConfig(
         port: t.webhook?.port ?? DEFAULTS.webhookPort,
         bodyLimit: t.webhook?.body_limit ?? DEFAULTS.webhookBodyLimit,
         rateLimit: t.webhook?.rate_limit ?? DEFAULTS.webhookRateLimit,
+        secrets,
       },
       cron: { timezone, catchUp: t.cron?.catch_up ?? true },
       filesystem: { debounceMs: t.filesystem?.debounce_ms ?? DEFAULTS.debounceMs },
@@ -328,6 +367,21 @@ function brokerTls(
     cert: path(cert, cert),
     key: path(key, key),
   }
+}
+
+/** `[webhook.secrets]`: each path names exactly one place, an env variable or a file. */
+function webhookSecrets(
+  s: NonNullable<HubToml['webhook']>['secrets'],
+  path: (p: string | undefined, fallback: string) => string,
+): Record<string, { env: string } | { file: string }> | string {
+  const out: Record<string, { env: string } | { file: string }> = {}
+  for (const [hook, ref] of Object.entries(s ?? {})) {
+    const r = ref as { env?: string; file?: string }
+    if ((r.env === undefined) === (r.file === undefined))
+      return `webhook.secrets."${hook}": give exactly one of env (a variable name) and file (a 0600 file)`
+    out[hook] = r.env !== undefined ? { env: r.env } : { file: path(r.file, r.file as string) }
+  }
+  return out
 }
 
 export function parseConfig(

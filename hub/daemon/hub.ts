@@ -198,6 +198,7 @@ export async function startHub(
               port: config.webhook.port,
               bodyLimit: config.webhook.bodyLimit,
               rateLimit: config.webhook.rateLimit,
+              secrets: config.webhook.secrets,
             },
           }
         : {}),
