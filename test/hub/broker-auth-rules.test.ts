@@ -1,10 +1,11 @@
 // The pure parts of broker auth: who may publish and subscribe where (acl.ts), which binds are
-// loopback, the accounts file format and the password hashes.
+// loopback, the accounts file format, the password hashes, and hub.toml's TLS keys.
 import t from 'tap'
 import { mayPublish, maySubscribe, type Principal } from '../../hub/broker/acl.ts'
 import { formatAccounts, parseAccounts } from '../../hub/broker/accounts.ts'
 import { isLoopbackHost } from '../../hub/broker/loopback.ts'
 import { hashPassword, parseScryptHash, passwordError, verifyPassword } from '../../hub/broker/password.ts'
+import { parseConfig } from '../../hub/daemon/config.ts'
 
 const hub: Principal = { kind: 'hub' }
 const anon: Principal = { kind: 'anonymous' }
@@ -155,4 +156,39 @@ t.test('the accounts file: round trip, and the first bad line named', async (t) 
   ]
   for (const [body, err] of bad)
     t.match(parseAccounts(body, 'f'), { ok: false, error: err }, body.slice(0, 30))
+})
+
+t.test('hub.toml: the TLS listener keys', async (t) => {
+  const env = { SVC_HOME: '/tmp/svc-home-unused' }
+  const ok = parseConfig(
+    '[broker]\nhost = "127.0.0.1"\ntls_port = 8883\nwss_port = 0\ntls_cert = "certs/b.crt"\ntls_key = "/k/b.key"\n',
+    '/etc/svc/hub.toml',
+    env,
+  )
+  t.match(ok, {
+    ok: true,
+    config: {
+      broker: {
+        tls: { host: '127.0.0.1', port: 8883, wssPort: 0, cert: '/etc/svc/certs/b.crt', key: '/k/b.key' },
+      },
+    },
+  })
+  const lan = parseConfig(
+    '[broker]\ntls_port = 8883\ntls_cert = "c"\ntls_key = "k"\ntls_host = "0.0.0.0"\n',
+    '/h.toml',
+    env,
+  )
+  t.match(lan, { ok: true, config: { broker: { host: '127.0.0.1', tls: { host: '0.0.0.0' } } } })
+  t.match(parseConfig('', null, env), { ok: true, config: { broker: { tls: null } } }, 'off by default')
+  const bad: [string, RegExp][] = [
+    ['[broker]\ntls_port = 8883\n', /broker\.tls_port: needs broker\.tls_cert and broker\.tls_key/],
+    [
+      '[broker]\nwss_port = 8884\ntls_cert = "c"\n',
+      /broker\.wss_port: needs broker\.tls_cert and broker\.tls_key/,
+    ],
+    ['[broker]\ntls_cert = "c"\ntls_key = "k"\n', /apply only with broker\.tls_port or broker\.wss_port/],
+    ['[broker]\ntls_port = 70000\ntls_cert = "c"\ntls_key = "k"\n', /broker\.tls_port: must be <= 65535/],
+    ['[broker]\ntls_port = 1\ntls_cert = ""\ntls_key = "k"\n', /broker\.tls_cert/],
+  ]
+  for (const [text, err] of bad) t.match(parseConfig(text, '/h.toml', env), { ok: false, error: err }, text)
 })
