@@ -1,8 +1,13 @@
-// The structure of SOP.md from micromark's event stream: headings, the `## Steps` section and
-// the line span of each of its top-level numbered items, and the lines inside code blocks.
+// The structure of SOP.md from micromark's event stream: headings, the `## Steps` section, where
+// each of its top-level numbered items starts, and the lines inside fenced code blocks.
 // micromark gives exact positions and knows what is a list, a heading or code; the text of each
 // bullet is then read line by line (md-steps.ts) because markdown would re-interpret the JSON in
 // `call:` bullets (`*`, `_`, backslashes) if we took its rendered text.
+//
+// A step owns every line from its item to the next step (or the end of the section), not just
+// the lines Markdown puts inside the item: `1.` followed by 2-space bullets, or `10.` by 3-space
+// ones, makes a separate list to a strict reader, and that list held the step's gates and calls
+// (SOP-NOTES: Parsing — a bullet belongs to the step above it whatever its indentation).
 import { parse, postprocess, preprocess } from 'micromark'
 
 export interface Heading {
@@ -12,7 +17,7 @@ export interface Heading {
 }
 
 export interface ItemSpan {
-  /** First and last line (1-based, inclusive) of the item. */
+  /** First and last line (1-based, inclusive) of the step: up to the next step or the section's end. */
   start: number
   end: number
   /** 1-based column where the item's content starts (after `1. `). */
@@ -28,9 +33,12 @@ export interface Outline {
   /** How many `## Steps` headings there are (more than one is an author mistake). */
   stepsHeadings: Heading[]
   items: ItemSpan[]
-  /** Lines of top-level bullet (unordered) items inside `## Steps`: not steps. */
+  /** Lines of top-level bullet items inside `## Steps` before its first step: they belong to no step. */
   strayBullets: number[]
-  /** Lines that belong to fenced or indented code. */
+  /**
+   * Lines that belong to fenced code. Indented code is not counted: a bullet indented deep
+   * enough to become code to Markdown is still a bullet to an author, and must not lose its gate.
+   */
   codeLines: Set<number>
 }
 
@@ -60,7 +68,6 @@ export function outline(text: string): Outline {
     ordered: boolean
     depth: number
     start: number
-    end: number
     items: ItemSpan[]
   }
   const lists: ListInfo[] = []
@@ -89,7 +96,6 @@ export function outline(text: string): Outline {
           headingText = text.slice(tok.start.offset, tok.end.offset)
           break
         case 'codeFenced':
-        case 'codeIndented':
           for (let l = tok.start.line; l <= tok.end.line; l++) codeLines.add(l)
           break
         case 'listOrdered':
@@ -98,7 +104,6 @@ export function outline(text: string): Outline {
             ordered: type === 'listOrdered',
             depth: stack.length,
             start: tok.start.line,
-            end: tok.end.line,
             items: [],
           }
           lists.push(info)
@@ -129,12 +134,6 @@ export function outline(text: string): Outline {
       if (type === 'listOrdered' || type === 'listUnordered') stack.pop()
     }
   }
-  for (const list of lists) {
-    list.items.forEach((item, i) => {
-      const next = list.items[i + 1]
-      item.end = next ? next.start - 1 : list.end
-    })
-  }
   headings.sort((a, b) => a.line - b.line)
   const stepsHeadings = headings.filter((h) => h.level === 2 && h.text.toLowerCase() === 'steps')
   const steps = stepsHeadings[0]
@@ -143,14 +142,22 @@ export function outline(text: string): Outline {
   if (steps) {
     // SOP-NOTES: the next `## ` heading ends the section (a `# ` heading does too).
     const after = headings.find((h) => h.line > steps.line && h.level <= 2)
-    const endLine = after ? after.line - 1 : Number.POSITIVE_INFINITY
+    const endLine = after ? after.line - 1 : text.split(/\r?\n/).length
+    const bullets: number[] = []
     for (const list of lists) {
       if (list.depth !== 0 || list.start <= steps.line || list.start > endLine) continue
       for (const item of list.items) {
-        if (list.ordered) items.push({ ...item, end: Math.min(item.end, endLine) })
-        else strayBullets.push(item.start)
+        if (list.ordered) items.push({ ...item })
+        else bullets.push(item.start)
       }
     }
+    items.sort((a, b) => a.start - b.start)
+    items.forEach((item, i) => {
+      const next = items[i + 1]
+      item.end = next ? next.start - 1 : endLine
+    })
+    const first = items[0]?.start ?? Number.POSITIVE_INFINITY
+    for (const line of bullets) if (line < first) strayBullets.push(line)
   }
   return { headings, steps, stepsHeadings, items, strayBullets, codeLines }
 }

@@ -78,8 +78,12 @@ export function parseStepsMarkdown(text: string, file: string): StepsResult {
   }
   for (const extra of o.stepsHeadings.slice(1))
     err(extra.line, `a second "## Steps" section (the first is at line ${o.steps.line}); only one is read`)
+  // SOP-NOTES: Parsing: a line that cannot be attached to a step is an error, never dropped.
   for (const line of o.strayBullets)
-    warn(line, 'bullet item in "## Steps" is not a step (steps are numbered items: "1. **Title** …")')
+    err(
+      line,
+      'bullet before the first step belongs to no step (steps are numbered items: "1. **Title** …"; put it under one)',
+    )
   if (o.items.length === 0) {
     err(o.steps.line, '"## Steps" has no numbered steps')
     return { steps: [], diagnostics, stepsLine: o.steps.line }
@@ -111,15 +115,14 @@ function readStep(
   let bodyFirst = ''
   const bold = TITLE_BOLD.exec(first)
   if (bold) {
-    title = (bold[2] ?? '')
-      .trim()
-      .replace(/[:：]$/, '')
-      .trim()
-    // SOP-NOTES: a separator `—`, `–` or `-` after the title is dropped (and `:`, the other habit).
+    // SOP-NOTES: Parsing: the title is the bold text as written (`**Check:**` is "Check:"), and
+    // only a separator `—`, `–` or `-` after it is dropped, as the origin does; `**Inspect**: x`
+    // keeps ": x" as its body.
+    title = bold[2] ?? ''
     bodyFirst = first
       .slice(bold[0].length)
       .trim()
-      .replace(/^([—–:]|-(?!-))\s*/, '')
+      .replace(/^([—–]|-(?!-))\s*/, '')
   }
   const body: string[] = bodyFirst ? [bodyFirst] : []
   const bullets: Bullet[] = []
@@ -157,7 +160,7 @@ function readStep(
     }
   }
   const step = blankStep(number, title, { file, line: item.start }, { body: body.join('\n') })
-  if (!title) err(item.start, `step ${number} has no title`)
+  if (title.trim() === '') err(item.start, `step ${number} has no title`)
   for (const b of bullets) applyBullet(step, b, file, err)
   return step
 }

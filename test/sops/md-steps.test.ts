@@ -26,7 +26,7 @@ Intro paragraph.
   t.same(r.diagnostics, [])
   t.same(
     r.steps.map((s) => s.title),
-    ['Read', 'Write', 'Check', 'Done', 'Plain first line without bold'],
+    ['Read', 'Write', 'Check', 'Done:', 'Plain first line without bold'],
   )
   t.same(
     r.steps.map((s) => s.number),
@@ -150,7 +150,7 @@ t.test('a second Steps heading, stray bullets and empty values are reported at t
   const got = r.diagnostics.map((d) => `${d.line}:${d.severity}:${d.message.split(' (')[0]}`)
   t.same(got, [
     '11:error:a second "## Steps" section',
-    '3:warning:bullet item in "## Steps" is not a step',
+    '3:error:bullet before the first step belongs to no step',
     '6:error:tools: is empty',
     '7:error:switch: has no ports',
     '8:error:agent: is empty',
@@ -213,4 +213,109 @@ t.test('written numbers that disagree with positions are a warning at the first 
     [[5, 'warning', 'this item is written as 4. but is step 3']],
   )
   t.same(parse('## Steps\n\n1. **A**\n1. **B**\n1. **C**\n').diagnostics, [], 'all-ones lists are fine')
+})
+
+// SOP-NOTES: Parsing: a bullet belongs to the step above it whatever its indentation. A strict
+// Markdown reader puts `1.` + 2-space bullets, or `10.` + 3-space ones, in a list of their own;
+// the gate, call and route in them must still reach the step.
+t.test('a bullet belongs to the step above it whatever its indentation', async (t) => {
+  const two = parse(`## Steps
+
+1. **Dispense** — open the slot
+  - requires_confirmation: true
+  - call: {"tool":"echo","args":{"n":1}}
+2. **Attest**
+  - call: {"tool":"echo","args":{"n":2}}
+  - terminal: true
+`)
+  t.same(two.diagnostics, [])
+  t.same(
+    two.steps.map((s) => [s.title, s.body, s.requiresConfirmation, s.calls.length, s.terminal]),
+    [
+      ['Dispense', 'open the slot', true, 1, false],
+      ['Attest', '', false, 1, true],
+    ],
+  )
+  t.equal(two.steps[0]?.lines.requires_confirmation, 4)
+
+  const items = Array.from(
+    { length: 9 },
+    (_, i) => `${i + 1}. **S${i + 1}**\n   - call: {"tool":"echo","args":{}}`,
+  )
+  const ten = parse(`## Steps
+
+${items.join('\n')}
+10. **Tenth**
+   - requires_confirmation: true
+   - call: {"tool":"echo","args":{"n":10}}
+   - next: 1
+11. **Eleventh**
+\t- mode: step_by_step
+\t- terminal: true
+12. **Twelfth**
+- switch: a>>1
+`)
+  t.same(ten.diagnostics, [])
+  const s10 = ten.steps[9]!
+  t.same([s10.title, s10.requiresConfirmation, s10.calls.length, s10.next], ['Tenth', true, 1, 1])
+  t.same([ten.steps[10]?.mode, ten.steps[10]?.terminal], ['step_by_step', true], 'tab-indented bullets')
+  t.same(ten.steps[11]?.switch, [{ name: 'a', condition: '', target: 1 }], 'a bullet at column 0')
+})
+
+t.test(
+  'a bullet indented into Markdown code still belongs to its step; fenced code stays body',
+  async (t) => {
+    const r = parse(`## Steps
+
+1. **Deep**
+
+        - requires_confirmation: true
+2. **Fenced**
+   \`\`\`
+   - requires_confirmation: true
+   \`\`\`
+`)
+    t.same(r.diagnostics, [])
+    t.equal(r.steps[0]?.requiresConfirmation, true)
+    t.equal(r.steps[1]?.requiresConfirmation, false)
+    t.match(r.steps[1]?.body, /- requires_confirmation: true/)
+  },
+)
+
+t.test(
+  'a bullet before the first step belongs to no step: an error at its line; prose is an introduction',
+  async (t) => {
+    const r = parse(`## Steps
+
+Do these in order.
+
+  - requires_confirmation: true
+
+1. **Only**
+`)
+    t.same(
+      r.diagnostics.map((d) => [d.line, d.severity, d.message.split(' (')[0]]),
+      [[5, 'error', 'bullet before the first step belongs to no step']],
+    )
+    t.equal(r.steps[0]?.body, '')
+  },
+)
+
+t.test('titles keep the bold text as written; only a —, – or - separator after it is dropped', async (t) => {
+  const r = parse(`## Steps
+
+1. **Check:** the seals
+2. **Inspect**: the seals
+3. **Open** - the door
+4. **Close** --force
+`)
+  t.same(
+    r.steps.map((s) => [s.title, s.body]),
+    [
+      ['Check:', 'the seals'],
+      ['Inspect', ': the seals'],
+      ['Open', 'the door'],
+      ['Close', '--force'],
+    ],
+  )
 })
