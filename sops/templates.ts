@@ -32,6 +32,29 @@ export interface TemplateScan {
   refs: TemplateRef[]
   /** Candidates that look like templates but cannot be parsed (`{{steps.x}}`, `{{calls}}`). */
   malformed: string[]
+  /** `{{` never closed by `}}` (`{{steps.1.ms`, `{{steps.1.ms}`), from the `{{` on. */
+  unclosed: string[]
+}
+
+const CLOSED = /\{\{[^{}]*\}\}/g
+
+/**
+ * The text from the first `{{` that no `}}` closes, or undefined. SOP-NOTES: Templates: template
+ * text that is not a complete reference is an error, so half a template never reaches a tool as
+ * literal text. Closed pairs are removed (innermost first) until none is left; whatever `{{`
+ * remains is unclosed. `{{{x}}}` (a tool's own triple braces) leaves only `{` and `}`.
+ */
+export function unclosedTemplate(s: string): string | undefined {
+  if (!s.includes('{{')) return undefined
+  let rest = s
+  for (let prev = ''; prev !== rest; ) {
+    prev = rest
+    rest = rest.replace(CLOSED, '')
+  }
+  const at = rest.indexOf('{{')
+  if (at < 0) return undefined
+  const tail = rest.slice(at)
+  return tail.length > 40 ? `${tail.slice(0, 40)}…` : tail
 }
 
 function eachString(args: Json, visit: (s: string) => void): void {
@@ -44,14 +67,17 @@ function eachString(args: Json, visit: (s: string) => void): void {
 export function scanTemplates(args: Json): TemplateScan {
   const refs: TemplateRef[] = []
   const malformed: string[] = []
+  const unclosed: string[] = []
   eachString(args, (s) => {
+    const open = unclosedTemplate(s)
+    if (open !== undefined) unclosed.push(open)
     for (const m of s.matchAll(CANDIDATE)) {
       const ref = parseOne(m[0])
       if (ref) refs.push(ref)
       else malformed.push(m[0])
     }
   })
-  return { refs, malformed }
+  return { refs, malformed, unclosed }
 }
 
 /** Every well-formed template in the string values of `args` (keys are never templated). */
@@ -113,6 +139,8 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
 }
 
 function resolveString(s: string, scope: TemplateScope): Lookup {
+  const open = unclosedTemplate(s)
+  if (open !== undefined) return { ok: false, error: `${open}: unclosed template ("{{" without "}}")` }
   const whole = parseOne(s)
   // An argument that is exactly one template keeps the referenced JSON type.
   if (whole) return lookup(whole, scope)

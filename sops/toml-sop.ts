@@ -129,7 +129,11 @@ export function parseSopToml(text: string, file: string): TomlResult {
   const sopLines = at.tables.get('sop')
   const sop = doc.sop
   if (sop === undefined) err(1, 'missing the [sop] table')
-  else if (!isTable(sop)) err(keyLine(at.root, 'sop'), `"sop" must be a table ([sop]), got ${typeName(sop)}`)
+  else if (!isTable(sop))
+    err(
+      at.arrays.get('sop')?.[0]?.header ?? keyLine(at.root, 'sop'),
+      `"sop" must be a table ([sop]), got ${typeName(sop)}`,
+    )
   else {
     result.lines.sop = sopLines?.header ?? 1
     result.lines.name = keyLine(sopLines, 'name')
@@ -139,9 +143,10 @@ export function parseSopToml(text: string, file: string): TomlResult {
   const triggers = doc.triggers
   if (triggers !== undefined) {
     const elements = at.arrays.get('triggers') ?? []
+    // `[triggers]` (one table) is written at its header, `triggers = …` at its key: point there.
     if (!Array.isArray(triggers))
       err(
-        keyLine(at.root, 'triggers'),
+        tableHeader(at, 'triggers') ?? keyLine(at.root, 'triggers'),
         `"triggers" must be an array of tables ([[triggers]]), got ${typeName(triggers)}`,
       )
     else
@@ -156,6 +161,15 @@ export function parseSopToml(text: string, file: string): TomlResult {
       })
   }
   return result
+}
+
+/** The first `[name]` or `[name.sub]` header, if the table is written as one. */
+function tableHeader(at: ReturnType<typeof tomlLines>, name: string): number | undefined {
+  let first: number | undefined
+  for (const [key, t] of at.tables)
+    if ((key === name || key.startsWith(`${name}.`)) && (first === undefined || t.header < first))
+      first = t.header
+  return first
 }
 
 function readSettings(

@@ -71,11 +71,45 @@ export function validateSop(
     }
     checkGuards(step, md, exists, range, err)
     checkCalls(step, md, sop, err, warn)
-    if (step.terminal && step.next !== undefined)
-      warn(md, at('next'), `next: step ${step.number} is terminal, so "next: ${step.next}" is never used`)
+    checkRouting(step, md, err, warn)
   }
   checkCycles(sop.steps, md, err)
   return out
+}
+
+/**
+ * SOP-NOTES: Runs. `terminal: true` says the run finishes after the step (spec: "Run ends a
+ * step"), so a `next:` or `switch:` beside it contradicts it: an error, not a silent choice.
+ * `when:` is read after the step runs and guards only its `next:`/`switch:`; without either,
+ * true and false route alike (to the next step in order, or to the end when terminal).
+ */
+function checkRouting(
+  step: Step,
+  md: string,
+  err: (f: string, l: number, m: string) => void,
+  warn: (f: string, l: number, m: string) => void,
+): void {
+  if (step.terminal) {
+    const terminalLine = step.lines.terminal ?? step.origin.line
+    if (step.next !== undefined)
+      err(
+        md,
+        terminalLine,
+        `terminal: step ${step.number} is terminal but also has "next: ${step.next}" (line ${step.lines.next ?? step.origin.line}); a terminal step ends the run, so keep one of them`,
+      )
+    if (step.switch.length > 0)
+      err(
+        md,
+        terminalLine,
+        `terminal: step ${step.number} is terminal but also has "switch:" (line ${step.lines.switch ?? step.origin.line}); a terminal step ends the run, so keep one of them`,
+      )
+  }
+  if (step.when !== undefined && step.next === undefined && step.switch.length === 0)
+    warn(
+      md,
+      step.lines.when ?? step.origin.line,
+      `when: changes nothing on step ${step.number}: it is read after the step has run and guards only its "next:" or "switch:", and this step has neither (the step always runs; to skip a step, put when: with next: on the step before it)`,
+    )
 }
 
 /** `$.steps.N` and `$.decisions.N` in when/switch conditions must name existing steps. */
@@ -131,6 +165,12 @@ function checkCalls(
         `call: tool "${call.tool}" is not in this step's allow-tools (${step.allowTools.join(', ')})`,
       )
     const scan = scanTemplates(call.args)
+    for (const open of scan.unclosed)
+      err(
+        md,
+        line,
+        `call: unclosed template "${open}" (a template is {{steps.N.path}}, {{calls.K.path}} or {{trigger.path}}, closed with "}}")`,
+      )
     for (const bad of scan.malformed)
       err(
         md,

@@ -127,3 +127,18 @@ t.test('{{trigger.path}} reads the trigger payload; missing payload or field is 
   t.equal(none.ok, false)
   if (!none.ok) t.match(none.error, /has no trigger payload/)
 })
+
+t.test('an unclosed {{ is reported by the scan and refused when resolving', async (t) => {
+  t.same(
+    scanTemplates({ a: '{{steps.1.ms', b: ['x {{steps.1.ms} y'], c: '{{{raw}}} and {{ {{steps.1}} }}' })
+      .unclosed,
+    ['{{steps.1.ms', '{{steps.1.ms} y'],
+  )
+  for (const s of ['{{steps.1', 'a {{calls.0.x} b', '{{', 'ok {{steps.1}} then {{trigger']) {
+    const r = resolveArgs({ v: s }, { steps: { 1: 'v' }, calls: ['c'], trigger: {} })
+    t.equal(r.ok, false, s)
+    if (!r.ok) t.match(r.error, /unclosed template/, s)
+  }
+  const fine = resolveArgs({ v: '{{{raw}}} {{name}} {{steps.1}}' }, { steps: { 1: 'v' }, calls: [] })
+  t.same(fine, { ok: true, value: { v: '{{{raw}}} {{name}} v' } }, 'closed braces are left alone')
+})
