@@ -527,8 +527,9 @@ export class Engine implements HubEngine {
           calls: [],
         })
 
+      // `when:` is not a skip: it is read after the step runs, in routeAfterComplete (SOP-NOTES: Runs).
       const ctx = this.guardContext(run)
-      const skip = skipReason(step, ctx, (n) => run.steps[n]?.status === 'completed', this.evalCond)
+      const skip = skipReason(step, ctx, (n) => run.steps[n]?.status === 'completed')
       if (skip !== null) {
         rec.status = 'skipped'
         rec.reason = skip

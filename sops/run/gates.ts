@@ -37,6 +37,11 @@ export function gateBefore(
       ? { ...base, kind: 'checkpoint', operatorOnly: true, reason: 'checkpoint step in a deterministic run' }
       : { ...base, kind: 'approval', operatorOnly: true, reason: 'checkpoint step' }
   }
+  // The run's own approval comes from the SOP's mode and no step's `mode:` can take it away
+  // (SOP-NOTES: Runs, gates): a supervised SOP (or priority_based at normal/low) waits before
+  // whichever step would run first, even one that says `mode: auto`.
+  if (effectiveMode(sop, undefined) === 'supervised' && !run.runApproved)
+    return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }
   if (mode === 'step_by_step')
     return {
       ...base,
@@ -44,7 +49,13 @@ export function gateBefore(
       operatorOnly: false,
       reason: 'step_by_step: approval before each step',
     }
-  if (mode === 'supervised' && !run.runApproved)
-    return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }
+  // A step that asks for supervision itself is gated before it, whatever the SOP's mode.
+  if (step.mode !== undefined && mode === 'supervised')
+    return {
+      ...base,
+      kind: 'approval',
+      operatorOnly: false,
+      reason: 'supervised: this step asks approval before it runs (its mode:)',
+    }
   return null
 }

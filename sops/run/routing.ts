@@ -46,17 +46,10 @@ function target(sop: Sop, from: number, to: number, via: string): Route {
 
 /**
  * Why a step reached by routing does not run, or null when it runs. Checked in this order:
- * `when:` false, `unless_decided:` answered yes, `decide:` answered no, unmet `depends_on:`.
+ * `unless_decided:` answered yes, `decide:` answered no, unmet `depends_on:`. (`when:` never
+ * skips a step: it is read after the step has run and guards its routing; see routeAfterComplete.)
  */
-export function skipReason(
-  step: Step,
-  ctx: GuardContext,
-  completed: (n: number) => boolean,
-  evalCond: EvalCondition,
-): string | null {
-  if (step.when !== undefined && step.when.trim() !== '' && !evalCond(step.when, ctx as unknown as Json)) {
-    return `when: ${step.when} is false`
-  }
+export function skipReason(step: Step, ctx: GuardContext, completed: (n: number) => boolean): string | null {
   if (step.unlessDecided !== undefined && ctx.decisions[String(step.unlessDecided)] === true) {
     return `unless_decided: step ${step.unlessDecided}'s question was answered yes`
   }
@@ -74,8 +67,21 @@ export function routeAfterSkip(sop: Sop, step: Step): Route {
   return nextInOrder(sop, step.number)
 }
 
-/** After a completed step: first matching switch port, else next:, else terminal, else next in order. */
+/**
+ * After a completed step (SOP-NOTES: Runs, as the origin routes): `when:` false → the next step
+ * in order, or the end when terminal; else the first matching switch port, else next:, else
+ * terminal, else the next in order. `ctx` holds this step's own output, so `when:
+ * $.steps.3.left > 0` with `next: 3` on step 3 loops until the value runs out (or the visit cap).
+ */
 export function routeAfterComplete(sop: Sop, step: Step, ctx: GuardContext, evalCond: EvalCondition): Route {
+  if (step.when !== undefined && step.when.trim() !== '' && !evalCond(step.when, ctx as unknown as Json)) {
+    if (step.terminal)
+      return { kind: 'end', reason: `step ${step.number} is terminal (when: ${step.when} is false)` }
+    const after = nextInOrder(sop, step.number)
+    return after.kind === 'end'
+      ? { kind: 'end', reason: `${after.reason} (when: ${step.when} is false)` }
+      : after
+  }
   if (step.switch.length > 0) {
     for (const port of step.switch) {
       const hit = port.condition.trim() === '' || evalCond(port.condition, ctx as unknown as Json)

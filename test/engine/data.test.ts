@@ -183,6 +183,8 @@ t.test('a step visited more than 256 times fails the run', async (t) => {
   t.equal(tools.calls.length, 256)
 })
 
+// SOP-NOTES: Runs: `when:` is read after its step has run and guards the step's routing; it
+// never skips the step (step 5 runs either way, and only its next: depends on the guard).
 t.test('switch, when, next and terminal route a real run', async (t) => {
   const steps = [
     step(1, {
@@ -195,22 +197,62 @@ t.test('switch, when, next and terminal route a real run', async (t) => {
     step(2, { calls: [call('echo', { at: 2 })] }),
     step(3, { calls: [call('echo', { at: 3 })], next: 5 }),
     step(4, { calls: [call('echo', { at: 4 })] }),
-    step(5, { when: '$.trigger.go == yes', calls: [call('echo', { at: 5 })] }),
+    step(5, { when: '$.trigger.go == yes', next: 7, calls: [call('echo', { at: 5 })] }),
     step(6, { calls: [call('echo', { at: 6 })], terminal: true }),
     step(7, { calls: [call('echo', { at: 7 })] }),
   ]
   const a = await runOne(t, steps, { go: 'no' })
   t.same(
     a.tools.calls.map((c) => c.args),
-    [{ n: 7 }, { at: 3 }, { at: 6 }],
+    [{ n: 7 }, { at: 3 }, { at: 5 }, { at: 6 }],
+    'when: false: step 5 ran, then the next step in order (6, terminal)',
   )
-  t.equal(a.run.steps['5']?.status, 'skipped')
-  t.match(a.run.steps['5']?.reason, /when:/)
+  t.equal(a.run.steps['5']?.status, 'completed')
   t.equal(a.run.state, 'completed')
   const b = await runOne(t, steps, { go: 'yes' })
   t.same(
     b.tools.calls.map((c) => c.args),
-    [{ n: 7 }, { at: 3 }, { at: 5 }, { at: 6 }],
+    [{ n: 7 }, { at: 3 }, { at: 5 }, { at: 7 }],
+    'when: true: next: 7 as written',
+  )
+  t.equal(b.run.steps['6'], undefined, 'step 6 never entered')
+})
+
+t.test('the when: loop idiom counts a value down, reading the step own output', async (t) => {
+  const { memoryTools } = await import('./helpers.ts')
+  const steps = [
+    step(1, { calls: [call('echo', { start: true })] }),
+    step(2, { calls: [call('countdown')], when: '$.steps.2.left > 0', next: 2 }),
+    step(3, { calls: [call('echo', { done: true })], terminal: true }),
+  ]
+  const { engine, tools } = await startEngine(t, [sop({ steps })], {
+    tools: memoryTools({ countdownFrom: 4 }),
+  })
+  const d = await engine.trigger('test-sop', event())
+  await engine.idle()
+  const run = (await engine.getRun(d.runId!))!
+  t.equal(run.state, 'completed')
+  t.same(
+    tools.calls.map((c) => c.tool),
+    ['echo', 'countdown', 'countdown', 'countdown', 'countdown', 'echo'],
+    'left 3, 2, 1 loop back; left 0 goes on to step 3',
+  )
+  t.equal(run.steps['2']?.visits, 4)
+  t.same(run.steps['2']?.output, { left: 0 })
+})
+
+t.test('a when: loop that never turns false fails at the 256-visit cap', async (t) => {
+  const steps = [
+    step(1, { calls: [call('echo', { left: 1 })], when: '$.steps.1.left > 0', next: 1 }),
+    step(2, { calls: [call('echo', { never: true })] }),
+  ]
+  const { run, tools } = await runOne(t, steps)
+  t.equal(run.state, 'failed')
+  t.match(run.error, /step 1 was visited more than 256 times/)
+  t.equal(tools.calls.length, 256)
+  t.notOk(
+    tools.calls.some((c) => (c.args as { never?: boolean }).never),
+    'step 2 never ran',
   )
 })
 
@@ -263,4 +305,21 @@ t.test('a tool that breaks its result contract fails the step with a reason', as
   t.match(b?.error, /silent failed without saying why/)
   t.equal(c?.state, 'completed')
   t.equal(c?.steps['1']?.output, null)
+})
+
+t.test('an unclosed {{ in a call fails the step at run time and never reaches the tool', async (t) => {
+  // The validator refuses such a SOP (broken corpus: template-unclosed); this SOP is built
+  // directly, as a caller that skipped validation would, to show the engine holds the line too.
+  const steps = [
+    step(1, { calls: [call('echo', { ms: 5 })] }),
+    step(2, { calls: [call('echo', { ms: '{{steps.1.ms' })] }),
+  ]
+  const { run, tools } = await runOne(t, steps)
+  t.equal(run.state, 'failed')
+  t.match(run.error, /step 2 failed: call 0 \(echo\): \{\{steps\.1\.ms: unclosed template/)
+  t.same(
+    tools.calls.map((c) => c.args),
+    [{ ms: 5 }],
+    'only step 1 reached the tool',
+  )
 })

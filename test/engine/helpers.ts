@@ -43,10 +43,15 @@ export interface Recorded {
   ctx: Omit<ToolContext, 'signal'>
 }
 
-/** In-memory tools: echo (returns args), fail (always fails), flaky (fails the first N calls), gate (blocks until released). */
-export function memoryTools(opts: { flakyFailures?: number } = {}) {
+/**
+ * In-memory tools: echo (returns args), fail (always fails), flaky (fails the first N calls),
+ * block (blocks until released), countdown (returns `{ left }`, one less on each call, from
+ * `countdownFrom` - 1 down to 0 and staying there).
+ */
+export function memoryTools(opts: { flakyFailures?: number; countdownFrom?: number } = {}) {
   const calls: Recorded[] = []
   let flaky = opts.flakyFailures ?? 0
+  let left = opts.countdownFrom ?? 3
   const blocked: (() => void)[] = []
   const rec = (tool: string, args: Json, ctx: ToolContext) =>
     calls.push({
@@ -105,6 +110,16 @@ export function memoryTools(opts: { flakyFailures?: number } = {}) {
       description: 'needs { n: number }',
       schema: Type.Object({ n: Type.Number() }),
       run: async (args, ctx) => (rec('typed', args, ctx), { ok: true, output: args }),
+    },
+    {
+      name: 'countdown',
+      description: 'one less on each call',
+      schema: Type.Any(),
+      run: async (args, ctx) => {
+        rec('countdown', args, ctx)
+        left = Math.max(0, left - 1)
+        return { ok: true, output: { left } }
+      },
     },
     {
       name: 'block',

@@ -154,15 +154,57 @@ t.test('mode: overrides per step', async (t) => {
   await engine.approve(d.runId!)
   await engine.idle()
   t.equal(tools.calls.length, 3)
-  const s2 = [step(1, { mode: 'auto', calls: [call('echo')] }), step(2, { calls: [call('echo')] })]
-  const b = await startEngine(t, [sop({ executionMode: 'supervised', steps: s2 })])
-  const d2 = await b.engine.trigger('test-sop', event())
-  await b.engine.idle()
-  t.equal(b.tools.calls.length, 1, 'step 1 (mode: auto) ran; step 2 (supervised) asks before it')
-  t.match(b.engine.pending()[0]?.gate, { step: 2, reason: /supervised/ })
-  await b.engine.approve(d2.runId!)
-  await b.engine.idle()
-  t.equal((await b.engine.getRun(d2.runId!))?.state, 'completed')
+  const s3 = [
+    step(1, { calls: [call('echo')] }),
+    step(2, { mode: 'supervised', calls: [call('echo')] }),
+    step(3, { calls: [call('echo')] }),
+  ]
+  const c = await startEngine(t, [sop({ executionMode: 'auto', steps: s3 })])
+  const d3 = await c.engine.trigger('test-sop', event())
+  await c.engine.idle()
+  t.equal(c.tools.calls.length, 1, 'an auto SOP: step 1 ran; step 2 (its own mode: supervised) waits')
+  t.match(c.engine.pending()[0]?.gate, { step: 2, reason: /supervised: this step asks/ })
+  await c.engine.approve(d3.runId!)
+  await c.engine.idle()
+  t.equal(c.tools.calls.length, 3)
+  t.equal((await c.engine.getRun(d3.runId!))?.state, 'completed')
+})
+
+// SOP-NOTES: Runs, gates: an override may add a gate, never remove the run's approval.
+t.test('a supervised SOP waits before any call even when step 1 says mode: auto', async (t) => {
+  for (const [executionMode, priority] of [
+    ['supervised', 'normal'],
+    ['priority_based', 'normal'],
+    ['priority_based', 'low'],
+  ] as const) {
+    const steps = [
+      step(1, { mode: 'auto', calls: [call('echo', { n: 1 })] }),
+      step(2, { mode: 'deterministic', calls: [call('echo', { n: 2 })] }),
+    ]
+    const { engine, tools } = await startEngine(t, [sop({ executionMode, priority, steps })])
+    const d = await engine.trigger('test-sop', event())
+    await engine.idle()
+    const what = `${executionMode}/${priority}`
+    t.equal(tools.calls.length, 0, `${what}: no call before the approval`)
+    t.match(engine.pending(), [
+      { state: 'waiting_approval', gate: { step: 1, reason: /supervised: approval before the run/ } },
+    ])
+    const r = await engine.approve(d.runId!)
+    t.equal(r.ok, true)
+    await engine.idle()
+    t.equal(tools.calls.length, 2, `${what}: one approval, then both steps ran`)
+    t.equal((await engine.getRun(d.runId!))?.state, 'completed')
+  }
+  const { engine, tools } = await startEngine(t, [
+    sop({
+      executionMode: 'priority_based',
+      priority: 'high',
+      steps: [step(1, { mode: 'auto', calls: [call('echo')] })],
+    }),
+  ])
+  await engine.trigger('test-sop', event())
+  await engine.idle()
+  t.equal(tools.calls.length, 1, 'priority_based at high behaves as auto: no gate')
 })
 
 t.test('approve and deny refuse runs that are not waiting, and change nothing', async (t) => {

@@ -86,49 +86,76 @@ t.test('next: jumps; terminal ends; switch is checked before next and terminal',
   )
 })
 
-t.test('when: false falls through to the next step, or ends when the skipped step is terminal', async (t) => {
-  const s = sop({
-    steps: [
-      step(1, { when: '$.trigger.t > 5' }),
-      step(2, { when: '$.trigger.t == 1', terminal: true }),
-      step(3),
-    ],
-  })
+t.test('when: is read after the step runs and guards its routing (SOP-NOTES: Runs)', async (t) => {
+  const loop = step(2, { when: '$.steps.2.left > 0', next: 2 })
+  const s = sop({ steps: [step(1), loop, step(3)] })
+  t.same(
+    routeAfterComplete(s, loop, ctx({ 2: { left: 2 } }), ev),
+    { kind: 'step', step: 2 },
+    'true: next: as written (the loop idiom reads the step own output)',
+  )
+  t.same(
+    routeAfterComplete(s, loop, ctx({ 2: { left: 0 } }), ev),
+    { kind: 'step', step: 3 },
+    'false: the next step in order, not next:',
+  )
+  const last = step(2, { when: '$.steps.2.left > 0', next: 1 })
   t.match(
-    skipReason(s.steps[0]!, ctx(), () => true, ev),
-    /when: \$\.trigger\.t > 5 is false/,
+    routeAfterComplete(sop({ steps: [step(1), last] }), last, ctx({ 2: { left: 0 } }), ev),
+    { kind: 'end', reason: /last step.*when: .* is false/ },
+    'false on the last step: the run ends',
   )
+  const sw = step(1, {
+    when: '$.trigger.t > 5',
+    switch: [{ name: 'all', condition: '', target: 3 }],
+  })
+  const s2 = sop({ steps: [sw, step(2), step(3)] })
+  t.same(routeAfterComplete(s2, sw, ctx(), ev), { kind: 'step', step: 2 }, 'false bypasses the switch')
+  t.same(
+    routeAfterComplete(s2, sw, { steps: {}, trigger: { t: 9 }, decisions: {} }, ev),
+    { kind: 'step', step: 3 },
+    'true: the switch decides',
+  )
+  const term = step(1, { when: '$.trigger.t > 5', terminal: true })
+  t.match(routeAfterComplete(sop({ steps: [term, step(2)] }), term, ctx(), ev), {
+    kind: 'end',
+    reason: /terminal/,
+  })
   t.equal(
-    skipReason(s.steps[1]!, ctx(), () => true, ev),
+    skipReason(step(1, { when: '$.trigger.t > 5' }), ctx(), () => true),
     null,
+    'when: never skips',
   )
+  t.same(routeAfterSkip(s, step(1, { terminal: true })), {
+    kind: 'end',
+    reason: 'step 1 was skipped and is terminal',
+  })
   t.same(routeAfterSkip(s, s.steps[0]!), { kind: 'step', step: 2 })
-  t.match(routeAfterSkip(s, s.steps[1]!), { kind: 'end' })
 })
 
 t.test('depends_on, decide and unless_decided skip with their reasons', async (t) => {
   t.match(
-    skipReason(step(3, { dependsOn: [1, 2] }), ctx(), (n) => n === 1, ev),
+    skipReason(step(3, { dependsOn: [1, 2] }), ctx(), (n) => n === 1),
     /depends_on: step 2 did not complete/,
   )
   t.equal(
-    skipReason(step(3, { dependsOn: [1, 2] }), ctx(), () => true, ev),
+    skipReason(step(3, { dependsOn: [1, 2] }), ctx(), () => true),
     null,
   )
   t.match(
-    skipReason(step(2, { decide: 'is it big?' }), ctx({}, { 2: false }), () => true, ev),
+    skipReason(step(2, { decide: 'is it big?' }), ctx({}, { 2: false }), () => true),
     /answered no/,
   )
   t.equal(
-    skipReason(step(2, { decide: 'is it big?' }), ctx({}, { 2: true }), () => true, ev),
+    skipReason(step(2, { decide: 'is it big?' }), ctx({}, { 2: true }), () => true),
     null,
   )
   t.match(
-    skipReason(step(3, { unlessDecided: 2 }), ctx({}, { 2: true }), () => true, ev),
+    skipReason(step(3, { unlessDecided: 2 }), ctx({}, { 2: true }), () => true),
     /unless_decided: step 2/,
   )
   t.equal(
-    skipReason(step(3, { unlessDecided: 2 }), ctx({}, { 2: false }), () => true, ev),
+    skipReason(step(3, { unlessDecided: 2 }), ctx({}, { 2: false }), () => true),
     null,
   )
 })
