@@ -50,6 +50,11 @@ export interface MarketConfig {
     concurrency: number
   }
   ipfsApi: string | null
+  /**
+   * `[attestor]`: mount the attestor's routes in this market (as `svc start` does). Its key comes
+   * from `keyFile`, else $SVC_ATTESTOR_KEY, else the dev chain file's attestor account.
+   */
+  attestor: { keyFile: string | null; uriBase: string | null } | null
   samples: boolean
   rateLimits: {
     challenges: RateLimit
@@ -74,6 +79,7 @@ export function defaultConfig(dataDir: string): MarketConfig {
     chain: null,
     chainFile: null,
     ipfsApi: null,
+    attestor: null,
     samples: true,
     rateLimits: {
       challenges: { max: 20, windowSeconds: 60 },
@@ -149,6 +155,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'challenge',
         'chain',
         'ipfs',
+        'attestor',
         'samples',
         'rateLimit',
       ],
@@ -192,6 +199,15 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
       if (!isTable(doc.ipfs)) throw new ConfigError('[ipfs] must be a table')
       checkKeys(doc.ipfs, ['api'], 'ipfs.')
       c.ipfsApi = str(doc.ipfs, 'api', 'ipfs.') ?? null
+    }
+    if (doc.attestor !== undefined) {
+      if (!isTable(doc.attestor)) throw new ConfigError('[attestor] must be a table')
+      checkKeys(doc.attestor, ['keyFile', 'uriBase'], 'attestor.')
+      const keyFile = str(doc.attestor, 'keyFile', 'attestor.')
+      c.attestor = {
+        keyFile: keyFile ? abs(keyFile) : null,
+        uriBase: str(doc.attestor, 'uriBase', 'attestor.') ?? null,
+      }
     }
     if (doc.chain !== undefined) {
       const t = doc.chain

@@ -1,5 +1,11 @@
 // `svc market [--config market.toml]`: runs the marketplace server until Ctrl-C / SIGTERM.
 import { isAbsolute, resolve } from 'node:path'
+import type { FastifyPluginAsync } from 'fastify'
+import { privateKeyToAddress } from 'viem/accounts'
+import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
+import { loadAttestorConfig } from '../../market/attestor/config.ts'
+import { attestorRoutes } from '../../market/attestor/mount.ts'
+import type { MarketConfig } from '../../market/config.ts'
 import { intOption, parseOptions } from './options.ts'
 import { marketPages } from '../../market/pages/index.ts'
 import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
@@ -10,7 +16,9 @@ export const MARKET_HELP = `usage: svc market [options]
 
 Runs the marketplace: SIWE sign-in, agent keys, listings, verify, purchase and file download
 over HTTP, LevelDB storage and a content-addressed blockstore under the data dir, chain reads
-against the configured RPC (by default the chain file written by \`svc chain dev\`).
+against the configured RPC (by default the chain file written by \`svc chain dev\`). With an
+[attestor] table in market.toml it also serves the attestor (/api/attestor/…), as svc start
+does; its key: [attestor] keyFile, else $SVC_ATTESTOR_KEY, else the dev chain file's.
 
 options:
   --config FILE   market.toml (default: <SVC_HOME>/market.toml when it exists)
@@ -49,14 +57,50 @@ export const command: Command = async (argv, io) => {
     ...(values.host ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
   }
+  const plugins: FastifyPluginAsync[] = []
+  let attestorLine = ''
+  if (config.attestor) {
+    const a = await attestorFor(config, config.attestor, svcPaths(io.env).home, io.env)
+    plugins.push(attestorRoutes(a))
+    attestorLine = `; attestor ${privateKeyToAddress(a.privateKey)} at /api/attestor`
+  }
   let running
   try {
-    running = await startMarketServer(config, { pages: marketPages })
+    running = await startMarketServer(config, { pages: marketPages, plugins })
   } catch (err) {
     throw new UserError(err instanceof Error ? err.message : String(err))
   }
-  io.out(`market listening on ${running.url} (chain ${config.chain!.rpcUrl}, data ${config.dataDir})`)
+  io.out(
+    `market listening on ${running.url} (chain ${config.chain!.rpcUrl}, data ${config.dataDir}${attestorLine})`,
+  )
   await untilStopSignal()
   await running.close()
   return EXIT_OK
+}
+
+/** The attestor for `[attestor]`: the market's own chain settings, so its rows are the ones verify accepts. */
+async function attestorFor(
+  config: MarketConfig,
+  section: NonNullable<MarketConfig['attestor']>,
+  home: string,
+  env: NodeJS.ProcessEnv,
+) {
+  const chain = config.chain!
+  // The dev chain file carries the dev attestor key: usable only when it describes this chain.
+  const file = await readChainFile(config.chainFile ?? chainFilePath(home))
+  const accounts = file.ok && file.value.rpcUrl === chain.rpcUrl ? file.value.accounts : undefined
+  const r = await loadAttestorConfig({
+    chain: {
+      rpcUrl: chain.rpcUrl,
+      identityRegistry: chain.identityRegistry,
+      validationRegistry: chain.validationRegistry,
+      attestorAddress: chain.attestor,
+      ...(accounts ? { accounts } : {}),
+    },
+    ...(section.keyFile ? { keyFile: section.keyFile } : {}),
+    ...(section.uriBase ? { uriBase: section.uriBase } : {}),
+    env,
+  })
+  if (!r.ok) throw new UserError(`[attestor]: ${r.error}`)
+  return r.config
 }

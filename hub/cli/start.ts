@@ -13,8 +13,7 @@ import { chainFilePath, writeChainFile } from '../../chain/chain-file.ts'
 import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
 import { buildMarketApp } from '../../market/app.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { attestorPlugin } from '../../market/attestor/plugin.ts'
-import { createAttestor } from '../../market/attestor/service.ts'
+import { attestorRoutes } from '../../market/attestor/mount.ts'
 import { chainFromInfo, defaultConfig } from '../../market/config.ts'
 import type { MarketContext } from '../../market/context.ts'
 import type { AttestStore } from '../attest/store.ts'
@@ -222,13 +221,6 @@ async function run(r: RunInput): Promise<void> {
 
   const attestorCfg = await loadAttestorConfig({ chain: chain.info, env })
   if (!attestorCfg.ok) throw new UserError(attestorCfg.error)
-  const attestor = createAttestor(attestorCfg.config)
-  const attestorRoutes: FastifyPluginAsync = async (app) => {
-    await app.register(attestorPlugin, {
-      attestor,
-      validationRegistry: attestorCfg.config.validationRegistry,
-    })
-  }
   const mc = chainFromInfo(
     { ...defaultConfig(join(paths.home, 'market')), host, port: r.ports.market },
     chain.info,
@@ -237,7 +229,7 @@ async function run(r: RunInput): Promise<void> {
   const pages = await loadPages()
   const market = await buildMarketApp({
     config: mc.config,
-    plugins: [attestorRoutes],
+    plugins: [attestorRoutes(attestorCfg.config)],
     ...(pages ? { pages } : {}),
   })
   closers.push({ name: 'market', fn: () => market.close() })
