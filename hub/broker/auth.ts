@@ -170,7 +170,8 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
           if (!v.ok) return refuse(NOT_AUTHORIZED, `will refused: ${v.error}`)
         }
         principals.set(client, p)
-        if (account) byAccount.set(client, account)
+        // A client that hung up while scrypt ran is never connected; nothing to remember.
+        if (account && !client.closed) byAccount.set(client, account)
         done(null, true)
       }
 
