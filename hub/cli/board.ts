@@ -9,10 +9,15 @@ import { runSimulatorOnPort, type RunningSimulator } from '../../boards/simulato
 import { startPtyPair, type PtyPair } from '../../boards/simulator/pty-pair.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
+import { boardSend, boardStatus } from './board-hub.ts'
 
-const HELP = `usage: svc board simulate [--port PATH] [--rate N] [--name NAME] [--signal SIGNAL]
+const HELP = `usage: svc board status [--json]
+       svc board send <board> <cmd> [args-json] [--timeout MS] [--json]
+       svc board simulate [--port PATH] [--rate N] [--name NAME] [--signal SIGNAL]
 
-Plays an svc companion board: says hello, sends \`message\` events at a rate, and answers
+status and send talk to the running hub (its local API): see \`svc board status --help\`.
+
+simulate plays an svc companion board: says hello, sends \`message\` events at a rate, and answers
 ping, gpio_read, gpio_write and capabilities exactly like the firmware in boards/firmware/.
 
 options:
@@ -121,5 +126,7 @@ export const command: Command = async (argv, io) => {
     return sub === undefined ? 2 : EXIT_OK
   }
   if (sub === 'simulate') return simulate(rest, io)
+  if (sub === 'status') return boardStatus(rest, io)
+  if (sub === 'send') return boardSend(rest, io)
   throw new UsageError(`unknown subcommand "${sub}"\n\n${HELP}`)
 }

@@ -25,6 +25,13 @@ import type { HubConfig } from './config.ts'
 import type { AttestationParts, BridgeLike, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
+import { boardRoutes } from '../api/boards.ts'
+import {
+  type BoardAvailability,
+  mainSessionAvailability,
+  willSessionAvailability,
+} from './board-availability.ts'
+import { startBoardCommands } from './board-commands.ts'
 
 export interface RunningHub {
   config: HubConfig
@@ -143,10 +150,40 @@ export async function startHub(
       await client.publishAsync(topic, payload, { qos: o.qos, retain: o.retain })
     }
 
+    // The hub's other sessions (board availability, board commands) log in as the main one does.
+    const sessionBase = {
+      ...target.value,
+      ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
+      ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
+      ...(broker ? broker.hubLogin : {}),
+    }
+    // Every owned board reads `offline` until it answers, and again if the hub dies
+    // (board-availability.ts: the main session on the embedded broker, a will per board elsewhere).
+    const boardNames = config.boards.map((b) => b.name)
+    let availability: BoardAvailability | null = null
+    if (boardNames.length > 0) {
+      availability = broker
+        ? await mainSessionAvailability({ client, boards: boardNames, log })
+        : await willSessionAvailability({
+            base: sessionBase,
+            clientId: config.broker.clientId,
+            boards: boardNames,
+            log,
+          })
+      const a = availability
+      closers.push({ name: 'board availability', fn: () => a.close() })
+    }
+
     let bridge: BridgeLike | null = null
     if (config.boards.length > 0) {
       if (!parts.createBridge) throw new Error('boards are configured but this build has no bridge')
-      bridge = await parts.createBridge({ boards: config.boards, publish, log })
+      const a = availability
+      bridge = await parts.createBridge({
+        boards: config.boards,
+        publish,
+        log,
+        ...(a ? { availability: (board: string, state: 'online' | 'offline') => a.set(board, state) } : {}),
+      })
     }
 
     const attestation: AttestationParts = parts.attestation
@@ -210,6 +247,15 @@ export async function startHub(
       const b = bridge
       closers.push({ name: 'bridge', fn: () => b.close() })
       await bridge.start()
+      const commands = await startBoardCommands({
+        base: sessionBase,
+        clientId: config.broker.clientId,
+        boards: boardNames,
+        bridge: b,
+        defaultTimeoutMs: config.tools.boardTimeoutMs,
+        log,
+      })
+      closers.push({ name: 'board commands', fn: () => commands.close() })
     }
 
     let apiUrl: string | null = null
@@ -218,6 +264,7 @@ export async function startHub(
       const token = await api.issueToken()
       const app = await api.create({ engine, token })
       router.registerRoutes(app)
+      boardRoutes(bridge, config.tools.boardTimeoutMs)(app)
       attestation.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })

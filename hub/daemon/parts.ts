@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Sop } from '../../sops/types.ts'
+import type { BridgeStats, Json, SendResult } from '../../bridge/types.ts'
 import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import type { Tool } from '../../tools/types.ts'
@@ -14,6 +15,10 @@ import type { BoardEntry, HubConfig } from './config.ts'
 /** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
 export interface BridgeLike extends BoardPort {
   start(): Promise<void>
+  /** The board's answer, with why it failed when it did (the local API picks its status from it). */
+  send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<SendResult>
+  /** Each board's state and counters (`svc board status`). */
+  stats(): BridgeStats
   close(): Promise<void>
 }
 
@@ -33,6 +38,8 @@ export interface HubParts {
     boards: BoardEntry[]
     publish: PublishPort
     log: Log
+    /** Where each board's availability goes (hub/daemon/board-availability.ts). */
+    availability?: (board: string, state: 'online' | 'offline') => void
   }) => BridgeLike | Promise<BridgeLike>
   localApi?: LocalApiParts
   agent?: AgentAdapter

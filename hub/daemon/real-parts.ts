@@ -158,14 +158,15 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
     },
-    createBridge: async ({ boards, publish, log }) => {
+    createBridge: async ({ boards, publish, log, availability }) => {
+      const o = { boards, publish, log, ...(availability ? { availability } : {}) }
       // Simulated boards play in-process on their own binding; the bridge never imports boards/.
       if (boards.some((b) => b.simulate)) {
         const { createSimulatingBridge } = await import('../../boards/simulator/bridge.ts')
-        return createSimulatingBridge({ boards, publish, log })
+        return createSimulatingBridge(o)
       }
       const { createBridge } = await import('../../bridge/index.ts')
-      return createBridge({ boards, publish, log })
+      return createBridge(o)
     },
     attestation: async ({ config, sops, log }) => {
       if (config.chain === null && !sopsUseTool(sops, 'chain_attest')) {

@@ -1,0 +1,78 @@
+// `boards/<b>/cmd` → `boards/<b>/reply` over MQTT (Zigbee2MQTT's `<device>/set` habit: a command
+// topic per device, the answer on a topic beside it). The request is `{"id"?, "cmd", "args"?,
+// "timeout_ms"?}`; the reply `{"id", "ok", "result"}` or `{"id", "ok": false, "error"}`, carrying
+// the request's `id` (any string or number the sender chose, null when it gave none) so a sender
+// can match answers to questions. Pure: the hub's MQTT wiring uses it.
+import type { Json } from './codec/index.ts'
+import type { SendResult } from './types.ts'
+
+/** The most a command request may weigh: a board's line is 1 KiB by default, so this is plenty. */
+export const MAX_CMD_PAYLOAD = 16 * 1024
+
+/** The line protocol's command names (codec/messages.ts `CommandName`). */
+const CMD_RE = /^[a-z][a-z0-9_]{0,31}$/
+const FIELDS = new Set(['id', 'cmd', 'args', 'timeout_ms'])
+
+export type CmdId = string | number | null
+
+export interface CmdRequest {
+  id: CmdId
+  cmd: string
+  args: Json
+  timeoutMs?: number
+}
+
+export type ParsedCmd = { ok: true; value: CmdRequest } | { ok: false; id: CmdId; error: string }
+
+export function parseCmdPayload(payload: Uint8Array): ParsedCmd {
+  if (payload.length > MAX_CMD_PAYLOAD)
+    return { ok: false, id: null, error: `payload: ${payload.length} bytes, more than ${MAX_CMD_PAYLOAD}` }
+  let v: unknown
+  try {
+    v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload))
+  } catch {
+    return {
+      ok: false,
+      id: null,
+      error: 'payload: not JSON (expected {"id"?, "cmd", "args"?, "timeout_ms"?})',
+    }
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v))
+    return { ok: false, id: null, error: 'payload: must be a JSON object {"id"?, "cmd", "args"?}' }
+  const o = v as Record<string, unknown>
+  const id = o.id
+  const idOk =
+    id === undefined ||
+    (typeof id === 'string' && id.length <= 128) ||
+    (typeof id === 'number' && Number.isFinite(id))
+  if (!idOk)
+    return { ok: false, id: null, error: 'id: must be a string (at most 128 characters) or a number' }
+  const cid: CmdId = (id as string | number | undefined) ?? null
+  const extra = Object.keys(o).find((k) => !FIELDS.has(k))
+  if (extra !== undefined)
+    return { ok: false, id: cid, error: `${extra}: unknown field (allowed: id, cmd, args, timeout_ms)` }
+  if (typeof o.cmd !== 'string') return { ok: false, id: cid, error: 'cmd: missing or not a string' }
+  if (!CMD_RE.test(o.cmd))
+    return { ok: false, id: cid, error: `cmd: "${o.cmd.slice(0, 40)}" must match [a-z][a-z0-9_]{0,31}` }
+  const t = o.timeout_ms
+  if (t !== undefined && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= 600_000))
+    return { ok: false, id: cid, error: 'timeout_ms: must be an integer from 1 to 600000' }
+  return {
+    ok: true,
+    value: {
+      id: cid,
+      cmd: o.cmd,
+      args: (o.args ?? {}) as Json,
+      ...(t !== undefined ? { timeoutMs: t as number } : {}),
+    },
+  }
+}
+
+/** The reply payload for `boards/<b>/reply`. */
+export function encodeCmdReply(id: CmdId, r: SendResult): string {
+  return JSON.stringify(
+    r.ok
+      ? { id, ok: true, result: r.result }
+      : { id, ok: false, error: r.error, ...(r.code ? { code: r.code } : {}) },
+  )
+}
