@@ -1,6 +1,7 @@
 // `svc hub`: run the hub daemon, or print the configuration it would run with.
 import { stringify } from 'smol-toml'
 import { type HubConfig, loadConfig } from '../daemon/config.ts'
+import { configToToml } from '../daemon/config-toml.ts'
 import { startHub } from '../daemon/hub.ts'
 import { createLog } from '../log.ts'
 import { realParts } from '../daemon/real-parts.ts'
@@ -37,17 +38,19 @@ function parse(argv: string[]) {
   return parseOptions(argv, OPTIONS, 'svc hub --help')
 }
 
-/** The config as shown to a person: secrets hidden, nulls left out. */
-export function printableConfig(c: HubConfig): Record<string, unknown> {
-  const broker: Record<string, unknown> = {
-    ...c.broker,
-    password: c.broker.password === undefined ? undefined : '***',
-  }
-  const out: Record<string, unknown> = { ...c, broker }
-  return JSON.parse(JSON.stringify(out, (_k, v: unknown) => (v === null ? undefined : v))) as Record<
-    string,
-    unknown
-  >
+/**
+ * The effective config as hub.toml writes it (snake_case, every default filled in), so
+ * `svc hub config > hub.toml` reads back to the same config. Secrets are never printed: a
+ * comment names each one left out (TOML), or stderr does (JSON, which has no comments).
+ */
+export function printConfig(c: HubConfig, json: boolean): { out: string; note: string | null } {
+  const { doc, hidden } = configToToml(c)
+  const left =
+    hidden.length > 0 ? `never printed: ${hidden.join(', ')} (set in ${c.file ?? 'hub.toml'})` : null
+  if (json) return { out: JSON.stringify(doc, null, 2), note: left }
+  const head = ['# svc hub config: the effective configuration, every default filled in']
+  if (left) head.push(`# ${left}`)
+  return { out: `${head.join('\n')}\n${stringify(doc)}`, note: null }
 }
 
 export async function resolveCliConfig(
@@ -85,8 +88,9 @@ export const command: Command = async (argv, io) => {
   if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"\n${HELP}`)
   if (sub === 'config') {
     const config = await resolveCliConfig(values, io)
-    const shown = printableConfig(config)
-    io.out(values.json ? JSON.stringify(shown, null, 2) : stringify(shown))
+    const { out, note } = printConfig(config, values.json === true)
+    io.out(out)
+    if (note) io.err(note)
     return EXIT_OK
   }
   if (sub !== 'run') throw new UsageError(`unknown subcommand "${sub}"\n${HELP}`)

@@ -12,6 +12,7 @@ import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
+import { camelKeys, snakeCase, snakeCaseSchema } from './config-toml.ts'
 
 // The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
 // not built with typebox's Type builders and checked by typebox/value: those two modules are
@@ -41,7 +42,8 @@ const BoardSchema = {
         { type: 'string', const: 'firmata' },
       ],
     },
-    profile: FirmataProfile,
+    // The bridge's profile shape, spelled as hub.toml spells keys (interval_ms).
+    profile: snakeCaseSchema(FirmataProfile),
     simulate: { type: 'boolean' },
   },
   additionalProperties: false,
@@ -242,7 +244,12 @@ export function schemaErrors(value: unknown): string[] {
       const extra = (e.params as { additionalProperties?: string[] }).additionalProperties ?? []
       const at = fieldName(e.instancePath)
       for (const key of extra)
-        out.push(`${at === '(top level)' ? tomlKey(key) : `${at}.${tomlKey(key)}`}: unknown field`)
+        out.push(
+          `${at === '(top level)' ? tomlKey(key) : `${at}.${tomlKey(key)}`}: unknown field${
+            // One spelling: a camelCase key gets the name hub.toml knows it by.
+            /[A-Z]/.test(key) ? ` (hub.toml keys are snake_case: ${snakeCase(key)})` : ''
+          }`,
+        )
       continue
     }
     if (e.keyword === 'anyOf' && e.instancePath.endsWith('log_level')) {
@@ -277,6 +284,9 @@ export function resolveConfig(
     if (names.has(b.name))
       return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
     names.add(b.name)
+    // The bridge's rule (bridge/config.ts), checked here so the message names the hub.toml key.
+    if (b.heartbeat_ms !== undefined && b.heartbeat_ms > 0 && b.heartbeat_ms < 50)
+      return { ok: false, error: `${where}: boards[${i}].heartbeat_ms: must be 0 (off) or an integer >= 50` }
   }
   const url = t.broker?.url ?? null
   if (url !== null) {
@@ -327,7 +337,7 @@ export function resolveConfig(
         ...(b.line_cap !== undefined ? { lineCap: b.line_cap } : {}),
         ...(b.heartbeat_ms !== undefined ? { heartbeatMs: b.heartbeat_ms } : {}),
         ...(b.kind !== undefined ? { kind: b.kind } : {}),
-        ...(b.profile !== undefined ? { profile: b.profile } : {}),
+        ...(b.profile !== undefined ? { profile: camelKeys<BoardEntry['profile']>(b.profile) } : {}),
         ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
       })),
       chain: t.chain ?? null,

@@ -24,9 +24,9 @@ t.test('svc hub config prints the effective config; bad config and usage are one
   const home = await tempDir(t)
   let c = capture({ SVC_HOME: home })
   t.equal(await main(['hub', 'config', '--json'], c.io), 0)
-  const shown = JSON.parse(c.out.join('')) as { broker: { port: number }; sopsDir: string }
+  const shown = JSON.parse(c.out.join('')) as { broker: { port: number }; hub: { sops_dir: string } }
   t.equal(shown.broker.port, 1883)
-  t.equal(shown.sopsDir, join(home, 'sops'))
+  t.equal(shown.hub.sops_dir, join(home, 'sops'))
 
   await writeFile(join(home, 'bad.toml'), '[broker]\nport = -1\npassword = "secret"\n')
   c = capture({ SVC_HOME: home })
