@@ -319,3 +319,30 @@ t.test('titles keep the bold text as written; only a —, – or - separator aft
     ],
   )
 })
+
+t.test('property: a gate bullet at any indentation, after any step number, reaches that step', async (t) => {
+  const fc = (await import('fast-check')).default
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 1, max: 120 }),
+      fc.stringMatching(/^[ \t]{0,10}$/),
+      fc.boolean(),
+      fc.constantFrom('-', '*', '+'),
+      (count, indent, blank, mark) => {
+        const steps = Array.from({ length: count }, (_, i) => `${i + 1}. **S${i + 1}**`)
+        // The gate goes under the last step, after an optional blank line.
+        const md = `## Steps\n\n${steps.join('\n')}\n${blank ? '\n' : ''}${indent}${mark} requires_confirmation: true\n`
+        const r = parse(md)
+        const last = r.steps[count - 1]
+        return (
+          r.steps.length === count &&
+          last?.requiresConfirmation === true &&
+          r.steps.filter((s) => s.requiresConfirmation).length === 1 &&
+          r.diagnostics.every((d) => d.severity !== 'error')
+        )
+      },
+    ),
+    { numRuns: 300 },
+  )
+  t.pass('every gate attached to the step above it')
+})
