@@ -131,6 +131,7 @@ export interface Step {
   calls: PlannedCall[]
   input?: Contract
   output?: Contract
+  /** Read after the step has run; guards its next:/switch: (SOP-NOTES: Runs). */
   when?: string
   next?: number
   switch: SwitchPort[]

@@ -16,7 +16,7 @@ export interface StepRecord {
   /** Outputs of the calls made in the latest attempt, 0-based (`{{calls.K}}`). */
   calls: Json[]
   error?: string
-  /** Why the step was skipped (`when:` false, `unless_decided`, `decide` answered no, unmet `depends_on`). */
+  /** Why the step was skipped (`unless_decided`, `decide` answered no, unmet `depends_on`; `when:` never skips). */
   reason?: string
 }
 
