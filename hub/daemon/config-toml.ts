@@ -4,15 +4,9 @@
 // explicitly (the [hub] section, the broker's TLS listener, references to secrets); everything
 // else is the camelCase field with its name in snake_case.
 import type { HubConfig } from './config.ts'
-
-/** `lineCap` → `line_cap`. */
-export function snakeCase(key: string): string {
-  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
-}
+import { isPlain, snakeCase } from './config-keys.ts'
 
 type Doc = Record<string, unknown>
-
-const isPlain = (v: unknown): v is Doc => typeof v === 'object' && v !== null && !Array.isArray(v)
 
 /**
  * A value's keys in snake_case, recursively; nulls and undefined left out (TOML has no null).
@@ -83,34 +77,4 @@ export function configToToml(c: HubConfig): PrintedConfig {
   // [chain] is kept as the file wrote it (the attestation part reads it).
   if (chain !== null) doc.chain = chain
   return { doc, hidden }
-}
-
-/** `line_cap` → `lineCap`. */
-export function camelCase(key: string): string {
-  return key.replace(/_([a-z0-9])/g, (_m, c: string) => c.toUpperCase())
-}
-
-/** A value's keys in camelCase, recursively: a hub.toml table handed to code that spells them so. */
-export function camelKeys<T>(v: unknown): T {
-  if (Array.isArray(v)) return v.map((x) => camelKeys(x)) as T
-  if (!isPlain(v)) return v as T
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [camelCase(k), camelKeys(x)])) as T
-}
-
-/**
- * A JSON Schema literal whose property names are snake_case: how hub.toml takes a table whose
- * shape another module defines in camelCase (the bridge's Firmata profile), one spelling in the
- * file and one source of truth for the shape.
- */
-export function snakeCaseSchema<S>(schema: S): S {
-  if (Array.isArray(schema)) return schema.map((s) => snakeCaseSchema(s)) as S
-  if (!isPlain(schema)) return schema
-  const out: Doc = {}
-  for (const [k, v] of Object.entries(schema)) {
-    if (k === 'properties' && isPlain(v))
-      out[k] = Object.fromEntries(Object.entries(v).map(([p, s]) => [snakeCase(p), snakeCaseSchema(s)]))
-    else if (k === 'required' && Array.isArray(v)) out[k] = v.map((p) => snakeCase(String(p)))
-    else out[k] = snakeCaseSchema(v)
-  }
-  return out as S
 }

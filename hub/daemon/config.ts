@@ -12,7 +12,7 @@ import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
-import { camelKeys, snakeCase, snakeCaseSchema } from './config-toml.ts'
+import { camelKeys, snakeCase, snakeCaseSchema } from './config-keys.ts'
 
 // The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
 // not built with typebox's Type builders and checked by typebox/value: those two modules are
