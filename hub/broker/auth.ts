@@ -9,6 +9,7 @@ import { type FSWatcher, watch } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import type { AuthenticateError, Client, PublishPacket, Subscription } from 'aedes'
 import type { Log } from '../log.ts'
+import { createRateLimitedWarn } from '../../bridge/log-limit.ts'
 import { mayPublish, maySubscribe, type Principal } from './acl.ts'
 import type { CheckedAccount } from './accounts.ts'
 import { readAccountsFile } from './accounts-file.ts'
@@ -41,6 +42,14 @@ const NOT_AUTHORIZED = 5
 // rest told "server unavailable" to come back later.
 const MAX_VERIFYING = 2
 const MAX_WAITING = 64
+
+/**
+ * Refusals are logged at a bounded rate, like the bridge's dropped lines: a client hammering the
+ * door must not fill the disk. One window per kind and known account (anonymous and unknown names
+ * share one, so made-up names cannot open windows without end); the first refusal in a window is
+ * logged at once, the rest as one summary with their count when the window ends.
+ */
+export const REFUSAL_LOG_INTERVAL_MS = 10_000
 
 export interface BrokerAuthOptions {
   /** `<data_dir>/broker-accounts`; null: no accounts (anonymous loopback clients only). */
@@ -147,6 +156,10 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
     }
   }
 
+  const refusals = createRateLimitedWarn(log, REFUSAL_LOG_INTERVAL_MS, Date.now)
+  const refused = (kind: string, user: string | undefined, fields: object, msg: string): void =>
+    refusals.warn(`${kind}:${user !== undefined && accounts.has(user) ? user : '-'}`, fields, msg)
+
   let watcher: FSWatcher | null = null
   let debounce: NodeJS.Timeout | null = null
 
@@ -158,7 +171,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
     authenticate(client, username, password, done) {
       const listener = listeners.get(client.conn)
       const refuse = (code: number, why: string): void => {
-        log.warn({ ...who(client, username), why }, 'mqtt connect refused')
+        refused('connect', username, { ...who(client, username), why }, 'mqtt connect refused')
         done(refusal(code, why), null)
       }
       const accept = (p: Principal, account?: CheckedAccount): void => {
@@ -219,7 +232,9 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
       if (v.ok) return done(null)
       // MQTT-3.3.5-2: a publish the server will not accept is answered by closing the connection
       // (3.1.1 has no negative acknowledgement).
-      log.warn(
+      refused(
+        'publish',
+        userOf(p),
         { ...(client ? who(client, userOf(p)) : { client: null }), topic: packet.topic, why: v.error },
         'mqtt publish refused',
       )
@@ -231,7 +246,9 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
       const v = p === undefined ? { ok: false as const, error: 'not logged in' } : maySubscribe(p, sub.topic)
       if (v.ok) return done(null, sub)
       // MQTT-3.9.3: a refused filter gets return code 0x80 in the SUBACK; the connection stays.
-      log.warn(
+      refused(
+        'subscribe',
+        p ? userOf(p) : undefined,
         { ...who(client, p ? userOf(p) : undefined), filter: sub.topic, why: v.error },
         'mqtt subscribe refused',
       )
@@ -293,6 +310,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
     },
 
     close() {
+      refusals.close()
       if (debounce) clearTimeout(debounce)
       watcher?.close()
       watcher = null

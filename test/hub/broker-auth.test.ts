@@ -175,11 +175,22 @@ t.test('hub-owned topics: only the hub publishes them, whoever asks', async (t) 
     void c.publishAsync(topic, 'forged', { qos: 1, retain: true }).catch(() => {})
     await closed
     await c.endAsync(true)
-    t.ok(
-      log.lines.some((l) => l.msg === 'mqtt publish refused' && l.obj.topic === topic),
-      `${who} (${topic}): refused`,
-    )
+    t.pass(`${who} (${topic}): the connection is closed (MQTT-3.3.5-2)`)
   }
+  // Refusals are logged at a bounded rate: the first per account (and one for all anonymous
+  // clients) at once, the rest counted into a summary.
+  const logged = log.lines
+    .filter((l) => l.msg === 'mqtt publish refused')
+    .map((l) => [l.obj.user, l.obj.topic])
+  t.same(
+    logged,
+    [
+      ['ops', 'boards/vend1/coin'],
+      [null, 'boards/vend1/coin'],
+      ['esp1', 'boards/esp1/availability'],
+    ],
+    'the first refusal of each logged at once, with who and where',
+  )
   // What may pass: an admin's command to a [[boards]] board, the hub's own availability.
   await watcher.publishAsync('boards/vend1/cmd', '{"id":1,"cmd":"ping"}', { qos: 1 })
   const hub = await client(t, broker.url, broker.hubLogin)
@@ -213,6 +224,26 @@ t.test('hub-owned topics: only the hub publishes them, whoever asks', async (t) 
     ])
     t.equal(now.stdout.trim(), 'online', 'the retained availability is still the hub’s')
   })
+})
+
+t.test('a flood of refusals is logged at a bounded rate, none unseen', async (t) => {
+  const { broker, log } = await brokerFor(t, { hubBoards: ['vend1'] })
+  const N = 20
+  for (let i = 0; i < N; i++) {
+    const c = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    const closed = new Promise<void>((resolve) => c.once('close', () => resolve()))
+    void c.publishAsync(`boards/vend1/s${i}`, 'forged', { qos: 1 }).catch(() => {})
+    await closed
+    await c.endAsync(true)
+  }
+  const lines = () => log.lines.filter((l) => l.msg.startsWith('mqtt publish refused'))
+  t.equal(lines().length, 1, 'one line while the flood lasts')
+  await broker.close() // ends the window: its summary is written
+  t.match(
+    lines()[1],
+    { msg: /\(19 more since the last report\)/, obj: { suppressed: N - 1, topic: `boards/vend1/s${N - 1}` } },
+    'the summary counts the rest and shows the latest',
+  )
 })
 
 t.test('a will is checked like a publish, at connect', async (t) => {
