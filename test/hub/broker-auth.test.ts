@@ -340,6 +340,10 @@ t.test('the hub refuses to start on 0.0.0.0 with no accounts, naming the fix', a
   t.teardown(() => hub.close())
   t.ok(hub.mqtt.connected, "the hub's own session is in")
   t.equal(await connectCode(hub.brokerUrl), NOT_AUTHORIZED, 'anonymous clients are not')
+  // SIGHUP's reload re-reads the accounts too: done when it resolves.
+  await writeAccounts(join(home, 'data', 'broker-accounts'), [READER, ADMIN])
+  await hub.reload()
+  t.equal(await connectCode(hub.brokerUrl, login(ADMIN)), 0, 'an account added before SIGHUP is in after it')
 })
 
 const hasOpenssl = spawnSync('openssl', ['version']).error === undefined
@@ -394,6 +398,19 @@ t.test(
     })
 
     const badDir = await tempDir(t)
+    await t.rejects(
+      startBroker({
+        host: '127.0.0.1',
+        port: 0,
+        wsPort: null,
+        dbPath: join(badDir, 'a'),
+        log: recordingLog(),
+        accountsFile: join(badDir, 'none'),
+        tls: { host: '0.0.0.0', port: 0, wssPort: null, cert, key },
+      }),
+      { message: /broker\.tls_host = "0\.0\.0\.0" \(mqtts\) is not a loopback address.*svc hub user add/ },
+      'a TLS listener beyond loopback needs accounts too',
+    )
     await t.rejects(
       startBroker({
         host: '127.0.0.1',
