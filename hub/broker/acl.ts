@@ -48,6 +48,8 @@ export type Verdict = { ok: true } | { ok: false; error: string }
 
 const OK: Verdict = { ok: true }
 const no = (error: string): Verdict => ({ ok: false, error })
+// MQTT-1.5.3-2: a string carrying U+0000 is malformed; Aedes lets it through, so the ACL stops it.
+const NUL = 'a topic must not contain U+0000'
 
 /** Top-level topics the hub alone publishes under: its own state for other tools (DESIGN). */
 export const HUB_PREFIXES: readonly string[] = ['svc']
@@ -59,6 +61,7 @@ export const HUB_PREFIXES: readonly string[] = ['svc']
  */
 export function mayPublish(who: Principal, topic: string, hubOwned: ReadonlySet<string>): Verdict {
   if (who.kind === 'hub') return OK
+  if (topic.includes('\u0000')) return no(NUL)
   // MQTT 3.1.1 §4.7.2: topics starting with `$` are the server's ($SYS).
   if (topic.startsWith('$')) return no(`${topic}: topics starting with $ are the broker's`)
   const levels = topic.split('/')
@@ -81,6 +84,7 @@ export function mayPublish(who: Principal, topic: string, hubOwned: ReadonlySet<
 /** May `who` subscribe to `filter`? A `board` account stays inside its own `boards/<name>/`. */
 export function maySubscribe(who: Principal, filter: string): Verdict {
   if (who.kind === 'hub') return OK
+  if (filter.includes('\u0000')) return no(NUL)
   const rights = rightsOf(who) as Rights
   if (rights.subscribe === 'any') return OK
   return underOwnBoard(who, filter.split('/'))

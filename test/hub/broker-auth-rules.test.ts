@@ -45,6 +45,8 @@ t.test('mayPublish', async (t) => {
     [esp, 'boards/esp2/temp', false],
     [esp, 'boards/esp-acct/temp', false],
     [esp, 'other/x', false],
+    [esp, 'boards/esp1/\u0000x', false],
+    [admin, 'a\u0000', false],
   ]
   for (const [who, topic, allowed] of cases) {
     const v = mayPublish(who, topic, owned)
@@ -75,6 +77,8 @@ t.test('maySubscribe', async (t) => {
     [esp, 'boards/+/cmd', false],
     [esp, 'boards/esp1', false],
     [esp, 'boards/esp2/#', false],
+    [esp, 'boards/esp1/\u0000', false],
+    [reader, '\u0000/#', false],
   ]
   for (const [who, filter, allowed] of cases)
     t.equal(
