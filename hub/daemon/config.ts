@@ -128,6 +128,22 @@ export const HubTomlSchema = {
       additionalProperties: false,
     },
     boards: { type: 'array', items: BoardSchema },
+    // AMQP 0-9-1 triggers (hub/triggers/amqp.ts); the password never goes in hub.toml or the URL.
+    amqp: {
+      type: 'object',
+      properties: {
+        url: { type: 'string', pattern: '^amqps?://' },
+        /** Name of an environment variable holding the whole URL (it may carry the password). */
+        url_env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+        password_env: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+        /** A file holding the password, mode 0600. */
+        password_file: { type: 'string', minLength: 1 },
+        exchange: { type: 'string', minLength: 1, maxLength: 255 },
+        queue: { type: 'string', minLength: 1, maxLength: 255 },
+        prefetch: { type: 'integer', minimum: 1, maximum: 65535 },
+      },
+      additionalProperties: false,
+    },
     // Attestation settings, checked by the attestation part when it loads (hub/daemon/parts.ts).
     chain: { type: 'object', patternProperties: { '^.*$': {} } },
     // An OpenAI-compatible chat-completions endpoint for steps that need a model.
@@ -185,8 +201,19 @@ export interface HubConfig {
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
   boards: BoardEntry[]
+  /** `[amqp]`, or null when the hub consumes no AMQP broker (amqp triggers are then inert, warned). */
+  amqp: AmqpConfig | null
   chain: Record<string, unknown> | null
   agent: { url: string; model: string; apiKeyEnv?: string; maxRounds?: number; timeoutMs?: number } | null
+}
+
+/** Where the URL and its password come from; read when the hub connects (hub/triggers/amqp-url.ts). */
+export interface AmqpConfig {
+  url: { value: string } | { env: string }
+  password: { env: string } | { file: string } | null
+  exchange: string
+  queue: string
+  prefetch: number
 }
 
 export const DEFAULTS = {
@@ -293,10 +320,12 @@ export function resolveConfig(
     const target = mqttUrlOptions(url)
     if (!target.ok) return { ok: false, error: `${where}: broker.url: ${target.error}` }
   }
-  const secrets = webhookSecrets(t.webhook?.secrets, path)
-  if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
   const tls = brokerTls(t.broker, path)
   if (typeof tls === 'string') return { ok: false, error: `${where}: ${tls}` }
+  const secrets = webhookSecrets(t.webhook?.secrets, path)
+  if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
+  const amqp = amqpSection(t.amqp, path)
+  if (typeof amqp === 'string') return { ok: false, error: `${where}: ${amqp}` }
   return {
     ok: true,
     config: {
@@ -340,6 +369,7 @@ export function resolveConfig(
         ...(b.profile !== undefined ? { profile: camelKeys<BoardEntry['profile']>(b.profile) } : {}),
         ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
       })),
+      amqp,
       chain: t.chain ?? null,
       agent: t.agent
         ? {
@@ -376,6 +406,40 @@ function brokerTls(
     wssPort,
     cert: path(cert, cert),
     key: path(key, key),
+  }
+}
+
+/** `[amqp]`: one URL source, at most one password source, and no password written in the URL. */
+function amqpSection(
+  a: HubToml['amqp'],
+  path: (p: string | undefined, fallback: string) => string,
+): AmqpConfig | null | string {
+  if (a === undefined) return null
+  if ((a.url === undefined) === (a.url_env === undefined))
+    return 'amqp: needs exactly one of amqp.url and amqp.url_env'
+  if (a.url !== undefined) {
+    let u: URL
+    try {
+      u = new URL(a.url)
+    } catch {
+      return `amqp.url: "${a.url}" is not a URL`
+    }
+    if (u.password !== '')
+      return 'amqp.url: holds a password; put it in amqp.password_env or amqp.password_file (mode 0600) instead'
+  }
+  if (a.password_env !== undefined && a.password_file !== undefined)
+    return 'amqp: amqp.password_env and amqp.password_file are alternatives; give one'
+  return {
+    url: a.url !== undefined ? { value: a.url } : { env: a.url_env as string },
+    password:
+      a.password_env !== undefined
+        ? { env: a.password_env }
+        : a.password_file !== undefined
+          ? { file: path(a.password_file, a.password_file) }
+          : null,
+    exchange: a.exchange ?? 'amq.topic',
+    queue: a.queue ?? `svc-hub-${hostname()}`,
+    prefetch: a.prefetch ?? 16,
   }
 }
 

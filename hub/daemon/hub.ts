@@ -19,6 +19,7 @@ import { createSopExecuteTool } from '../../tools/sop_execute.ts'
 import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
+import { amqpTarget } from '../triggers/amqp-url.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
 import { accountsPath } from '../broker/accounts-file.ts'
 import type { HubConfig } from './config.ts'
@@ -218,6 +219,14 @@ export async function startHub(
     engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
 
+    // A URL or password that cannot be read stops the start with the field named; a broker that
+    // does not answer does not (the amqp source retries it).
+    let amqp: { url: string; shownUrl: string } | undefined
+    if (config.amqp) {
+      const target = await amqpTarget(config.amqp, process.env)
+      if (!target.ok) throw new Error(target.error)
+      amqp = { url: target.url, shownUrl: target.shown }
+    }
     const router = await startTriggerRouter(sops, {
       engine,
       matches,
@@ -240,6 +249,17 @@ export async function startHub(
           }
         : {}),
       filesystem: { debounceMs: config.filesystem.debounceMs },
+      ...(config.amqp && amqp
+        ? {
+            amqp: {
+              ...amqp,
+              exchange: config.amqp.exchange,
+              queue: config.amqp.queue,
+              prefetch: config.amqp.prefetch,
+              bindingsFile: join(config.dataDir, 'amqp-bindings.json'),
+            },
+          }
+        : {}),
     })
     closers.push({ name: 'triggers', fn: () => router.stop() })
 

@@ -1,13 +1,19 @@
 // The trigger router: builds the plan from the loaded SOPs and runs one source per trigger
-// kind (MQTT for peripheral + mqtt, cron, webhook gateway, filesystem, channel, manual; amqp is
-// inert with a warning). Every source reaches the engine through the same Firer. Sources only
+// kind (MQTT for peripheral + mqtt, cron, webhook gateway, filesystem, channel, manual, and amqp
+// when `[amqp]` is configured, else inert with a warning). Every source reaches the engine through the same Firer. Sources only
 // read the plan, so `setSops` swaps it in one place.
 import type { FastifyInstance } from 'fastify'
 import type { MqttClient } from 'mqtt'
 import type { Engine } from '../../sops/engine-api.ts'
 import type { Json, Sop } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
-import { amqpWarnings } from './amqp.ts'
+import {
+  type AmqpSource,
+  type AmqpSourceOptions,
+  amqpProblems,
+  amqpWarnings,
+  createAmqpSource,
+} from './amqp.ts'
 import { type ChannelPostResult, postToChannel, registerChannelRoute } from './channel.ts'
 import { type CronOptions, type CronSource, createCronSource } from './cron.ts'
 import { type ConditionMatcher, type FireResult, createFirer } from './fire.ts'
@@ -27,6 +33,8 @@ export interface RouterOptions {
   /** Without it, no webhook gateway is started (webhook triggers warned as inert). */
   webhook?: WebhookOptions
   filesystem: FilesystemOptions
+  /** Without it, amqp triggers are inert (warned once per SOP at start). */
+  amqp?: Omit<AmqpSourceOptions, 'now'>
   /** Cap on MQTT trigger messages being admitted at once (default 10 000). */
   maxInFlight?: number
   now?: () => number
@@ -42,6 +50,8 @@ export interface TriggerRouter {
   channel(name: string, payload: string | Json): Promise<ChannelPostResult>
   /** MQTT trigger messages dropped because the engine was not keeping up. */
   droppedMessages(): number
+  /** True while the amqp source is connected and consuming. */
+  amqpConsuming(): boolean
   /** Adds `POST /channels/:name` to the local API. */
   registerRoutes(app: FastifyInstance): void
   webhookUrl: string | null
@@ -55,7 +65,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
   let plan = buildPlan(sops)
 
   const report = (p: TriggerPlan): void => {
-    for (const d of [...p.problems, ...amqpWarnings(p)]) {
+    for (const d of [...p.problems, ...(opts.amqp ? amqpProblems(p) : amqpWarnings(p))]) {
       const line = `${d.file}:${d.line}: ${d.message}`
       if (d.severity === 'error') log.error({ file: d.file, line: d.line }, `trigger skipped: ${line}`)
       else log.warn({ file: d.file, line: d.line }, line)
@@ -90,7 +100,12 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       throw err
     }
   }
+  // Started last: it connects in the background and retries, so it never fails the start.
+  const amqp: AmqpSource | undefined = opts.amqp
+    ? createAmqpSource(firer, log, plan, { ...opts.amqp, now })
+    : undefined
   stops.push(
+    async () => amqp?.stop(),
     async () => webhook?.stop(),
     async () => fs.stop(),
     async () => cron.stop(),
@@ -106,6 +121,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       await messages?.setPlan(plan)
       await cron.setPlan(plan)
       await fs.setPlan(plan)
+      await amqp?.setPlan(plan)
     },
     async handleMessage(topic, payload) {
       if (!messages) return []
@@ -114,6 +130,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
     manual: (sop, payload, source = 'manual') => fireManual(plan, firer, sop, payload, source, now()),
     channel: (name, payload) => postToChannel(plan, firer, name, payload, now()),
     droppedMessages: () => messages?.dropped() ?? 0,
+    amqpConsuming: () => amqp?.consuming() ?? false,
     registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
     webhookUrl: webhook?.url ?? null,
     async stop() {
