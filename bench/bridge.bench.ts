@@ -115,7 +115,7 @@ async function main(): Promise<void> {
     const solo = createBridge({
       boards: [{ name: 'solo', port: '/bench/solo', heartbeatMs: 0 }],
       publish: async (topic) => {
-        if (topic !== 'boards/solo/availability' && ++n === N) done()
+        if (topic === 'boards/solo/coin' && ++n === N) done()
       },
       binding: b2,
     })

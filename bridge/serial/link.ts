@@ -275,15 +275,11 @@ export class SerialLink implements LineSink {
       { board: this.name, port: this.cfg.port },
       'serial port open; waiting for the board to answer',
     )
-    this.startHeartbeat()
-    // Ask at once rather than after a heartbeat period: a board that does not say hello on its
-    // own (it was not reset by the open) answers this, and is `online` as soon as it does.
-    void this.commands.send('ping', {}, this.probeMs())
-  }
-
-  private probeMs(): number {
     const hb = this.cfg.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
-    return hb > 0 ? hb : this.deps.commandTimeoutMs
+    if (hb > 0) this.startHeartbeat(hb)
+    // Ask once, at once, even with the heartbeat off: a board that does not say hello on its own
+    // (already running, not reset by the open) answers this, and is `online` as soon as it does.
+    void this.commands.send('ping', {}, hb > 0 ? hb : this.deps.commandTimeoutMs)
   }
 
   private lost(reason: string): void {
@@ -302,9 +298,7 @@ export class SerialLink implements LineSink {
     this.reconnect.schedule(() => this.open())
   }
 
-  private startHeartbeat(): void {
-    const hb = this.cfg.heartbeatMs ?? DEFAULT_HEARTBEAT_MS
-    if (hb <= 0) return
+  private startHeartbeat(hb: number): void {
     this.heartbeatTimer = setInterval(() => {
       if (this.deps.now() - this.lastRx < hb || this.commands.busy()) return
       // Silent for a whole period: ask. No answer within the period means the board is gone
