@@ -28,6 +28,8 @@ export interface AnvilOptions {
    * STATE_INTERVAL_S seconds and on stop, so a restart keeps every block, receipt and row.
    */
   stateFile?: string
+  /** Another chain id than 10143: only for tests of what svc refuses. */
+  chainId?: number
 }
 
 /** How often a kept chain is written: a kill -9 loses at most this many seconds of it. */
@@ -75,7 +77,7 @@ export function startAnvil(opts: AnvilOptions = {}): Promise<Anvil> {
   // in memory close that window.
   const args = [
     '--chain-id',
-    String(CHAIN_ID),
+    String(opts.chainId ?? CHAIN_ID),
     '--host',
     host,
     '--port',

@@ -36,6 +36,26 @@ export async function deployRegistries(wallet: SvcWalletClient, pub: SvcPublicCl
   return { identityRegistry: idR.contractAddress, validationRegistry: vR.contractAddress }
 }
 
+/**
+ * svc's own ValidationRegistry (chain/contracts/), checking agents on an existing identity
+ * registry: for a network whose official ValidationRegistry is not deployed yet.
+ */
+export async function deployValidationRegistry(
+  wallet: SvcWalletClient,
+  pub: SvcPublicClient,
+  identityRegistry: Address,
+): Promise<Address> {
+  const a = await compileContracts()
+  const hash = await wallet.deployContract({
+    abi: validationRegistryAbi,
+    bytecode: a.ValidationRegistry.bytecode,
+    args: [identityRegistry],
+  })
+  const r = await mined(pub, hash, 'deploy ValidationRegistry')
+  if (!r.contractAddress) throw new Error('deploy ValidationRegistry: no contract address')
+  return r.contractAddress
+}
+
 /** ERC-8004 `register(agentURI)`; returns the new agent id from the Registered event. */
 export async function registerAgent(
   wallet: SvcWalletClient,
@@ -62,21 +82,15 @@ export async function registerAgent(
   throw new Error('register agent: no Registered event')
 }
 
-/**
- * ERC-8004 `setAgentWallet`: the owner (wallet) sends it, the new wallet proves control by
- * signing the EIP-712 AgentWalletSet message (domain "ERC8004IdentityRegistry", version "1").
- */
-export async function setAgentWallet(
-  ownerWallet: SvcWalletClient,
-  pub: SvcPublicClient,
+/** The EIP-712 AgentWalletSet message of ERC-8004 `setAgentWallet` (domain "ERC8004IdentityRegistry", version "1"). */
+export function agentWalletTypedData(
   identityRegistry: Address,
   agentId: bigint,
-  newWalletKey: Hex,
-): Promise<void> {
-  const newWallet = privateKeyToAccount(newWalletKey)
-  const block = await pub.getBlock()
-  const deadline = block.timestamp + 120n
-  const signature = await newWallet.signTypedData({
+  newWallet: Address,
+  owner: Address,
+  deadline: bigint,
+) {
+  return {
     domain: {
       name: 'ERC8004IdentityRegistry',
       version: '1',
@@ -92,8 +106,46 @@ export async function setAgentWallet(
       ],
     },
     primaryType: 'AgentWalletSet',
-    message: { agentId, newWallet: newWallet.address, owner: ownerWallet.account.address, deadline },
-  })
+    message: { agentId, newWallet, owner, deadline },
+  } as const
+}
+
+/**
+ * The new wallet's proof of control for `setAgentWallet`. The registry accepts a deadline at
+ * most 5 minutes after the block it is mined in, so the signature is good for that long.
+ */
+export async function signAgentWallet(
+  newWalletKey: Hex,
+  identityRegistry: Address,
+  agentId: bigint,
+  owner: Address,
+  deadline: bigint,
+): Promise<Hex> {
+  const w = privateKeyToAccount(newWalletKey)
+  return w.signTypedData(agentWalletTypedData(identityRegistry, agentId, w.address, owner, deadline))
+}
+
+/**
+ * ERC-8004 `setAgentWallet`: the owner (wallet) sends it, the new wallet proves control by
+ * signing the EIP-712 AgentWalletSet message (domain "ERC8004IdentityRegistry", version "1").
+ */
+export async function setAgentWallet(
+  ownerWallet: SvcWalletClient,
+  pub: SvcPublicClient,
+  identityRegistry: Address,
+  agentId: bigint,
+  newWalletKey: Hex,
+): Promise<void> {
+  const newWallet = privateKeyToAccount(newWalletKey)
+  const block = await pub.getBlock()
+  const deadline = block.timestamp + 120n
+  const signature = await signAgentWallet(
+    newWalletKey,
+    identityRegistry,
+    agentId,
+    ownerWallet.account.address,
+    deadline,
+  )
   const hash = await ownerWallet.writeContract({
     address: identityRegistry,
     abi: identityRegistryAbi,

@@ -1,0 +1,173 @@
+// The owner's key for `svc chain enrol` / `deploy-validation`: a Web3 Secret Storage v3 keystore
+// (the JSON that geth, ethers, MetaMask exports and foundry's `cast wallet` write) opened with a
+// passphrase, or a plain hex key file that only its owner can read (0600). Never an argument:
+// argv is visible to every user of the machine (ps) and lands in shell history.
+//
+// Decryption uses node:crypto (scrypt, pbkdf2, aes-128-ctr), @noble/hashes' scrypt where OpenSSL
+// refuses the parameters, and viem's keccak256 for the MAC: all already in the tree, so the
+// owner's key meets no new dependency.
+import { createCipheriv, createDecipheriv, pbkdf2Sync, randomBytes, randomUUID, scrypt } from 'node:crypto'
+import { scryptAsync as nobleScrypt } from '@noble/hashes/scrypt.js'
+import { readFile, stat } from 'node:fs/promises'
+import { type Hex, bytesToHex, concat, hexToBytes, isHex, keccak256 } from 'viem'
+import { privateKeyToAccount } from 'viem/accounts'
+
+export type KeyResult = { ok: true; privateKey: Hex } | { ok: false; error: string }
+
+// A file that asks for more than this is refused before any memory is spent: 2^20 is 8x what
+// geth's "standard" scrypt uses (2^18), so every real keystore fits.
+const MAX_SCRYPT_N = 2 ** 20
+const MAX_PBKDF2_C = 10_000_000
+
+async function scryptAsync(pass: Buffer, salt: Buffer, dklen: number, n: number, r: number, p: number) {
+  const maxmem = 256 * n * r + 128 * r * p + 1024 * 1024
+  try {
+    return await new Promise<Buffer>((resolve, reject) =>
+      scrypt(pass, salt, dklen, { N: n, r, p, maxmem }, (err, key) => (err ? reject(err) : resolve(key))),
+    )
+  } catch (err) {
+    // OpenSSL holds to RFC 7914's N < 2^(16r); keystores with r = 1 (the Web3 Secret Storage
+    // spec's own example) break it, and every other wallet opens them.
+    if ((err as NodeJS.ErrnoException).code !== 'ERR_CRYPTO_INVALID_SCRYPT_PARAMS') throw err
+    return Buffer.from(await nobleScrypt(pass, salt, { N: n, r, p, dkLen: dklen, maxmem }))
+  }
+}
+
+const hexField = (v: unknown): Buffer | undefined =>
+  typeof v === 'string' && /^(0x)?([0-9a-fA-F]{2})*$/.test(v)
+    ? Buffer.from(v.replace(/^0x/, ''), 'hex')
+    : undefined
+
+/** Decrypts a v3 keystore; every refusal says what is wrong and where. */
+export async function decryptKeystore(
+  json: string,
+  passphrase: string,
+  where = 'keystore',
+): Promise<KeyResult> {
+  let o: Record<string, unknown>
+  try {
+    o = JSON.parse(json) as Record<string, unknown>
+  } catch (err) {
+    return { ok: false, error: `${where}: not JSON (${(err as Error).message})` }
+  }
+  if (typeof o !== 'object' || o === null) return { ok: false, error: `${where}: not a keystore object` }
+  if (o.version !== 3) return { ok: false, error: `${where}: version must be 3 (Web3 Secret Storage)` }
+  // geth and ethers write `crypto`; some older tools wrote `Crypto`.
+  const c = (o.crypto ?? o.Crypto) as Record<string, unknown> | undefined
+  if (!c || typeof c !== 'object') return { ok: false, error: `${where}: no crypto section` }
+  if (c.cipher !== 'aes-128-ctr')
+    return { ok: false, error: `${where}: cipher ${String(c.cipher)} (only aes-128-ctr)` }
+  const iv = hexField((c.cipherparams as Record<string, unknown> | undefined)?.iv)
+  const ciphertext = hexField(c.ciphertext)
+  const mac = hexField(c.mac)
+  if (iv?.length !== 16)
+    return { ok: false, error: `${where}: cipherparams.iv must be 16 bytes of hex` }
+  if (ciphertext?.length !== 32)
+    return { ok: false, error: `${where}: ciphertext must be 32 bytes of hex` }
+  if (mac?.length !== 32) return { ok: false, error: `${where}: mac must be 32 bytes of hex` }
+  const kp = (c.kdfparams ?? {}) as Record<string, unknown>
+  const salt = hexField(kp.salt)
+  const dklen = kp.dklen
+  if (!salt) return { ok: false, error: `${where}: kdfparams.salt must be hex` }
+  if (dklen !== 32) return { ok: false, error: `${where}: kdfparams.dklen must be 32` }
+  const pass = Buffer.from(passphrase.normalize('NFKC'), 'utf8')
+  let derived: Buffer
+  if (c.kdf === 'scrypt') {
+    const { n, r, p } = kp
+    if (!Number.isInteger(n) || !Number.isInteger(r) || !Number.isInteger(p) || (n as number) < 2)
+      return { ok: false, error: `${where}: kdfparams n, r, p must be integers` }
+    if ((n as number) > MAX_SCRYPT_N || (n as number) & ((n as number) - 1))
+      return { ok: false, error: `${where}: scrypt n must be a power of two up to ${MAX_SCRYPT_N}` }
+    if ((r as number) * (p as number) > 64) return { ok: false, error: `${where}: scrypt r*p above 64` }
+    derived = await scryptAsync(pass, salt, 32, n as number, r as number, p as number)
+  } else if (c.kdf === 'pbkdf2') {
+    if (kp.prf !== 'hmac-sha256') return { ok: false, error: `${where}: pbkdf2 prf must be hmac-sha256` }
+    const cnt = kp.c
+    if (!Number.isInteger(cnt) || (cnt as number) < 1 || (cnt as number) > MAX_PBKDF2_C)
+      return { ok: false, error: `${where}: pbkdf2 c must be an integer up to ${MAX_PBKDF2_C}` }
+    derived = pbkdf2Sync(pass, salt, cnt as number, 32, 'sha256')
+  } else return { ok: false, error: `${where}: kdf ${String(c.kdf)} (only scrypt or pbkdf2)` }
+  // Web3 Secret Storage v3: mac = keccak256(derivedKey[16..32] ‖ ciphertext).
+  const want = keccak256(concat([bytesToHex(derived.subarray(16, 32)), bytesToHex(ciphertext)]))
+  if (want !== bytesToHex(mac))
+    return { ok: false, error: `${where}: wrong passphrase (the MAC does not match)` }
+  const d = createDecipheriv('aes-128-ctr', derived.subarray(0, 16), iv)
+  const key = bytesToHex(Buffer.concat([d.update(ciphertext), d.final()]))
+  try {
+    const address = privateKeyToAccount(key).address
+    if (
+      typeof o.address === 'string' &&
+      o.address.replace(/^0x/, '').toLowerCase() !== address.slice(2).toLowerCase()
+    )
+      return {
+        ok: false,
+        error: `${where}: the key is for ${address}, but the file says 0x${o.address.replace(/^0x/, '')}`,
+      }
+  } catch {
+    return { ok: false, error: `${where}: the decrypted key is not a valid secp256k1 key` }
+  }
+  return { ok: true, privateKey: key }
+}
+
+/**
+ * Writes a v3 keystore (scrypt). svc never stores the owner's key itself; tests and owners who
+ * want to turn a raw key into a keystore use this.
+ */
+export async function encryptKeystore(privateKey: Hex, passphrase: string, n = 2 ** 18): Promise<string> {
+  const salt = randomBytes(32)
+  const iv = randomBytes(16)
+  const derived = await scryptAsync(Buffer.from(passphrase.normalize('NFKC'), 'utf8'), salt, 32, n, 8, 1)
+  const ci = createCipheriv('aes-128-ctr', derived.subarray(0, 16), iv)
+  const ciphertext = Buffer.concat([ci.update(hexToBytes(privateKey)), ci.final()])
+  const mac = keccak256(concat([bytesToHex(derived.subarray(16, 32)), bytesToHex(ciphertext)]))
+  return JSON.stringify({
+    version: 3,
+    id: randomUUID(),
+    address: privateKeyToAccount(privateKey).address.slice(2).toLowerCase(),
+    crypto: {
+      cipher: 'aes-128-ctr',
+      cipherparams: { iv: iv.toString('hex') },
+      ciphertext: ciphertext.toString('hex'),
+      kdf: 'scrypt',
+      kdfparams: { dklen: 32, n, r: 8, p: 1, salt: salt.toString('hex') },
+      mac: mac.slice(2),
+    },
+  })
+}
+
+/** A hex key in a file only its owner may read (like ssh's private keys). */
+export async function readKeyFile(path: string): Promise<KeyResult> {
+  let text: string
+  try {
+    const st = await stat(path)
+    if (process.platform !== 'win32' && (st.mode & 0o077) !== 0)
+      return {
+        ok: false,
+        error: `key file ${path}: readable by others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${path}`,
+      }
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    return { ok: false, error: `key file ${path}: ${(err as Error).message}` }
+  }
+  const k = text.trim()
+  const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
+  if (!isHex(hex) || hex.length !== 66)
+    return { ok: false, error: `key file ${path}: expected 32 bytes of hex` }
+  try {
+    privateKeyToAccount(hex)
+  } catch {
+    return { ok: false, error: `key file ${path}: not a valid secp256k1 key` }
+  }
+  return { ok: true, privateKey: hex }
+}
+
+/** Reads and decrypts a keystore file. */
+export async function readKeystoreFile(path: string, passphrase: string): Promise<KeyResult> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (err) {
+    return { ok: false, error: `keystore ${path}: ${(err as Error).message}` }
+  }
+  return decryptKeystore(text, passphrase, `keystore ${path}`)
+}
