@@ -11,6 +11,7 @@ import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
+import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
 import { ATTEST_PATH, type ItemResult } from '../../records/attestor-request.ts'
 import type { Log } from '../log.ts'
@@ -18,7 +19,11 @@ import type { DeviceSigner } from './device-key.ts'
 import type { AttestRecord } from './record.ts'
 import type { AttestStore } from './store.ts'
 
-export type SyncChainConfig = Pick<ChainInfo, 'rpcUrl' | 'validationRegistry' | 'agentId' | 'attestorAddress'>
+export type SyncChainConfig = Pick<
+  ChainInfo,
+  'rpcUrl' | 'validationRegistry' | 'agentId' | 'attestorAddress'
+> &
+  Partial<Pick<ChainInfo, 'identityRegistry'>>
 
 export interface SyncProgress {
   phase: 'request' | 'attest'
@@ -78,6 +83,29 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   let timer: NodeJS.Timeout | undefined
   let wake: (() => void) | undefined
   let chainChecked = false
+  let preflightPassed = false
+
+  /**
+   * Before the first transaction: is this a chain svc can trust (chain/preflight.ts)? A failure
+   * sends nothing and marks nothing; the next run checks again (the owner may fix it meanwhile).
+   */
+  async function preflightOnce(): Promise<void> {
+    if (preflightPassed) return
+    const r = await runPreflight(
+      {
+        rpcUrl: opts.chain.rpcUrl,
+        validationRegistry: opts.chain.validationRegistry,
+        ...(opts.chain.identityRegistry ? { identityRegistry: opts.chain.identityRegistry } : {}),
+        agentId,
+        device: opts.signer.address,
+        attestorAddress: attestor,
+      },
+      pub,
+    )
+    for (const w of r.warnings) log.warn?.(w)
+    if (!r.ok) throw new SyncError(`chain: ${preflightLine(r)}`)
+    preflightPassed = true
+  }
 
   /**
    * The lines' states are true only on the chain they were attested on. A dev chain started
@@ -287,6 +315,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     if (running) return running
     running = (async () => {
       const report: SyncReport = { requested: 0, attested: 0, failed: 0, remaining: 0 }
+      await preflightOnce()
       await checkChain()
       const c = opts.store.counts()
       const total = c.pending + c.sending + c.requested

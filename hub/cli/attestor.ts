@@ -54,6 +54,10 @@ export const command: Command = async (argv, io) => {
   const srv = await startAttestorServer(cfg.config, {
     host: values.host ?? '127.0.0.1',
     port: intOption(values.port, 'port') ?? 8790,
+    warn: (line) => io.err(line),
+  }).catch((err: Error) => {
+    // A failed preflight (or a port in use) is one line, not a stack trace.
+    throw new UserError(err.message)
   })
   io.out(`attestor ${srv.address} listening on ${srv.url} (registry ${cfg.config.validationRegistry})`)
   await untilStopSignal()

@@ -13,6 +13,9 @@ import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_OK, UsageError, untilStopSignal } from './io.ts'
 
 export const CHAIN_HELP = `usage: svc chain dev [options]
+       svc chain enrol [options]              enrol this hub's device on a real network (--help)
+       svc chain check [--json]               check the chain before trusting it (--help)
+       svc chain deploy-validation [options]  deploy svc's ValidationRegistry (--help)
 
 Starts a local chain (anvil, chain id 10143) with the ERC-8004 registries deployed, a demo
 agent (id 0) whose wallet and approved operator is this hub's device key (<SVC_HOME>/device.key,
@@ -31,7 +34,33 @@ The chain is kept in <SVC_HOME>/chain/anvil-state.json: a restart keeps every re
 agent and payment. svc start uses the same one.
   -h, --help          this help`
 
+// The real-network commands and their option sets live in chain-network.ts.
+const NETWORK_COMMANDS: Record<string, () => Promise<Command>> = {
+  enrol: async () => (await import('./chain-network.ts')).enrolCommand(await passphraseInput()),
+  check: async () => (await import('./chain-network.ts')).checkCommand,
+  'deploy-validation': async () =>
+    (await import('./chain-network.ts')).deployValidationCommand(await passphraseInput()),
+}
+
+async function passphraseInput() {
+  const { promptHidden } = await import('./hub-user.ts')
+  return {
+    readStdin: async () => {
+      let text = ''
+      for await (const chunk of process.stdin) {
+        text += String(chunk)
+        if (text.includes('\n') || text.length > 4096) break
+      }
+      return text
+    },
+    prompt: process.stdin.isTTY ? promptHidden : null,
+  }
+}
+
 export const command: Command = async (argv, io) => {
+  const sub =
+    argv[0] !== undefined && Object.hasOwn(NETWORK_COMMANDS, argv[0]) ? NETWORK_COMMANDS[argv[0]] : undefined
+  if (sub) return (await sub())(argv.slice(1), io)
   const { values, positionals } = parseOptions(
     argv,
     {

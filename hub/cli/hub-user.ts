@@ -180,7 +180,7 @@ async function readStdin(): Promise<string> {
 }
 
 /** Reads a line from the terminal without echoing it. */
-function promptHidden(question: string): Promise<string> {
+export function promptHidden(question: string): Promise<string> {
   const stdin = process.stdin
   process.stderr.write(question)
   stdin.setRawMode(true)

@@ -2,6 +2,7 @@
 import Fastify from 'fastify'
 import { attestorPlugin } from './plugin.ts'
 import type { AttestorConfig } from './config.ts'
+import { attestorPreflight } from './preflight.ts'
 import { createAttestor } from './service.ts'
 
 export interface AttestorServer {
@@ -12,8 +13,12 @@ export interface AttestorServer {
 
 export async function startAttestorServer(
   config: AttestorConfig,
-  opts: { host?: string; port?: number; logger?: boolean } = {},
+  opts: { host?: string; port?: number; logger?: boolean; warn?: (line: string) => void } = {},
 ): Promise<AttestorServer> {
+  // A chain that fails preflight gets no attestor: answering on it would fail line by line.
+  const pre = await attestorPreflight(config)
+  if (!pre.ok) throw new Error(pre.error)
+  for (const w of pre.warnings) opts.warn?.(w)
   const app = Fastify({ logger: opts.logger ?? false })
   // JSON errors for everything the plugin does not answer itself (bad JSON, wrong type, 404).
   app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {

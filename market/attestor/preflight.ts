@@ -1,0 +1,24 @@
+// The attestor's check before it starts answering (chain/preflight.ts): the chain is 10143, both
+// registries have code and are ERC-8004 (v2.0.0, or svc's own), its key is the attestor address,
+// and its balance covers the answers it will send (a warning otherwise).
+import { privateKeyToAccount } from 'viem/accounts'
+import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
+import type { AttestorConfig } from './config.ts'
+
+export async function attestorPreflight(
+  config: AttestorConfig,
+): Promise<{ ok: true; warnings: string[] } | { ok: false; error: string }> {
+  const key = privateKeyToAccount(config.privateKey).address
+  const r = await runPreflight({
+    rpcUrl: config.rpcUrl,
+    identityRegistry: config.identityRegistry,
+    validationRegistry: config.validationRegistry,
+    attestorAddress: key,
+    attestorKey: key,
+  })
+  if (r.ok) return { ok: true, warnings: r.warnings }
+  // A chain that is down now may be up in a minute: start, and answer 502 until it is.
+  if (r.unreachable && r.failures.length === 1)
+    return { ok: true, warnings: [`attestor: chain not checked at start: ${r.failures[0]}`] }
+  return { ok: false, error: `attestor: ${preflightLine(r)}` }
+}
