@@ -54,7 +54,11 @@ t.test('a bridge with no boards starts and closes', async (t) => {
   const b = createBridge({ boards: [], publish: async () => undefined })
   await b.start()
   t.same(b.stats(), { boards: {}, queue: { pending: 0, inflight: 0, delivered: 0, dropped: 0, retries: 0 } })
-  t.same(await b.send('x', 'ping', {}), { ok: false, error: 'unknown board "x" (configured: none)' })
+  t.same(await b.send('x', 'ping', {}), {
+    ok: false,
+    error: 'unknown board "x" (configured: none)',
+    code: 'unknown_board',
+  })
   await b.close()
   await b.close() // twice is harmless
 })
