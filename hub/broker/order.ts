@@ -19,7 +19,6 @@ export const ORDERED_CALLS = [
   'outgoingEnqueue',
   'outgoingEnqueueCombi',
   'outgoingUpdate',
-  'outgoingClearMessageId',
   'incomingStorePacket',
   'incomingGetPacket',
   'incomingDelPacket',
@@ -58,14 +57,17 @@ function isThenable(v: unknown): v is PromiseLike<unknown> {
  * The sequence a persistence call belongs to. Publish-path calls: the packet's topic. Delivery
  * calls (the outgoing update before writing to one subscriber): that subscriber and the topic,
  * so one subscriber's deliveries never wait on the next publishes or on another subscriber.
+ * Calls about a packet with no topic (the PUBREL a subscriber's PUBREC asks for, an inbound
+ * PUBREL's lookup and delete): that client, because PUBREL must go out in the order the PUBRECs
+ * came in (MQTT 3.1.1 §4.6), and a QoS 2 subscriber such as mqtt.js hands a message on only at
+ * its PUBREL, so PUBRELs out of order are messages out of order.
  */
 function sequenceOf(name: string, args: unknown[]): string {
   if (name === 'subscriptionsByTopic') return `t:${String(args[0])}`
   const packet = (name === 'storeRetained' ? args[0] : args[1]) as { topic?: unknown } | undefined
-  // A PUBACK or PUBREL names no topic: such calls share one sequence.
-  if (typeof packet?.topic !== 'string') return ''
-  if (name === 'outgoingUpdate' || name === 'outgoingClearMessageId')
-    return `d:${String((args[0] as { id?: unknown } | undefined)?.id)}\u0000${packet.topic}`
+  const client = String((args[0] as { id?: unknown } | undefined)?.id)
+  if (typeof packet?.topic !== 'string') return `c:${client}`
+  if (name === 'outgoingUpdate') return `d:${client}\u0000${packet.topic}`
   return `t:${packet.topic}`
 }
 
