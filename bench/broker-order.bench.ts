@@ -1,8 +1,8 @@
 // The embedded broker's persistence answered in call order (hub/broker/order.ts) against the same
-// Aedes + aedes-persistence-level without it (the baseline), in one process, rounds alternating.
-// Rounds alternate so machine load falls on both alike; medians of 5. Load: 4 publishers × 5 000 QoS 1 (then QoS 2) messages, up to 500 unacknowledged each, to one
-// clean and one persistent subscriber. Prints messages/s delivered to both and the backward steps
-// seen (publish order broken), per variant.
+// Aedes + aedes-persistence-level without it (the baseline), in one process. Rounds alternate, so
+// machine load falls on both alike; medians of 5. Load: 4 publishers × 5 000 QoS 1 (then QoS 2)
+// messages, up to 500 unacknowledged each, to one clean and one persistent subscriber. Prints
+// messages/s delivered to both and the backward steps seen (publish order broken), per variant.
 import { createServer, type AddressInfo, type Server } from 'node:net'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
