@@ -12,7 +12,9 @@
 //   saying `online` for ever, and every consumer would have to combine two topics to know.
 // - On the embedded broker, the broker dies with the hub: no will can be delivered to anyone,
 //   and the retained store (LevelDB) keeps whatever it last held. So the main session resets
-//   every owned board to `offline` at start, before any port opens, and carries their states.
+//   every owned board to `offline` at start, before any port opens, and carries their states;
+//   a board still retained `online` from an older hub.toml is set `offline` too (availability
+//   is the hub's alone, DESIGN "Decisions for the field product", so nobody else can own it).
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { availabilityTopic } from '../../mqtt/topics.ts'
 import type { Log } from '../log.ts'
@@ -32,13 +34,19 @@ export async function mainSessionAvailability(o: {
   client: MqttClient
   boards: readonly string[]
   log: Log
+  /** Boards whose availability the broker holds retained as `online` (any board, configured or not). */
+  retainedOnline?: () => Promise<string[]>
 }): Promise<BoardAvailability> {
   const publish = (board: string, state: Availability): Promise<void> =>
     o.client
       .publishAsync(availabilityTopic(board), state, { qos: 1, retain: true })
       .then(() => undefined)
       .catch((err: unknown) => o.log.warn({ board, state, err: errText(err) }, 'availability not published'))
-  await Promise.all(o.boards.map((b) => publish(b, 'offline')))
+  const stale = o.retainedOnline
+    ? (await o.retainedOnline().catch(() => [])).filter((b) => !o.boards.includes(b))
+    : []
+  if (stale.length > 0) o.log.info({ boards: stale }, 'boards no longer in hub.toml set offline')
+  await Promise.all([...o.boards, ...stale].map((b) => publish(b, 'offline')))
   return {
     set: (board, state) => void publish(board, state),
     async close() {
@@ -110,4 +118,18 @@ export async function willSessionAvailability(o: {
       )
     },
   }
+}
+
+/** What `retainedOnline` reads on the embedded broker: Aedes' persistence, as far as used here. */
+export interface RetainedStore {
+  createRetainedStream(pattern: string): AsyncIterable<{ topic: string; payload: Buffer | string }>
+}
+
+/** The boards the embedded broker holds retained as `online`. */
+export async function retainedOnlineBoards(store: RetainedStore): Promise<string[]> {
+  const boards: string[] = []
+  for await (const p of store.createRetainedStream(availabilityTopic('+'))) {
+    if (String(p.payload) === 'online') boards.push(p.topic.split('/')[1] as string)
+  }
+  return boards
 }

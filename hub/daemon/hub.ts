@@ -30,6 +30,8 @@ import { boardRoutes } from '../api/boards.ts'
 import {
   type BoardAvailability,
   mainSessionAvailability,
+  type RetainedStore,
+  retainedOnlineBoards,
   willSessionAvailability,
 } from './board-availability.ts'
 import { startBoardCommands } from './board-commands.ts'
@@ -163,8 +165,16 @@ export async function startHub(
     const boardNames = config.boards.map((b) => b.name)
     let availability: BoardAvailability | null = null
     if (boardNames.length > 0) {
-      availability = broker
-        ? await mainSessionAvailability({ client, boards: boardNames, log })
+      const embedded = broker
+      availability = embedded
+        ? await mainSessionAvailability({
+            client,
+            boards: boardNames,
+            log,
+            // Aedes keeps its persistence on the instance; its typings leave it out.
+            retainedOnline: () =>
+              retainedOnlineBoards((embedded.aedes as unknown as { persistence: RetainedStore }).persistence),
+          })
         : await willSessionAvailability({
             base: sessionBase,
             clientId: config.broker.clientId,

@@ -118,19 +118,24 @@ t.test('embedded broker: after a SIGKILL, the next start resets availability to 
       join(home, 'hub.toml'),
       `[broker]\nport = ${port}\n[webhook]\nenabled = false\n[api]\nport = 0\n${boards}`,
     )
-  await conf(simulated('vend1'))
+  await conf(simulated('vend1') + simulated('old1'))
   const url = `mqtt://127.0.0.1:${port}`
   const first = await startHubChild(t, home)
   const watch = await watchAvailability(t, url)
-  await waitFor(() => watch.last('vend1') === 'online', 'vend1 online')
+  await waitFor(() => watch.last('vend1') === 'online' && watch.last('old1') === 'online', 'both online')
   process.kill(first.pid, 'SIGKILL')
   t.equal(await first.exited, 'SIGKILL')
 
   // Started again with the same data (the broker's retained store on disk), the board now on a
-  // port where nothing is plugged in: it must not read `online` from the last run.
+  // port where nothing is plugged in, and old1 gone from hub.toml: neither may read `online`
+  // from the last run.
   await conf(`[[boards]]\nname = "vend1"\nport = "${join(home, 'no-such-port')}"\nheartbeat_ms = 0\n`)
   await startHubChild(t, home)
   const late = await watchAvailability(t, url)
-  await waitFor(() => late.got.length >= 1, 'the retained availability')
-  t.same(late.got[0], { board: 'vend1', state: 'offline', retain: true }, 'offline, not the stale online')
+  await waitFor(() => late.got.length >= 2, 'the retained availabilities')
+  t.same(
+    late.got.map((g) => `${g.board} ${g.state} ${g.retain}`).sort(),
+    ['old1 offline true', 'vend1 offline true'],
+    'offline, not the stale online',
+  )
 })
