@@ -4,8 +4,10 @@
 // chain_attest into a store → sync → market verify → purchase; a placeholder proxy (no
 // implementation yet) that preflight refuses with nothing marked attested; and bad input to
 // enrol, each refused in one line with nothing changed on chain or on disk.
+import { spawn } from 'node:child_process'
 import { readFile, stat, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { type Address, type Hex, parseAbi, parseEther } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -408,4 +410,43 @@ t.test('bad input to enrol: one line, nothing changed on chain or on disk', asyn
     )
     t.equal(await readFile(chainFilePath(home), 'utf8'), before, `${c.name}: chain file unchanged`)
   }
+})
+
+t.test('the passphrase through the real command and standard input', async (t) => {
+  const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
+  const run = async (stdin: string) => {
+    const child = spawn(
+      process.execPath,
+      [
+        join(root, 'bin/svc.js'),
+        'chain',
+        'enrol',
+        ...net,
+        '--keystore',
+        keystore,
+        '--passphrase-stdin',
+        '--dry-run',
+      ],
+      { env: { ...process.env, SVC_HOME: home }, stdio: ['pipe', 'pipe', 'pipe'] },
+    )
+    t.teardown(() => {
+      if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL')
+    })
+    let out = ''
+    let err = ''
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+    child.stdin.end(stdin)
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    return { code, out, err }
+  }
+  const good = await run(`${PASS}\n`)
+  t.equal(good.code, 0, good.err)
+  t.match(good.out, /skip\s+register/, 'the enrolled agent, read from the chain file')
+  const bad = await run('not it\n')
+  t.equal(bad.code, 1)
+  t.match(
+    bad.err,
+    /^svc chain: keystore .*: wrong passphrase \(the MAC does not match\) \(nothing changed\)\n$/,
+  )
 })
