@@ -5,6 +5,7 @@ import t from 'tap'
 import { chmod, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseConfig } from '../../hub/daemon/config.ts'
+import { startHub } from '../../hub/daemon/hub.ts'
 import { silentLog } from '../../hub/log.ts'
 import { createFirer } from '../../hub/triggers/fire.ts'
 import { buildPlan } from '../../hub/triggers/plan.ts'
@@ -13,6 +14,7 @@ import { signBody } from '../../hub/triggers/webhook-signature.ts'
 import { matches } from '../../sops/conditions.ts'
 import { loadSops } from '../../sops/load.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
 
 const SECRET = 'It is a secret to everybody'
@@ -258,3 +260,52 @@ t.test('hub.toml [webhook.secrets]: references only, each naming one place', asy
     if (!r.ok) t.match(r.error, re, line)
   }
 })
+
+t.test(
+  'the hub: hub.toml [webhook.secrets] reaches the gateway; an open host with an unsigned trigger does not start',
+  async (t) => {
+    const home = await tempDir(t)
+    const sopsDir = join(home, 'sops')
+    await mkdir(join(sopsDir, 'orders'), { recursive: true })
+    await writeFile(
+      join(sopsDir, 'orders', 'SOP.toml'),
+      '[sop]\nname = "orders"\ndescription = "d"\nexecution_mode = "deterministic"\nagent = "a"\n\n[[triggers]]\ntype = "webhook"\npath = "/hooks/order"\n',
+    )
+    await writeFile(
+      join(sopsDir, 'orders', 'SOP.md'),
+      '# orders\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n',
+    )
+    // The hub reads secrets from its own environment: a variable only this test sets.
+    const name = `SVC_TEST_HOOK_SECRET_${process.pid}`
+    process.env[name] = SECRET
+    t.teardown(() => {
+      delete process.env[name]
+    })
+    const toml = (secrets: string) =>
+      `[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = 0\n[api]\nport = 0\n[webhook]\nhost = "0.0.0.0"\nport = 0\n${secrets}`
+    const unsigned = parseConfig(toml(''), null, { SVC_HOME: home })
+    if (!unsigned.ok) throw new Error(unsigned.error)
+    await t.rejects(startHub(unsigned.config, silentLog), {
+      // Line 7: the [[triggers]] table of the webhook trigger.
+      message: /orders\/SOP\.toml:7: webhook trigger "\/hooks\/order" has no secret/,
+    })
+
+    const signed = parseConfig(toml(`[webhook.secrets]\n"/hooks/order" = { env = "${name}" }\n`), null, {
+      SVC_HOME: home,
+    })
+    if (!signed.ok) throw new Error(signed.error)
+    const hub = await startHub(signed.config, silentLog)
+    t.teardown(() => hub.close())
+    const url = `${(hub.webhookUrl as string).replace('0.0.0.0', '127.0.0.1')}/hooks/order`
+    const body = '{"n":1}'
+    let res = await post(url, body)
+    t.equal(res.status, 401, 'unsigned')
+    res = await post(url, body, { 'x-hub-signature-256': signBody(SECRET, body) })
+    t.equal(res.status, 202, 'signed')
+    const runs = await waitFor(async () => {
+      const r = await hub.engine.listRuns({ sop: 'orders' })
+      return r.length > 0 && r
+    }, 'a run of orders')
+    t.equal(runs.length, 1, 'one run: the signed request only')
+  },
+)
