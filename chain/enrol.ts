@@ -29,6 +29,8 @@ export interface EnrolInput {
   previousAgentId?: bigint
   agentURI: string
   dryRun?: boolean
+  /** Called once, just before the first transaction (the CLI writes a new device key then). */
+  beforeSend?: () => Promise<void>
   /** Progress lines (each transaction as it is sent and mined). */
   log?: (line: string) => void
   pub?: SvcPublicClient
@@ -170,6 +172,7 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
         )
     }
 
+    if (plan.length > 0) await input.beforeSend?.()
     const ownerWallet = walletClientFor(input.rpcUrl, input.ownerKey, { timeout: 30_000 })
     for (const p of plan) {
       if (p.step === 'register') {

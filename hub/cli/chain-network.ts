@@ -2,10 +2,10 @@
 // chain 10143 given by --rpc-url and addresses). The owner's key comes from a keystore file and
 // a passphrase (prompt, standard input or an environment variable) or a 0600 key file: never an
 // argument. Every refusal is one line and changes nothing on chain or on disk.
-import { readFile } from 'node:fs/promises'
-import { isAbsolute, resolve } from 'node:path'
+import { mkdir, open, readFile } from 'node:fs/promises'
+import { dirname, isAbsolute, resolve } from 'node:path'
 import { type Address, type Hex, formatEther, isAddress } from 'viem'
-import { privateKeyToAccount } from 'viem/accounts'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { type ChainInfo, chainFilePath, readChainFile, writeChainFile } from '../../chain/chain-file.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { deployValidationRegistry } from '../../chain/deploy.ts'
@@ -15,7 +15,6 @@ import { type NetworkFlags, NETWORKS, resolveNetwork } from '../../chain/network
 import { describeCallError } from '../../chain/official-errors.ts'
 import { runPreflight } from '../../chain/preflight-reads.ts'
 import { KEY_ENV } from '../../market/attestor/config.ts'
-import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { svcPaths } from '../paths.ts'
 import type { PasswordInput } from './hub-user.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
@@ -37,7 +36,7 @@ const KEY_HELP = `the owner's key (never an argument):
 
 export const ENROL_HELP = `usage: svc chain enrol [network] [owner's key] [options]
 
-Enrols this hub's device key (<SVC_HOME>/device.key, created if missing) with an agent on the
+Enrols this hub's device key (<SVC_HOME>/device.key; a new one is written when first used) with an agent on the
 chain: registers a new agent (or takes --agent-id), approves the device as the owner's operator
 (setApprovalForAll) and sets it as the agent's wallet (setAgentWallet, signed by the device).
 Each step is read from the chain first and skipped when already done. Then writes the chain
@@ -150,10 +149,39 @@ function agentIdOption(v: string | undefined): bigint | undefined {
   return BigInt(v)
 }
 
-async function readDeviceKey(path: string): Promise<Hex> {
-  await loadOrCreateDeviceKey(path)
-  const k = (await readFile(path, 'utf8')).trim()
-  return (k.startsWith('0x') ? k : `0x${k}`) as Hex
+/**
+ * The hub's device key. A hub without one gets a new key, held in memory and written (0600,
+ * never over another) by `persist`, just before the first transaction names it: a refused or
+ * dry run leaves nothing on disk.
+ */
+async function deviceKeyFor(path: string): Promise<{ key: Hex; persist(): Promise<void> }> {
+  try {
+    const k = (await readFile(path, 'utf8')).trim()
+    const key = (k.startsWith('0x') ? k : `0x${k}`) as Hex
+    privateKeyToAccount(key)
+    return { key, persist: async () => {} }
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new UserError(`device key ${path}: not a valid private key (${(err as Error).message})`)
+  }
+  const key = generatePrivateKey()
+  let written = false
+  return {
+    key,
+    persist: async () => {
+      if (written) return
+      await mkdir(dirname(path), { recursive: true })
+      // 'wx': a hub starting meanwhile must not end up with a different key than the one enrolled.
+      const fh = await open(path, 'wx', 0o600)
+      try {
+        await fh.writeFile(`${key}\n`)
+        await fh.sync()
+      } finally {
+        await fh.close()
+      }
+      written = true
+    },
+  }
 }
 
 export function enrolCommand(input: PasswordInput): Command {
@@ -187,13 +215,14 @@ export function enrolCommand(input: PasswordInput): Command {
     const net = network(values)
     const agentId = agentIdOption(values['agent-id'])
     const paths = svcPaths(io.env)
-    const deviceKey = await readDeviceKey(paths.deviceKey)
+    const { key: deviceKey, persist } = await deviceKeyFor(paths.deviceKey)
 
     if (values['print-signature']) {
       const owner = address(values.owner, 'owner')
       if (agentId === undefined || owner === undefined)
         throw new UsageError('--print-signature needs --agent-id N and --owner ADDR')
       try {
+        await persist()
         const sig = await deviceSignature({
           rpcUrl: net.rpcUrl,
           identityRegistry: net.identityRegistry,
@@ -243,6 +272,7 @@ export function enrolCommand(input: PasswordInput): Command {
       ...(samePrev ? { previousAgentId: BigInt(samePrev.agentId) } : {}),
       agentURI: values['agent-uri'] ?? `svc://agents/${device}`,
       dryRun: values['dry-run'] === true,
+      beforeSend: persist,
       log: (l) => io.err(l),
     })
     if (!r.ok) throw new UserError(r.error)

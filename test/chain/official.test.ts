@@ -151,6 +151,7 @@ t.test('enrol --dry-run prints each transaction with its gas and sends nothing',
   t.match(r.out, /total\s+up to [\d.]+ MON/)
   t.equal(await ownerNonce(), nonce)
   await t.rejects(stat(chainFilePath(other)), 'no chain file written')
+  await t.rejects(stat(svcPaths({ SVC_HOME: other }).deviceKey), 'no device key written')
 })
 
 t.test('--print-signature: the device signs AgentWalletSet for an owner with a browser wallet', async (t) => {
@@ -410,6 +411,16 @@ t.test('bad input to enrol: one line, nothing changed on chain or on disk', asyn
     )
     t.equal(await readFile(chainFilePath(home), 'utf8'), before, `${c.name}: chain file unchanged`)
   }
+  // A hub with no device key yet: a refused enrol writes none.
+  const fresh = join(dir, 'home-refused')
+  const r = await svc(
+    ['chain', 'enrol', ...net, ...withKeystore, '--attestor', acc.attestor.address],
+    { OWNER_PASS: 'no' },
+    fresh,
+  )
+  t.equal(r.code, 1)
+  await t.rejects(stat(svcPaths({ SVC_HOME: fresh }).deviceKey), 'no device key written')
+  await t.rejects(stat(chainFilePath(fresh)), 'no chain file written')
 })
 
 t.test('the passphrase through the real command and standard input', async (t) => {
