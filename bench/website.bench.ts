@@ -91,7 +91,7 @@ try {
     `listing page: ${fmt(pageOne)}  vs  JSON API baseline ${fmt(apiOne)}  (page/API ${(pageOne / apiOne).toFixed(2)})`,
   )
 
-  const views = recs.slice(0, 24).map(listingView)
+  const views = recs.slice(0, 24).map((l) => listingView(l))
   const q = browseQuery({})
   const json = await perSec(() => JSON.stringify({ total: LISTINGS, listings: views }), 2)
   const render = await perSec(() => browseMain(q, { ok: true, total: LISTINGS, listings: views }, 'MON'), 2)

@@ -22,6 +22,7 @@ import { fileRoutes } from './files/routes.ts'
 import { keyRoutes } from './keys/routes.ts'
 import { listingReadRoutes } from './listings/read-routes.ts'
 import { purchaseRoutes } from './purchase/routes.ts'
+import { type Reverifier, startReverifier } from './verify/reverify.ts'
 import { verifyRoutes } from './verify/routes.ts'
 import { openMarketDb } from './store/db.ts'
 import { KeyedLock } from './store/keyed-lock.ts'
@@ -42,6 +43,8 @@ export interface MarketAppOptions {
 export interface MarketApp {
   app: FastifyInstance
   ctx: MarketContext
+  /** The background re-check of every listing (`[verify] intervalSeconds`). */
+  reverifier: Reverifier
   close(): Promise<void>
 }
 
@@ -75,6 +78,7 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
     session: { db, sessionSeconds: config.sessionSeconds, publicUrl: config.publicUrl, now },
     now,
   }
+  let reverifier!: Reverifier
   // Unknown body properties are refused, not silently dropped (Fastify's default strips them).
   const app = Fastify({
     logger: o.logger ?? false,
@@ -117,6 +121,7 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
     app.get('/api/openapi.json', { schema: { hide: true } }, async () => app.swagger())
     if (config.samples) await seedSamples(db, ctx.blocks, config.chain.payout, now())
     await app.ready()
+    reverifier = startReverifier(ctx, manifests, config.reverifySeconds, (m) => app.log.warn(m))
   } catch (err) {
     await app.close().catch(() => undefined)
     await db.close()
@@ -125,7 +130,9 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
   return {
     app,
     ctx,
+    reverifier,
     async close() {
+      await reverifier.stop()
       await app.close()
       await db.close()
     },

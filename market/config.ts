@@ -55,6 +55,8 @@ export interface MarketConfig {
    * from `keyFile`, else $SVC_ATTESTOR_KEY, else the dev chain file's attestor account.
    */
   attestor: { keyFile: string | null; uriBase: string | null } | null
+  /** `[verify] intervalSeconds`: how often every listing is verified again in the background; 0 = never. */
+  reverifySeconds: number
   samples: boolean
   rateLimits: {
     challenges: RateLimit
@@ -80,6 +82,7 @@ export function defaultConfig(dataDir: string): MarketConfig {
     chainFile: null,
     ipfsApi: null,
     attestor: null,
+    reverifySeconds: 600,
     samples: true,
     rateLimits: {
       challenges: { max: 20, windowSeconds: 60 },
@@ -156,6 +159,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'chain',
         'ipfs',
         'attestor',
+        'verify',
         'samples',
         'rateLimit',
       ],
@@ -199,6 +203,11 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
       if (!isTable(doc.ipfs)) throw new ConfigError('[ipfs] must be a table')
       checkKeys(doc.ipfs, ['api'], 'ipfs.')
       c.ipfsApi = str(doc.ipfs, 'api', 'ipfs.') ?? null
+    }
+    if (doc.verify !== undefined) {
+      if (!isTable(doc.verify)) throw new ConfigError('[verify] must be a table')
+      checkKeys(doc.verify, ['intervalSeconds'], 'verify.')
+      c.reverifySeconds = int(doc.verify, 'intervalSeconds', 'verify.', 0, 7 * 24 * 3600) ?? c.reverifySeconds
     }
     if (doc.attestor !== undefined) {
       if (!isTable(doc.attestor)) throw new ConfigError('[attestor] must be a table')

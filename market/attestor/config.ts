@@ -35,7 +35,10 @@ function checkKey(text: string, where: string): { ok: true; key: Hex } | { ok: f
 
 export interface AttestorConfigSources {
   /** A chain file, or the market's chain settings with the attestor address (accounts: dev keys). */
-  chain: Pick<ChainInfo, 'rpcUrl' | 'identityRegistry' | 'validationRegistry' | 'attestorAddress' | 'accounts'>
+  chain: Pick<
+    ChainInfo,
+    'rpcUrl' | 'identityRegistry' | 'validationRegistry' | 'attestorAddress' | 'accounts'
+  >
   keyFile?: string
   env?: NodeJS.ProcessEnv
   uriBase?: string

@@ -37,6 +37,8 @@ export interface MarketChain {
   validationStatuses(hashes: readonly Hex[]): Promise<ValidationRead[]>
   payment(txHash: Hex): Promise<PaymentRead>
   chainId(): Promise<ReadResult<number>>
+  /** The latest block: a verification says which block its rows were read at. */
+  blockNumber(): Promise<ReadResult<bigint>>
 }
 
 export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
@@ -77,17 +79,8 @@ export function viemMarketChain(cfg: MarketChainConfig): MarketChain {
       return readValidationBatched(batched, cfg.validationRegistry, hashes, cfg.batchSize, cfg.concurrency)
     },
     payment: (txHash) => readPayment(client, txHash),
-    async chainId() {
-      try {
-        return { ok: true, value: await client.getChainId() }
-      } catch (err) {
-        return {
-          ok: false,
-          kind: 'unreachable',
-          error: err instanceof Error ? err.message.split('\n')[0]! : String(err),
-        }
-      }
-    },
+    chainId: () => unreachableAsError(() => client.getChainId()),
+    blockNumber: () => unreachableAsError(() => client.getBlockNumber({ cacheTime: 0 })),
   }
 }
 
@@ -132,5 +125,18 @@ async function readPayment(client: SvcPublicClient, hash: Hex): Promise<PaymentR
     }
   } catch (err) {
     return { state: 'unreachable', error: err instanceof Error ? err.message.split('\n')[0]! : String(err) }
+  }
+}
+
+/** A read that can only fail by not reaching the chain. */
+async function unreachableAsError<T>(read: () => Promise<T>): Promise<ReadResult<T>> {
+  try {
+    return { ok: true, value: await read() }
+  } catch (err) {
+    return {
+      ok: false,
+      kind: 'unreachable',
+      error: err instanceof Error ? err.message.split('\n')[0]! : String(err),
+    }
   }
 }

@@ -65,7 +65,9 @@ export const listingReadRoutes =
         all.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
         const offset = q.offset ?? 0
         const limit = q.limit ?? 24
-        return { total: all.length, listings: all.slice(offset, offset + limit).map(listingView) }
+        const page = all.slice(offset, offset + limit)
+        const checks = await Promise.all(page.map((l) => ctx.db.verifications.get(l.slug)))
+        return { total: all.length, listings: page.map((l, i) => listingView(l, checks[i])) }
       },
     )
 
@@ -82,7 +84,7 @@ export const listingReadRoutes =
       async (req) => {
         const l = await ctx.db.listings.get(req.params.slug)
         if (!l) throw notFound(`listing ${req.params.slug} not found`)
-        return listingView(l)
+        return listingView(l, await ctx.db.verifications.get(l.slug))
       },
     )
   }

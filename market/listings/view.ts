@@ -2,7 +2,7 @@
 // (those are what a purchase buys), the price in native units and wei, dates as ISO strings.
 import { Type, type Static } from 'typebox'
 import { formatEther, getAddress } from 'viem'
-import type { ListingRecord } from '../store/records.ts'
+import type { ListingRecord, VerificationRecord } from '../store/records.ts'
 
 export const ListingView = Type.Object({
   slug: Type.String(),
@@ -22,9 +22,38 @@ export const ListingView = Type.Object({
   status: Type.String(),
   sample: Type.Boolean(),
   createdAt: Type.String(),
+  /**
+   * The listing's last verification: `preview` for samples (no chain is read), `unchecked` until
+   * verify or the background re-check has run, then `verified` or `failed` with the block and
+   * time of the check and, when failed, why.
+   */
+  verification: Type.Object({
+    state: Type.Union([
+      Type.Literal('preview'),
+      Type.Literal('unchecked'),
+      Type.Literal('verified'),
+      Type.Literal('failed'),
+    ]),
+    block: Type.Union([Type.String(), Type.Null()]),
+    checkedAt: Type.Union([Type.String(), Type.Null()]),
+    reason: Type.Union([Type.String(), Type.Null()]),
+  }),
 })
 
-export function listingView(l: ListingRecord): Static<typeof ListingView> {
+export type Verification = Static<typeof ListingView>['verification']
+
+export function verificationView(l: ListingRecord, v: VerificationRecord | undefined): Verification {
+  if (l.sample) return { state: 'preview', block: null, checkedAt: null, reason: null }
+  if (!v) return { state: 'unchecked', block: null, checkedAt: null, reason: null }
+  return {
+    state: v.verified ? 'verified' : 'failed',
+    block: v.block,
+    checkedAt: new Date(v.at).toISOString(),
+    reason: v.reason ?? null,
+  }
+}
+
+export function listingView(l: ListingRecord, v?: VerificationRecord): Static<typeof ListingView> {
   return {
     slug: l.slug,
     url: `/marketplace/${l.slug}`,
@@ -43,5 +72,6 @@ export function listingView(l: ListingRecord): Static<typeof ListingView> {
     status: l.status,
     sample: l.sample,
     createdAt: new Date(l.createdAt).toISOString(),
+    verification: verificationView(l, v),
   }
 }

@@ -2,6 +2,7 @@
 // and pagination. Pure: given the API's answer, returns markup.
 import { LICENSES, MACHINE_TYPES } from '../../records/listing-fields.ts'
 import { type Html, html } from './html.ts'
+import { verificationBadge } from './verification.ts'
 import type { ListingSummary } from './view-types.ts'
 
 export const PAGE_SIZE = 24
@@ -70,7 +71,7 @@ export function listingCard(l: ListingSummary, currency: string): Html {
     <h2>${l.title}</h2>
   </a>
   <p>${l.summary}</p>
-  <p class="meta"><span class="tag">${l.machineType}</span> <span class="tag">${l.license}</span> ${l.sample ? html`<span class="tag sample">sample</span>` : ''}
+  <p class="meta"><span class="tag">${l.machineType}</span> <span class="tag">${l.license}</span> ${l.sample ? html`<span class="tag sample">sample</span>` : verificationBadge(l.verification)}
     <span class="price">${l.priceNative} ${currency}</span> · ${l.rows.toLocaleString('en')} rows</p>
 </li>`
 }

@@ -151,7 +151,7 @@ export const marketPages =
           if (a === rec.ownerWallet || a === rec.ownerAccount) access = 'owner'
           else if (await ctx.db.purchases.get(purchaseKey(rec.slug, a))) access = 'buyer'
         }
-        const l = listingView(rec)
+        const l = listingView(rec, await ctx.db.verifications.get(rec.slug))
         return send(reply, 200, {
           title: l.title,
           account: who,
@@ -177,7 +177,9 @@ export const marketPages =
         // Sample listings are demo data, not the agent's operations.
         const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
         recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
-        const main = agentMain(id, dailyRows(recs, ctx.now()), recs.map(listingView), CURRENCY)
+        const checks = await Promise.all(recs.map((l) => ctx.db.verifications.get(l.slug)))
+        const views = recs.map((l, i) => listingView(l, checks[i]))
+        const main = agentMain(id, dailyRows(recs, ctx.now()), views, CURRENCY)
         return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
       },
     )

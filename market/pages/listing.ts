@@ -1,6 +1,7 @@
 // One listing: cover, description, facts, the Verify control and the Buy flow (or the download
 // links when the signed-in account owns or bought it). Pure: given the listing, returns markup.
 import { type Html, html } from './html.ts'
+import { verificationLine } from './verification.ts'
 import type { ListingSummary } from './view-types.ts'
 
 export type Access = 'none' | 'owner' | 'buyer'
@@ -40,6 +41,12 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
     <li>Sign the unlock message</li>
     <li>Download the data and the manifest</li>
   </ol>
+  ${
+    l.verification.state === 'failed'
+      ? html`<p class="warn">The last verification of these rows failed (see above): what you would buy is not what the chain attests.</p>
+  <label class="accept"><input type="checkbox" id="accept-unverified"> I have read this and want to buy it anyway</label>`
+      : ''
+  }
   <button type="button" id="buy-button">Buy for ${l.priceNative} ${currency}</button>
   <div id="buy-status" role="status" aria-live="polite"></div>
   <div id="buy-result"></div>
@@ -51,6 +58,7 @@ export function listingMain(l: ListingSummary, access: Access, signedIn: boolean
 <article class="listing">
   <h1>${l.title}</h1>
   <p class="summary">${l.summary}</p>
+  ${verificationLine(l.verification)}
   ${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : html`<div class="cover ph" role="img" aria-label="No cover image">${l.machineType}</div>`}
   <dl class="facts">
     <dt>Machine type</dt><dd>${l.machineType}</dd>

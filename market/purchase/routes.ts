@@ -15,7 +15,15 @@ import { type Sub, syncPut } from '../store/db.ts'
 import type { PurchaseRecord, UsedTxRecord } from '../store/records.ts'
 import { Err, Hash, HexString, Slug } from '../http/schemas.ts'
 
-const Body = Type.Object({ txHash: Hash, signature: HexString }, { additionalProperties: false })
+const Body = Type.Object(
+  {
+    txHash: Hash,
+    signature: HexString,
+    /** Buy a listing whose last verification failed, after the page has said so. */
+    acceptUnverified: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+)
 
 export const purchaseRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
@@ -38,6 +46,13 @@ export const purchaseRoutes =
         const listing = await ctx.db.listings.get(req.params.slug)
         if (!listing) throw notFound(`listing ${req.params.slug} not found`)
         if (listing.sample) throw badRequest(`listing ${listing.slug} is a sample and is not for sale`)
+        // A listing whose rows no longer verify is not sold as if they did: the buyer must say
+        // they saw the failure. Checked before the payment is looked at, so nothing is used up.
+        const last = await ctx.db.verifications.get(listing.slug)
+        if (last && !last.verified && req.body.acceptUnverified !== true)
+          throw conflict(
+            `listing ${listing.slug} failed its last verification (block ${last.block}, ${new Date(last.at).toISOString()}: ${last.failed} of ${last.total} rows failed${last.reason ? `; ${last.reason}` : ''}); to buy it anyway send acceptUnverified: true`,
+          )
         const txHash = req.body.txHash.toLowerCase() as Hex
         let signer: string
         try {

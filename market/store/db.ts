@@ -10,6 +10,7 @@ import type {
   PurchaseRecord,
   SessionRecord,
   UsedTxRecord,
+  VerificationRecord,
 } from './records.ts'
 
 /** The slice of a typed sublevel the market uses. */
@@ -33,6 +34,8 @@ export interface MarketDb {
   usedTx: Sub<UsedTxRecord>
   /** `<slug>!<buyer lowercase>` → the purchase. */
   purchases: Sub<PurchaseRecord>
+  /** slug → the listing's last verification. */
+  verifications: Sub<VerificationRecord>
   close(): Promise<void>
 }
 
@@ -51,6 +54,7 @@ export async function openMarketDb(path: string): Promise<MarketDb> {
     listings: sub('listings'),
     usedTx: sub('usedTx'),
     purchases: sub('purchases'),
+    verifications: sub('verifications'),
     close: () => root.close(),
   }
 }

@@ -69,6 +69,20 @@ export interface ListingRecord extends StoredListingFields {
   createdAt: number
 }
 
+/** A listing's last verification against the chain (the verify route or the background check). */
+export interface VerificationRecord {
+  slug: string
+  verified: boolean
+  total: number
+  passed: number
+  failed: number
+  /** The block the rows were read at, decimal. */
+  block: string
+  at: number
+  /** Why the first failing row failed, when one did. */
+  reason?: string
+}
+
 export interface UsedTxRecord {
   txHash: string
   slug: string

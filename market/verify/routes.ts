@@ -6,7 +6,7 @@ import { Type } from 'typebox'
 import type { MarketContext } from '../context.ts'
 import { chainUnreachable, notFound } from '../http/errors.ts'
 import type { ManifestStore } from '../listings/manifest-store.ts'
-import { verifyRows } from './verify-rows.ts'
+import { checkListing } from './listing-check.ts'
 import { Err, Slug } from '../http/schemas.ts'
 
 export const SHOWN_ROWS = 8
@@ -50,8 +50,8 @@ export const verifyRoutes =
       async (req) => {
         const listing = await ctx.db.listings.get(req.params.slug)
         if (!listing) throw notFound(`listing ${req.params.slug} not found`)
-        const manifest = await manifests.get(listing.manifestCid)
         if (listing.sample) {
+          const manifest = await manifests.get(listing.manifestCid)
           // A sample listing is demo data: no chain read, and no pass/fail is claimed.
           return {
             preview: true,
@@ -61,11 +61,10 @@ export const verifyRoutes =
               .map((r, index) => ({ index, paramsHash: r.paramsHash, requestHash: r.requestHash })),
           }
         }
-        const reads = await ctx.chain.validationStatuses(manifest.rows.map((r) => r.requestHash))
-        const down = reads.find((r) => !r.ok && r.kind === 'unreachable')
-        if (down && !down.ok)
-          throw chainUnreachable(`chain unreachable while reading the validation registry: ${down.error}`)
-        const s = verifyRows(manifest.rows, reads, listing.agentId, ctx.chainConfig.attestor)
+        const c = await checkListing(ctx, manifests, listing)
+        if (!c.ok)
+          throw chainUnreachable(`chain unreachable while reading the validation registry: ${c.error}`)
+        const s = c.summary
         return {
           preview: false,
           total: s.total,

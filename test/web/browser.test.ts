@@ -375,6 +375,8 @@ async function browserTests(executablePath: string): Promise<void> {
     // Signed in, then the wallet moves to another chain: Buy stops before paying.
     wallet!.behaviour.chainId = 1
     await page.goto(`${url}/marketplace/${mixedSlug}`)
+    // The mixed listing failed its last verification (the verify test above): Buy needs the tick.
+    await page.check('#accept-unverified')
     await page.click('#buy-button')
     t.match(await text(page, '#buy-status', 'chain 1'), 'Your wallet is on chain 1; switch to chain 10143.')
     t.notOk(wallet!.calls.includes('eth_sendTransaction'), 'no payment was sent from the wrong chain')
@@ -399,6 +401,7 @@ async function browserTests(executablePath: string): Promise<void> {
       await shot(page, 'rejected-sign-in')
       // Sign-in is accepted, the unlock message is rejected after the payment went out.
       wallet!.behaviour.rejectSign = (m) => m.includes('\nUnlock\n')
+      await page.check('#accept-unverified')
       await page.click('#buy-button')
       const msg = await text(page, '#buy-status', 'rejected')
       t.match(msg, 'You rejected the request in your wallet; nothing was signed or sent.')

@@ -82,6 +82,7 @@ t.test('browse query: strings only, trimmed and capped; paging links keep the fi
     status: 'listed',
     sample: false,
     createdAt: '2026-01-01T00:00:00.000Z',
+    verification: { state: 'unchecked', block: null, checkedAt: null, reason: null },
   }
   const mid = browseMain(
     browseQuery({ q: 'a b', offset: '24' }),

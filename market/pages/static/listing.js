@@ -131,7 +131,14 @@ if (buy && buyBtn) {
   const slug = buy.dataset.slug
   // A sent payment is kept until it unlocks, so a rejected signature never means paying twice.
   const txKey = `svc-payment:${slug}`
+  // Shown only when the listing's last verification failed: nothing is paid until it is ticked.
+  const accept = document.getElementById('accept-unverified')
   buyBtn.addEventListener('click', async () => {
+    if (accept && !accept.checked) {
+      say(status, 'The rows of this listing did not verify: tick the box above to buy it anyway.')
+      accept.focus()
+      return
+    }
     buyBtn.disabled = true
     try {
       let account = document.body.dataset.account
@@ -164,7 +171,7 @@ if (buy && buyBtn) {
       const signature = await personalSign(eth, address, message)
       const r = await api(`/api/marketplace/listings/${slug}/purchase`, {
         method: 'POST',
-        json: { txHash: tx, signature },
+        json: { txHash: tx, signature, ...(accept?.checked ? { acceptUnverified: true } : {}) },
       })
       sessionStorage.removeItem(txKey)
       say(status, 'Unlocked. Download the data and the manifest below.', 'ok')
