@@ -7,6 +7,7 @@
 //   attested  the attestor's validationResponse is mined: the line is verifiable
 //   failed    cannot be attested (e.g. its request hash was taken by another request); kept, never retried
 import type { Hex } from 'viem'
+import type { LineToStore, StoredLine } from '../../tools/attest-ports.ts'
 
 export type AttestState = 'pending' | 'sending' | 'requested' | 'attested' | 'failed'
 export const ATTEST_STATES: readonly AttestState[] = ['pending', 'sending', 'requested', 'attested', 'failed']
@@ -17,18 +18,8 @@ export interface SentTx {
   nonce: number
 }
 
-export interface AttestRecord {
-  /** 0-based position in the store = line seq+1 of operations.jsonl. */
-  seq: number
-  idempotencyKey: string
-  action: string
-  requestUri: string
-  line: string
-  paramsHash: Hex
-  /** EIP-191 signature of the line by the device key. */
-  signature: Hex
-  signer: Hex
-  requestHash: Hex
+/** The line chain_attest stored (its ports, tools/attest-ports.ts), and where it is on its way. */
+export interface AttestRecord extends LineToStore, StoredLine {
   createdAt: string
   state: AttestState
   requestTx?: SentTx
