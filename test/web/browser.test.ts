@@ -241,6 +241,11 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal((await text(page, '#verify-status', 'Verified')).trim(), 'Verified: all 12 rows passed.')
     t.equal(await page.locator('#verify-result tbody tr').count(), 8, 'the first eight rows are shown')
     t.equal(await page.locator('#verify-result td.ok').count(), 8)
+    t.equal(
+      await page.locator('p.verification .tag').textContent(),
+      'verified',
+      'the badge follows the verdict',
+    )
     await shot(page, 'listing-verified')
     await page.goto(`${url}/marketplace/${mixedSlug}`)
     await page.click('#verify-button')
@@ -252,6 +257,8 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal(failures.length, 2)
     t.match(failures[0], /^Failed: condition 3: response: 99, expected 100/)
     t.match(failures[1], /^Failed: requestHash: unknown to the validation registry/)
+    t.equal(await page.locator('p.verification .tag').textContent(), 'verification failed')
+    t.ok(await page.locator('#accept-unverified').isVisible(), 'Buy now asks the buyer to accept the failure')
     await shot(page, 'listing-verify-failures')
     await page.goto(`${url}/marketplace/sample-arm-picks`)
     await page.click('#verify-button')

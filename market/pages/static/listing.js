@@ -78,6 +78,7 @@ if (verify && verifyBtn) {
           : `Not verified: ${v.passed} rows passed, ${v.failed} failed (of ${v.total}).`,
         v.failed === 0 ? 'ok' : 'error',
       )
+      showVerdict(v)
       out.append(rowsTable(`First ${v.rows.length} of ${v.total} rows`, v.rows, true))
       if (v.failures && v.failures.length > 0)
         out.append(
@@ -89,6 +90,39 @@ if (verify && verifyBtn) {
       verifyBtn.disabled = false
     }
   })
+}
+
+// The verdict just stored replaces the one the page was rendered with: the line under the title,
+// and for a failure the warning the buyer must tick before paying (the purchase route's rule).
+function showVerdict(v) {
+  const line = document.querySelector('p.verification')
+  if (!line) return
+  const ok = v.failed === 0
+  line.className = ok ? 'verification' : 'verification failed'
+  line.replaceChildren(
+    el('span', ok ? 'verified' : 'verification failed', `tag v-${ok ? 'verified' : 'failed'}`),
+    ' ',
+    ok ? 'Every row passed just now.' : `Just now ${v.failed} of ${v.total} rows did not verify.`,
+  )
+  const buyBtn = document.getElementById('buy-button')
+  const box = document.getElementById('accept-unverified')
+  if (!ok && buyBtn && !box) {
+    const warn = el(
+      'p',
+      'The last verification of these rows failed (see above): what you would buy is not what the chain attests.',
+      'warn',
+    )
+    const label = el('label', undefined, 'accept')
+    const input = document.createElement('input')
+    input.type = 'checkbox'
+    input.id = 'accept-unverified'
+    label.append(input, ' I have read this and want to buy it anyway')
+    buyBtn.before(warn, label)
+  }
+  if (ok && box) {
+    box.closest('label')?.previousElementSibling?.remove()
+    box.closest('label')?.remove()
+  }
 }
 
 async function waitReceipt(eth, tx) {
@@ -131,9 +165,9 @@ if (buy && buyBtn) {
   const slug = buy.dataset.slug
   // A sent payment is kept until it unlocks, so a rejected signature never means paying twice.
   const txKey = `svc-payment:${slug}`
-  // Shown only when the listing's last verification failed: nothing is paid until it is ticked.
-  const accept = document.getElementById('accept-unverified')
   buyBtn.addEventListener('click', async () => {
+    // Shown only when the listing's last verification failed: nothing is paid until it is ticked.
+    const accept = document.getElementById('accept-unverified')
     if (accept && !accept.checked) {
       say(status, 'The rows of this listing did not verify: tick the box above to buy it anyway.')
       accept.focus()
