@@ -172,7 +172,8 @@ export class Engine implements HubEngine {
    * so its source does not take an unrecorded decision for a recorded one.
    */
   async trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
-    const once = event.once
+    // A malformed event (not even an object) is refused by admitEvent with its reason, not thrown here.
+    const once = (event as TriggerEvent | null | undefined)?.once
     if (!once) return this.admitEvent(sopName, event)
     const key = onceKey(sopName, once.key)
     const result = (this.onceBusy.get(key) ?? Promise.resolve()).then(async () => {
