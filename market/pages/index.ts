@@ -40,6 +40,7 @@ export const marketPages =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
     await app.register(assetRoutes)
+    await app.register((await import('./enrol.ts')).enrolPage(ctx))
 
     const send = (
       reply: FastifyReply,
