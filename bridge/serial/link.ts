@@ -173,7 +173,7 @@ export class SerialLink implements LineSink {
       this.counts.unmatched++
       this.warnLimited.warn(
         'unmatched',
-        { board: this.name, id: r.id },
+        { board: this.name, id: r.id, unmatched: this.counts.unmatched },
         'reply matches no waiting command (late after a timeout?)',
       )
     }

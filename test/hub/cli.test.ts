@@ -87,9 +87,13 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
     child.on('exit', (code) => reject(new Error(`hub exited early (${code}): ${stderr}${stdout}`)))
   })
   const c = await mqtt.connectAsync(started.broker, { reconnectPeriod: 0 })
+  // Listening before subscribing: the retained availability can arrive with the SUBACK. It may
+  // still read `offline` (reset at start) until the board's hello has come.
+  const online = new Promise<string>((resolve) =>
+    c.on('message', (_t, p) => p.toString() === 'online' && resolve('online')),
+  )
   await c.subscribeAsync('boards/sim1/availability', { qos: 1 })
-  const avail = await new Promise<string>((resolve) => c.once('message', (_t, p) => resolve(p.toString())))
-  t.equal(avail, 'online', 'the simulated board announced itself on the embedded broker')
+  t.equal(await online, 'online', 'the simulated board announced itself on the embedded broker')
   await c.endAsync()
 
   // The webhook gateway answers with the run id; the local API (token from the 0600 file) takes channel posts.
