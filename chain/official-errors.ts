@@ -67,6 +67,10 @@ export function describeCallError(err: unknown): { revert: string } | { unreacha
   if (err instanceof BaseError) {
     const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
     if (rev instanceof ContractFunctionRevertedError) {
+      const bare = rev.raw === undefined || rev.raw === '0x'
+      // viem fills `reason` with the node's message when the revert carried no data at all.
+      if (bare && (rev.reason === undefined || rev.reason === 'execution reverted'))
+        return { revert: 'reverted without a reason' }
       if (rev.reason !== undefined) return { revert: rev.reason }
       if (rev.data?.errorName)
         return { revert: `${rev.data.errorName}(${(rev.data.args ?? []).map(String).join(', ')})` }
