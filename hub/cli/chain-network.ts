@@ -7,6 +7,7 @@ import { dirname, isAbsolute, resolve } from 'node:path'
 import { type Address, type Hex, formatEther, isAddress } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { type ChainInfo, chainFilePath, readChainFile, writeChainFile } from '../../chain/chain-file.ts'
+import { identityRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { deployValidationRegistry } from '../../chain/deploy.ts'
 import { deviceSignature, enrol, enrolledChainInfo } from '../../chain/enrol.ts'
@@ -47,7 +48,8 @@ ${NETWORK_HELP}
 ${KEY_HELP}
 
 options:
-  --agent-id N        enrol into this agent (the owner's key must own it)
+  --agent-id N        enrol into this agent (the owner's key must own it); with no owner key,
+                      only check the owner did the steps elsewhere and write the chain file
   --agent-uri URI     the new agent's URI (default svc://agents/<device address>)
   --attestor ADDR     the validator whose answers count (default: the chain file's)
   --attestor-url URL  where the hub posts lines to be attested (default: the chain file's)
@@ -260,6 +262,35 @@ export function enrolCommand(input: PasswordInput): Command {
       if (!attestorAddress)
         throw new UsageError('no attestor: give --attestor ADDR (the validator whose answers count)')
     }
+    // No owner key, an agent named: the owner did the steps elsewhere (a browser wallet, the
+    // /enrol page); check they are done on chain and write the chain file.
+    if (
+      values.keystore === undefined &&
+      values['key-file'] === undefined &&
+      agentId !== undefined &&
+      !values['dry-run']
+    ) {
+      const done = await enrolledElsewhere(net, agentId, deviceKey)
+      if (!done.ok) throw new UserError(`${done.error} (nothing changed)`)
+      const info = enrolledChainInfo({
+        rpcUrl: net.rpcUrl,
+        identityRegistry: net.identityRegistry,
+        validationRegistry: net.validationRegistry as Address,
+        agentId,
+        attestorAddress: attestorAddress as Address,
+        ...(attestorUrl ? { attestorUrl } : {}),
+      })
+      await persist()
+      const files = [chainFilePath(paths.home)]
+      if (values.out) files.push(isAbsolute(values.out) ? values.out : resolve(io.cwd, values.out))
+      for (const f of files) await writeChainFile(f, info)
+      io.out(
+        values.json
+          ? JSON.stringify(info)
+          : `agent ${agentId}: device already operator and wallet; chain file ${files.join(', ')}`,
+      )
+      return EXIT_OK
+    }
     const key = await ownerKey(values, input, io)
     const device = privateKeyToAccount(deviceKey).address
     const r = await enrol({
@@ -338,6 +369,44 @@ export function enrolCommand(input: PasswordInput): Command {
     }
     return EXIT_OK
   }
+}
+
+/** Preflight with the device and agent, plus: the device is the agent's wallet. */
+async function enrolledElsewhere(
+  net: { rpcUrl: string; identityRegistry: Address; validationRegistry?: Address },
+  agentId: bigint,
+  deviceKey: Hex,
+): Promise<{ ok: true } | { ok: false; error: string }> {
+  const device = privateKeyToAccount(deviceKey).address
+  const pub = publicClientFor(net.rpcUrl, { timeout: 15_000 })
+  const r = await runPreflight(
+    {
+      rpcUrl: net.rpcUrl,
+      identityRegistry: net.identityRegistry,
+      ...(net.validationRegistry ? { validationRegistry: net.validationRegistry } : {}),
+      agentId,
+      device,
+    },
+    pub,
+  )
+  if (!r.ok) return { ok: false, error: r.failures[0] as string }
+  try {
+    const wallet = await pub.readContract({
+      address: net.identityRegistry,
+      abi: identityRegistryAbi,
+      functionName: 'getAgentWallet',
+      args: [agentId],
+    })
+    if (wallet.toLowerCase() !== device.toLowerCase())
+      return {
+        ok: false,
+        error: `device ${device} is not agent ${agentId}'s wallet (it is ${wallet}): the owner sets it (svc chain enrol with the owner's key, or the market's /enrol page with --print-signature)`,
+      }
+  } catch (err) {
+    const d = describeCallError(err)
+    return { ok: false, error: 'unreachable' in d ? `rpc ${net.rpcUrl}: ${d.unreachable}` : d.revert }
+  }
+  return { ok: true }
 }
 
 export const checkCommand: Command = async (argv, io) => {

@@ -178,6 +178,24 @@ t.test('--print-signature: the device signs AgentWalletSet for an owner with a b
     args: [0n, sig.newWallet, BigInt(sig.deadline), sig.signature],
   })
   t.equal((await pub.waitForTransactionReceipt({ hash })).status, 'success')
+  // Then the device writes its chain file with no owner key: the steps are checked on chain.
+  const before = await readFile(chainFilePath(home), 'utf8')
+  const done = await svc(['chain', 'enrol', ...net, '--agent-id', '0'])
+  t.equal(done.code, 0, done.err)
+  t.match(done.out, /agent 0: device already operator and wallet/)
+  t.equal(await readFile(chainFilePath(home), 'utf8'), before, 'the same chain file')
+  const stranger = join(dir, 'home-stranger')
+  const refused = await svc(
+    ['chain', 'enrol', ...net, '--agent-id', '0', '--attestor', acc.attestor.address],
+    {},
+    stranger,
+  )
+  t.equal(refused.code, 1)
+  t.match(
+    refused.err,
+    /^svc chain: device 0x[0-9a-fA-F]{40}: neither owner nor approved operator of agent 0 .*\(nothing changed\)\n$/,
+  )
+  await t.rejects(stat(chainFilePath(stranger)), 'no chain file')
 })
 
 t.test('svc chain check passes on the official pair', async (t) => {
