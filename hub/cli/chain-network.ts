@@ -51,8 +51,9 @@ options:
   --agent-id N        enrol into this agent (the owner's key must own it); with no owner key,
                       only check the owner did the steps elsewhere and write the chain file
   --agent-uri URI     the new agent's URI (default svc://agents/<device address>)
-  --attestor ADDR     the validator whose answers count (default: the chain file's)
-  --attestor-url URL  where the hub posts lines to be attested (default: the chain file's)
+  --attestor ADDR     the validator whose answers count (default: the chain file's, when it
+                      names the same identity registry)
+  --attestor-url URL  where the hub posts lines to be attested (default: likewise)
   --out FILE          also write the chain file here
   --dry-run           print the transactions with their estimated gas and cost; send nothing
   --print-signature   print the device's setAgentWallet signature for --agent-id and --owner
@@ -224,7 +225,6 @@ export function enrolCommand(input: PasswordInput): Command {
       if (agentId === undefined || owner === undefined)
         throw new UsageError('--print-signature needs --agent-id N and --owner ADDR')
       try {
-        await persist()
         const sig = await deviceSignature({
           rpcUrl: net.rpcUrl,
           identityRegistry: net.identityRegistry,
@@ -232,6 +232,8 @@ export function enrolCommand(input: PasswordInput): Command {
           owner,
           deviceKey,
         })
+        // The signature names this key: keep it (a new one) before handing the signature out.
+        await persist()
         io.out(
           values.json
             ? JSON.stringify(sig)
@@ -250,8 +252,9 @@ export function enrolCommand(input: PasswordInput): Command {
     const prev = fileNow.ok ? fileNow.value : undefined
     const samePrev =
       prev && prev.identityRegistry.toLowerCase() === net.identityRegistry.toLowerCase() ? prev : undefined
-    const attestorAddress = address(values.attestor, 'attestor') ?? prev?.attestorAddress
-    const attestorUrl = values['attestor-url'] ?? prev?.attestorUrl
+    // Defaults only from a chain file for the same registry: another network's attestor is no default.
+    const attestorAddress = address(values.attestor, 'attestor') ?? samePrev?.attestorAddress
+    const attestorUrl = values['attestor-url'] ?? samePrev?.attestorUrl
     if (attestorUrl !== undefined && !/^https?:\/\//.test(attestorUrl))
       throw new UsageError(`--attestor-url ${attestorUrl}: not an http(s) URL`)
     if (!values['dry-run']) {
@@ -445,7 +448,8 @@ export const checkCommand: Command = async (argv, io) => {
   }
   let attestorKey: Address | undefined
   if (values['attestor-key-file'] !== undefined) {
-    const k = await readKeyFile(values['attestor-key-file'])
+    const f = values['attestor-key-file']
+    const k = await readKeyFile(isAbsolute(f) ? f : resolve(io.cwd, f))
     if (!k.ok) throw new UserError(k.error)
     attestorKey = privateKeyToAccount(k.privateKey).address
   } else if (io.env[KEY_ENV]) {
