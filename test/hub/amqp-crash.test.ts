@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url'
 import { rabbitmqMissing, startRabbitmq } from '../helpers/rabbitmq.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { publisher, recordingLog, runPayloads, startAmqpParts, writeAmqpSop } from './amqp-world.ts'
+import { publisher, recordingLog, startAmqpParts, startedPayloads, writeAmqpSop } from './amqp-world.ts'
 
 const child = fileURLToPath(new URL('./amqp-hub-child.ts', import.meta.url))
 const missing = rabbitmqMissing()
@@ -88,7 +88,7 @@ t.test('a publisher resending a message id starts one run; a new id starts anoth
   // Without an id and not redelivered: two identical messages are two triggers.
   await pub.publish('resend.x', 'same')
   await pub.publish('resend.x', 'same')
-  await waitFor(async () => (await parts.engine.listRuns({ sop: 'resend' })).length >= 4, 'four runs')
+  await waitFor(async () => (await startedPayloads(parts.engine, 'resend')).length >= 4, 'four runs')
   await waitFor(
     async () => (await pub.channel.checkQueue('svc-test-resend')).messageCount === 0,
     'every message to be taken',
@@ -96,5 +96,5 @@ t.test('a publisher resending a message id starts one run; a new id starts anoth
   // Stopping waits for the deliveries still being admitted, so a second run would be here now.
   await parts.stopTriggers()
   await parts.engine.idle()
-  t.same((await runPayloads(parts.engine, 'resend')).sort(), ['first', 'same', 'same', 'second'])
+  t.same((await startedPayloads(parts.engine, 'resend')).sort(), ['first', 'same', 'same', 'second'])
 })

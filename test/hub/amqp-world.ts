@@ -93,17 +93,6 @@ export function recordingLog(): RecordingLog {
   return log as unknown as RecordingLog
 }
 
-/** The trigger payloads of a SOP's runs, oldest first. */
-export async function runPayloads(engine: HubEngine, sop: string): Promise<unknown[]> {
-  const runs = await engine.listRuns({ sop })
-  const out: { at: number; payload: unknown }[] = []
-  for (const r of runs) {
-    const rec = await engine.getRun(r.id)
-    out.push({ at: r.createdAt, payload: rec?.trigger.payload })
-  }
-  return out.sort((a, b) => a.at - b.at).map((r) => r.payload)
-}
-
 /**
  * The hub's own parts for the amqp path, without the MQTT side: the SOPs from `dir/sops`, the
  * engine on LevelDB in `dir/engine`, the trigger router with its amqp source. A child process
@@ -155,4 +144,17 @@ export async function startAmqpParts(
       await engine.close()
     },
   }
+}
+
+/**
+ * The payloads of the runs a SOP's triggers started, from the engine's durable admission records
+ * (what the amqp source waits for before it acknowledges), each read from its run.
+ */
+export async function startedPayloads(engine: HubEngine, sop: string): Promise<unknown[]> {
+  const out: unknown[] = []
+  for (const a of await engine.admissions()) {
+    if (a.sop !== sop || a.outcome !== 'started' || a.runId === undefined) continue
+    out.push((await engine.getRun(a.runId))?.trigger.payload)
+  }
+  return out
 }
