@@ -3,7 +3,9 @@ import { isAbsolute, resolve } from 'node:path'
 import type { FastifyPluginAsync } from 'fastify'
 import { privateKeyToAddress } from 'viem/accounts'
 import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
+import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
+import { attestorPreflight } from '../../market/attestor/preflight.ts'
 import { attestorRoutes } from '../../market/attestor/mount.ts'
 import type { MarketConfig } from '../../market/config.ts'
 import { intOption, parseOptions } from './options.ts'
@@ -57,10 +59,24 @@ export const command: Command = async (argv, io) => {
     ...(values.host ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
   }
+  // Preflight (chain/preflight.ts): a chain whose registries are not ERC-8004 would make every
+  // listing fail verification for a reason no buyer could guess. A chain that does not answer is
+  // left to the server's own start check, which names the RPC.
+  const chain = config.chain!
+  const pre = await runPreflight({
+    rpcUrl: chain.rpcUrl,
+    identityRegistry: chain.identityRegistry,
+    validationRegistry: chain.validationRegistry,
+  })
+  if (!pre.ok && !pre.unreachable) throw new UserError(`market: ${preflightLine(pre)}`)
+  for (const w of pre.warnings) io.err(`svc market: warning: ${w}`)
   const plugins: FastifyPluginAsync[] = []
   let attestorLine = ''
   if (config.attestor) {
     const a = await attestorFor(config, config.attestor, svcPaths(io.env).home, io.env)
+    const checked = await attestorPreflight(a)
+    if (!checked.ok) throw new UserError(checked.error)
+    for (const w of checked.warnings) io.err(`svc market: warning: ${w}`)
     plugins.push(attestorRoutes(a))
     attestorLine = `; attestor ${privateKeyToAddress(a.privateKey)} at /api/attestor`
   }

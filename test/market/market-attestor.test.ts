@@ -18,9 +18,14 @@ import { type Teardown, tempDir } from '../helpers/tmp.ts'
 const dev = await startDevChain()
 t.teardown(() => dev.stop())
 
-async function market(t: Teardown, toml: string, files: Record<string, string> = {}) {
+async function market(
+  t: Teardown,
+  toml: string,
+  files: Record<string, string> = {},
+  info: typeof dev.info = dev.info,
+) {
   const dir = await tempDir(t, 'svc-market-attestor-')
-  await writeChainFile(join(dir, 'chain.json'), dev.info)
+  await writeChainFile(join(dir, 'chain.json'), info)
   for (const [name, text] of Object.entries(files)) await writeFile(join(dir, name), text, { mode: 0o600 })
   const cfg = join(dir, 'market.toml')
   await writeFile(cfg, `port = 0\ndataDir = "data"\n[chain]\nfile = "chain.json"\n${toml}`)
@@ -87,5 +92,14 @@ t.test('[attestor] with a key that is not the attestor: one line, exit 1', async
   t.match(m, { code: 1 })
   const err = 'err' in m ? m.err : ''
   t.match(err, /svc market: \[attestor\]: the attestor key is for 0x[0-9a-fA-F]{40}, but .* 0x/)
+  t.equal(err.trim().split('\n').length, 1, 'one line, no stack trace')
+})
+
+t.test('a validation registry with no code: the market refuses to start, one line naming it', async (t) => {
+  const nowhere = dev.accounts.payout.address
+  const m = await market(t, '', {}, { ...dev.info, validationRegistry: nowhere })
+  t.match(m, { code: 1 })
+  const err = 'err' in m ? m.err : ''
+  t.match(err, new RegExp(`svc market: market: preflight failed: .*${nowhere.slice(2, 10)}`, 'i'))
   t.equal(err.trim().split('\n').length, 1, 'one line, no stack trace')
 })
