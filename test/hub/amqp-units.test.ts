@@ -2,9 +2,15 @@
 // which delivery a message is, the URL as logs show it, and the `[amqp]` section of hub.toml.
 import t from 'tap'
 import { parseConfig } from '../../hub/daemon/config.ts'
+import { silentLog } from '../../hub/log.ts'
+import { amqpProblems, amqpWarnings, dispatchAmqp } from '../../hub/triggers/amqp.ts'
+import { createFirer } from '../../hub/triggers/fire.ts'
+import { buildPlan } from '../../hub/triggers/plan.ts'
+import { matches } from '../../sops/conditions.ts'
 import { deliveryKey } from '../../hub/triggers/amqp-delivery.ts'
 import { routingKeyError, routingKeyMatches } from '../../hub/triggers/amqp-topic.ts'
 import { maskUrl, withPassword } from '../../hub/triggers/amqp-url.ts'
+import { recordingEngine, sop } from './fake-engine.ts'
 
 t.test('routing keys match as a topic exchange routes', async (t) => {
   const cases: [string, string, boolean][] = [
@@ -111,4 +117,29 @@ t.test('[amqp] in hub.toml: defaults, and errors naming the field', async (t) =>
     if (!r.ok) t.match(r.error, err)
     if (!r.ok) t.match(r.error, /^\/etc\/svc\/hub\.toml: /)
   }
+})
+
+t.test('which SOPs a message starts; an unbindable routing key is an error at its line', async (t) => {
+  const plan = buildPlan([
+    sop('orders', [
+      { type: 'amqp', routing_key: 'orders.*', condition: '$.total > 10' },
+      { type: 'amqp', routing_key: 'orders.#', condition: '' },
+    ]),
+    sop('big', [{ type: 'amqp', routing_key: 'orders.eu', condition: '$.total > 100' }]),
+    sop('long', [{ type: 'amqp', routing_key: `x.${'y'.repeat(300)}`, condition: '' }]),
+  ])
+  const firer = createFirer(recordingEngine(), matches, silentLog)
+  t.same(dispatchAmqp(plan, firer, 'orders.eu', '{"total":500}'), ['big', 'orders'], 'each SOP once')
+  t.same(dispatchAmqp(plan, firer, 'orders.eu', '{"total":50}'), ['orders'])
+  t.same(dispatchAmqp(plan, firer, 'orders.eu', 'not json'), ['orders'], 'a $ condition on text: no match')
+  t.same(dispatchAmqp(plan, firer, 'invoices.eu', '{"total":500}'), [])
+  const problems = amqpProblems(plan)
+  t.equal(problems.length, 1)
+  t.match(problems[0], {
+    file: '/sops/long/SOP.toml',
+    line: Number,
+    severity: 'error',
+    message: /amqp trigger: routing_key is longer than 255 bytes/,
+  })
+  t.match(amqpWarnings(plan)[0], { message: /is inert: no \[amqp\] section in hub\.toml/ })
 })
