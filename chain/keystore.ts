@@ -60,10 +60,8 @@ export async function decryptKeystore(
   const iv = hexField((c.cipherparams as Record<string, unknown> | undefined)?.iv)
   const ciphertext = hexField(c.ciphertext)
   const mac = hexField(c.mac)
-  if (iv?.length !== 16)
-    return { ok: false, error: `${where}: cipherparams.iv must be 16 bytes of hex` }
-  if (ciphertext?.length !== 32)
-    return { ok: false, error: `${where}: ciphertext must be 32 bytes of hex` }
+  if (iv?.length !== 16) return { ok: false, error: `${where}: cipherparams.iv must be 16 bytes of hex` }
+  if (ciphertext?.length !== 32) return { ok: false, error: `${where}: ciphertext must be 32 bytes of hex` }
   if (mac?.length !== 32) return { ok: false, error: `${where}: mac must be 32 bytes of hex` }
   const kp = (c.kdfparams ?? {}) as Record<string, unknown>
   const salt = hexField(kp.salt)

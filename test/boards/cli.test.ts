@@ -39,7 +39,7 @@ t.test('bad options are usage errors that say what was wrong', async (t) => {
   const help = captureIo()
   t.equal(await main(['board', 'simulate', '--help'], help.io), 0)
   // The usage may list the other board subcommands first (status, send); simulate's line is in it.
-  t.match(help.out.join(''), /^usage: [^]*svc board simulate \[--port PATH\] \[--rate N\] \[--name NAME\]/)
+  t.match(help.out.join(''), /^usage: [\s\S]*svc board simulate \[--port PATH\] \[--rate N\] \[--name NAME\]/)
   const missing = captureIo()
   t.equal(await main(['board', 'simulate', '--port', '/nonexistent/tty'], missing.io), 1)
   t.match(missing.err.join(''), /^svc board: cannot open \/nonexistent\/tty: /)
