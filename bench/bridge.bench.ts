@@ -2,36 +2,14 @@
 // subscriber at QoS1, none lost, beside raw Aedes publish→subscribe (an mqtt.js client
 // publishing the same payloads at QoS1) measured in the same process. Aim: ≥ 20,000 events/s
 // and ≥ 0.5× raw.
-import { createServer, type Socket } from 'node:net'
-import { Aedes } from 'aedes'
 import mqtt, { type MqttClient } from 'mqtt'
 import { createBridge } from '../bridge/index.ts'
 import { createSimulatedBoard, vendingCoin } from '../boards/simulator/board.ts'
 import { createDeviceBinding } from '../boards/simulator/device-binding.ts'
+import { startBareBroker } from './aedes-broker.ts'
 
 const N = Number(process.env.BENCH_N ?? 20_000)
 const ROUNDS = 3
-
-async function startBroker() {
-  const broker = await Aedes.createBroker()
-  const sockets = new Set<Socket>()
-  const server = createServer((s) => {
-    sockets.add(s)
-    s.once('close', () => sockets.delete(s))
-    broker.handle(s)
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  const addr = server.address()
-  const port = typeof addr === 'object' && addr ? addr.port : 0
-  return {
-    url: `mqtt://127.0.0.1:${port}`,
-    async stop() {
-      await new Promise<void>((r) => broker.close(() => r()))
-      for (const s of sockets) s.destroy()
-      await new Promise<void>((r) => server.close(() => r()))
-    },
-  }
-}
 
 function counter(sub: MqttClient, topic: string) {
   let got = 0
@@ -53,7 +31,7 @@ function counter(sub: MqttClient, topic: string) {
 }
 
 async function main(): Promise<void> {
-  const b = await startBroker()
+  const b = await startBareBroker()
   const pub = await mqtt.connectAsync(b.url, { reconnectPeriod: 0 })
   const sub = await mqtt.connectAsync(b.url, { reconnectPeriod: 0 })
   await sub.subscribeAsync('bench/raw', { qos: 1 })

@@ -4,40 +4,18 @@
 // at 115200 baud (its bytes × 10 bits), the floor no firmware can beat. Then the firmware's flash
 // and static RAM beside the Uno's limits (aim: static RAM ≤ 30% of 2 KB).
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Aedes } from 'aedes'
 import mqtt from 'mqtt'
 import { buildHarness, emulatedUnoMissing, startEmulatedUno } from '../boards/firmware/simavr/emulated-uno.ts'
 import { buildUno, ofLimit, UNO_FLASH_MAX, UNO_RAM } from '../boards/firmware/uno-build.ts'
 import { createBridge } from '../bridge/index.ts'
+import { startBareBroker } from './aedes-broker.ts'
 
 const N = Number(process.env.BENCH_N ?? 300)
 const BAUD = 115200
 // What the sketch sends for one coin (examples/svc_companion), newline included.
 const EVENT_LINE = `${JSON.stringify({ event: 'message', signal: 'coin', text: '{"slot":"A1","amount":1}' })}\n`
-
-async function startBroker() {
-  const broker = await Aedes.createBroker()
-  const sockets = new Set<Socket>()
-  const server = createServer((s) => {
-    sockets.add(s)
-    s.once('close', () => sockets.delete(s))
-    broker.handle(s)
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()))
-  const addr = server.address()
-  const port = typeof addr === 'object' && addr ? addr.port : 0
-  return {
-    url: `mqtt://127.0.0.1:${port}`,
-    async stop() {
-      await new Promise<void>((r) => broker.close(() => r()))
-      for (const s of sockets) s.destroy()
-      await new Promise<void>((r) => server.close(() => r()))
-    },
-  }
-}
 
 const pct = (sorted: number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
@@ -56,7 +34,7 @@ async function main(): Promise<void> {
     if (!harness.ok) throw new Error(harness.error)
     const link = join(dir, 'uno')
     const uno = await startEmulatedUno({ harness: harness.exe, elf: built.build.elf, link, paused: true })
-    const b = await startBroker()
+    const b = await startBareBroker()
     const pub = await mqtt.connectAsync(b.url, { reconnectPeriod: 0 })
     const sub = await mqtt.connectAsync(b.url, { reconnectPeriod: 0 })
     await sub.subscribeAsync('boards/vend1/coin', { qos: 1 })
