@@ -38,36 +38,26 @@ t.test('a fresh chain: the lines go back to pending, are attested again, and the
     )
   const warnings: string[] = []
   const log = { warn: (m: string | object) => warnings.push(String(m)) }
-  await createAttestSync({
-    store,
-    chain: first.chain.info,
-    attestorUrl: first.attestorUrl,
-    signer,
-    log,
-  }).runOnce()
+  const syncOn = (c: typeof first) =>
+    createAttestSync({ store, chain: c.chain.info, attestorUrl: c.attestorUrl, signer, log }).runOnce()
+  await syncOn(first)
   t.match(store.counts(), { attested: 3, pending: 0 })
   t.ok(store.chainMark(), 'the chain is marked once sync met it')
-  await createAttestSync({
-    store,
-    chain: first.chain.info,
-    attestorUrl: first.attestorUrl,
-    signer,
-    log,
-  }).runOnce()
-  t.same(warnings, [], 'the same chain again: nothing to say, nothing sent again')
+  const sent = await publicClientFor(first.chain.rpcUrl).getTransactionCount({ address: signer.address })
+  await syncOn(first)
+  t.same(warnings, [], 'the same chain again: nothing to say')
+  t.equal(
+    await publicClientFor(first.chain.rpcUrl).getTransactionCount({ address: signer.address }),
+    sent,
+    'and nothing sent again',
+  )
 
   const second = await chainWithAttestor(t)
   const rec = await store.get(0)
   const pub2 = publicClientFor(second.chain.rpcUrl)
   const before = await readValidationStatus(pub2, second.chain.info.validationRegistry, rec!.requestHash)
   t.match(before, { ok: false, kind: 'unknown' }, 'the new chain has never seen the line')
-  const report = await createAttestSync({
-    store,
-    chain: second.chain.info,
-    attestorUrl: second.attestorUrl,
-    signer,
-    log,
-  }).runOnce()
+  const report = await syncOn(second)
   t.equal(warnings.length, 1)
   t.match(warnings[0], /is not the one these lines were attested on; 3 lines will be attested again on it/)
   t.match(report, { attested: 3, remaining: 0 })
