@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chainFilePath } from '../chain/chain-file.ts'
 import { buildMarketApp, type MarketApp, type MarketAppOptions } from './app.ts'
+import { isLoopbackHost } from './auth/origin.ts'
 import {
   type ConfigResult,
   type MarketConfig,
@@ -43,11 +44,22 @@ export interface RunningMarket extends MarketApp {
   url: string
 }
 
+/**
+ * Off loopback the listen address is not a name browsers use, so the SIWE domain and origin must
+ * come from `publicUrl`; without it the market does not start (one line naming the fix).
+ */
+export function publicUrlProblem(config: MarketConfig): string | null {
+  if (config.publicUrl !== null || isLoopbackHost(config.host)) return null
+  return `market: host ${config.host} is not loopback: set publicUrl = "https://<your market's name>" in market.toml (the sign-in domain)`
+}
+
 /** Checks the RPC serves the configured chain id, then listens. */
 export async function startMarketServer(
   config: MarketConfig,
   opts: Omit<MarketAppOptions, 'config'> = {},
 ): Promise<RunningMarket> {
+  const problem = publicUrlProblem(config)
+  if (problem) throw new Error(problem)
   const m = await buildMarketApp({ ...opts, config })
   try {
     const id = await m.ctx.chain.chainId()

@@ -10,7 +10,7 @@ import { attestorRoutes } from '../../market/attestor/mount.ts'
 import type { MarketConfig } from '../../market/config.ts'
 import { intOption, parseOptions } from './options.ts'
 import { marketPages } from '../../market/pages/index.ts'
-import { loadMarketConfig, startMarketServer } from '../../market/server.ts'
+import { loadMarketConfig, publicUrlProblem, startMarketServer } from '../../market/server.ts'
 import { svcPaths } from '../paths.ts'
 import { type Command, EXIT_OK, UserError, UsageError, untilStopSignal } from './io.ts'
 
@@ -59,6 +59,8 @@ export const command: Command = async (argv, io) => {
     ...(values.host ? { host: values.host } : {}),
     ...(port !== undefined ? { port } : {}),
   }
+  const noPublicUrl = publicUrlProblem(config)
+  if (noPublicUrl) throw new UserError(noPublicUrl)
   // Preflight (chain/preflight.ts): a chain whose registries are not ERC-8004 would make every
   // listing fail verification for a reason no buyer could guess. A chain that does not answer is
   // left to the server's own start check, which names the RPC.
