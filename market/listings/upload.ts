@@ -37,6 +37,31 @@ const mb = (n: number): string => `${n / (1024 * 1024)} MB (${n.toLocaleString('
 export async function readUpload(req: FastifyRequest): Promise<Upload> {
   if (!req.isMultipart())
     throw badRequest('body: expected multipart/form-data with the listing fields and files')
+  try {
+    return await readParts(req)
+  } catch (err) {
+    drainBody(req)
+    throw err
+  }
+}
+
+/**
+ * A refusal mid-body (an image over its cap, a bad part) stops reading with the rest of the
+ * body still on the socket, piped into a multipart parser nobody reads any more: Node does not
+ * discard a body that was being consumed, so the next request on a keep-alive connection would
+ * wait behind it for ever (RFC 9112 §9.3: a server that answers before the body ends must read
+ * and discard it or close). The rest is read and dropped, so the connection stays usable; a body
+ * that never ends is cut by the server's requestTimeout. A file over the multipart `fileSize`
+ * limit does not need this: the parser keeps reading (and dropping) to the end of the body.
+ */
+function drainBody(req: FastifyRequest): void {
+  const raw = req.raw
+  if (raw.complete || raw.destroyed) return
+  raw.unpipe()
+  raw.resume()
+}
+
+async function readParts(req: FastifyRequest): Promise<Upload> {
   const out: Upload = { fields: {}, files: {} }
   try {
     for await (const part of req.parts()) {
