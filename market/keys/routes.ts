@@ -5,9 +5,9 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { type Hex, getAddress, recoverMessageAddress } from 'viem'
 import { keyChallengeMessage } from '../auth/messages.ts'
-import { requireAccount } from '../auth/session.ts'
+import { currentSession, requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
-import { badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
+import { HttpError, badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
 import { newAgentKey } from './agent-key.ts'
 import { revokeStaleKeys } from './revoke.ts'
 import { type Sub, allValues, syncPut } from '../store/db.ts'
@@ -69,6 +69,22 @@ export const keyRoutes =
       '/api/marketplace/keys',
       {
         config: { rateLimit: rl('keys') },
+        // marketplace-api: States, a key whose wallet lost the agent is revoked by *any* call to
+        // this route. onRequest runs before body parsing and schema validation, so a malformed
+        // body (400), an unknown challenge (404) or a failed signature still revokes, exactly
+        // once per request. A chain that cannot be reached leaves the revocation to the next
+        // call rather than turn that 400 or 404 into a 502; issuing a key still reads ownerOf
+        // itself and answers 502 when it cannot.
+        onRequest: async (req) => {
+          const s = await currentSession(req, ctx.session)
+          if (!s) return
+          try {
+            await revokeStaleKeys(ctx.db, ctx.chain, s.address, [], ctx.now())
+          } catch (err) {
+            if (!(err instanceof HttpError && err.statusCode === 502)) throw err
+            req.log.warn(`stale-key revocation deferred: ${err.message}`)
+          }
+        },
         schema: {
           tags: ['keys'],
           summary: 'Issue an agent key for a signed challenge; the key is shown only in this answer',
@@ -92,8 +108,6 @@ export const keyRoutes =
         if (!ch) throw notFound('challengeId: unknown challenge')
         if (ch.account !== account)
           throw forbidden('challengeId: the challenge was issued to another account')
-        // Any key-issue call revokes keys whose wallet lost the agent, whatever this call's outcome.
-        await revokeStaleKeys(ctx.db, ctx.chain, account, [ch.agentId], ctx.now())
         if (ch.kind !== 'key')
           throw badRequest(`challengeId: a "${String(ch.kind)}" challenge cannot issue a key`)
         if (ch.usedAt !== null) throw conflict('challengeId: challenge already used; ask for a new one')
