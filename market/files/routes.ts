@@ -38,15 +38,19 @@ export const fileRoutes =
           throw forbidden(`listing ${l.slug}: only its owner or a buyer may download its files`)
         const cid = part === 'data' ? l.dataCid : l.manifestCid
         const name = part === 'data' ? `${l.slug}.jsonl` : `${l.slug}.manifest.json`
-        return reply
-          .header(
-            'content-type',
-            part === 'data' ? 'application/x-ndjson; charset=utf-8' : 'application/json; charset=utf-8',
-          )
-          .header('content-disposition', `attachment; filename="${name}"`)
-          .header('x-content-cid', cid)
-          .header('cache-control', 'private, no-store')
-          .send(Readable.from(catFile(parseCid(cid), ctx.blocks)))
+        return (
+          reply
+            .header(
+              'content-type',
+              part === 'data' ? 'application/x-ndjson; charset=utf-8' : 'application/json; charset=utf-8',
+            )
+            .header('content-disposition', `attachment; filename="${name}"`)
+            // The bytes are the seller's: a browser must not sniff them into HTML or script.
+            .header('x-content-type-options', 'nosniff')
+            .header('x-content-cid', cid)
+            .header('cache-control', 'private, no-store')
+            .send(Readable.from(catFile(parseCid(cid), ctx.blocks)))
+        )
       },
     )
 
