@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chainFilePath } from '../chain/chain-file.ts'
 import { buildMarketApp, type MarketApp, type MarketAppOptions } from './app.ts'
-import { isLoopbackHost } from './auth/origin.ts'
+import { isLoopbackHost } from '../net/loopback.ts'
 import {
   type ConfigResult,
   type MarketConfig,

@@ -17,7 +17,7 @@ import { forwardOnce } from './forward-once.ts'
 import { orderedPersistence } from './order.ts'
 import type { Log } from '../log.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
-import { isLoopbackHost } from './loopback.ts'
+import { isLoopbackHost } from '../../net/loopback.ts'
 import { readTlsFiles } from './tls.ts'
 
 export interface BrokerOptions {

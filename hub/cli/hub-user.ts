@@ -5,7 +5,7 @@
 import { ROLE_RIGHTS, type Role } from '../broker/acl.ts'
 import { type Account, boardFor, roleError, userNameError } from '../broker/accounts.ts'
 import { accountsPath, readAccountsFile, writeAccountsFile } from '../broker/accounts-file.ts'
-import { isLoopbackHost } from '../broker/loopback.ts'
+import { isLoopbackHost } from '../../net/loopback.ts'
 import { hashPassword, PASSWORD_MAX_BYTES, passwordError } from '../broker/password.ts'
 import { type HubConfig, loadConfig } from '../daemon/config.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'

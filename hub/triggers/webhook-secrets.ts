@@ -3,7 +3,7 @@
 // (hub/README.md: Signed webhooks). Read once when the gateway starts; the value is never logged.
 import { readFile, stat } from 'node:fs/promises'
 import type { Diagnostic } from '../../sops/types.ts'
-import { isLoopbackHost } from '../broker/loopback.ts'
+import { isLoopbackHost } from '../../net/loopback.ts'
 import type { TriggerPlan } from './plan.ts'
 
 /** Where one path's secret is: an environment variable, or a file readable by its owner only. */

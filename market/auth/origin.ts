@@ -25,10 +25,6 @@ export function listenOrigin(a: AddressInfo | string | null): string {
 }
 
 /** Loopback names and addresses: the only hosts where the listen address can be the SIWE domain. */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, '').toLowerCase()
-  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
-}
 
 export function assertSameOrigin(req: FastifyRequest, publicUrl: string | null): void {
   const site = req.headers['sec-fetch-site']

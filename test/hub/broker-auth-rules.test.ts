@@ -3,7 +3,7 @@
 import t from 'tap'
 import { mayPublish, maySubscribe, type Principal } from '../../hub/broker/acl.ts'
 import { formatAccounts, parseAccounts } from '../../hub/broker/accounts.ts'
-import { isLoopbackHost } from '../../hub/broker/loopback.ts'
+import { isLoopbackHost } from '../../net/loopback.ts'
 import { hashPassword, parseScryptHash, passwordError, verifyPassword } from '../../hub/broker/password.ts'
 import { parseConfig } from '../../hub/daemon/config.ts'
 
