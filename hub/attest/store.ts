@@ -42,11 +42,11 @@ export interface AttestStore {
   /** The chain the lines' states refer to (sync's mark: genesis hash and registry), once one was met. */
   chainMark(): string | undefined
   /**
-   * Sync met another chain than the marked one: every line goes back to `pending` (its rows are
-   * not on this chain) and `mark` is kept, in one sync batch. With no mark yet, only the mark is
-   * written. Resolves to how many lines went back.
+   * Sync met another chain than the marked one (or, with `force`, one that lacks rows the store
+   * counts as attested): every line goes back to `pending` and `mark` is kept, in one sync batch.
+   * With no mark yet and no `force`, only the mark is written. Resolves to how many lines went back.
    */
-  rebase(mark: string): Promise<number>
+  rebase(mark: string, opts?: { force?: boolean }): Promise<number>
   close(): Promise<void>
 }
 
@@ -60,7 +60,13 @@ const inQueue = (s: AttestState) => s === 'pending' || s === 'sending' || s === 
 type Job =
   | { kind: 'append'; input: AppendInput; resolve: (r: AppendResult) => void; reject: (e: unknown) => void }
   | { kind: 'update'; records: AttestRecord[]; resolve: () => void; reject: (e: unknown) => void }
-  | { kind: 'rebase'; mark: string; resolve: (n: number) => void; reject: (e: unknown) => void }
+  | {
+      kind: 'rebase'
+      mark: string
+      force: boolean
+      resolve: (n: number) => void
+      reject: (e: unknown) => void
+    }
 
 export interface OpenOptions {
   chainId?: number
@@ -120,7 +126,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
             done.push(() => job.resolve({ record: rec, created: true }))
           } else if (job.kind === 'rebase') {
             let back = 0
-            if (newMark !== undefined && newMark !== job.mark) {
+            if (job.force || (newMark !== undefined && newMark !== job.mark)) {
               for await (const v of db.values({ gte: lineKey(0), lt: 'l;' })) {
                 const old = touched.get((v as AttestRecord).seq) ?? (v as AttestRecord)
                 if (old.state === 'pending') continue
@@ -229,8 +235,10 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     },
     counts: () => ({ ...counts }),
     chainMark: () => mark,
-    rebase(m) {
-      return new Promise<number>((resolve, reject) => enqueue({ kind: 'rebase', mark: m, resolve, reject }))
+    rebase(m, o) {
+      return new Promise<number>((resolve, reject) =>
+        enqueue({ kind: 'rebase', mark: m, force: o?.force === true, resolve, reject }),
+      )
     },
     size: () => next,
     async close() {

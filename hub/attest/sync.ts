@@ -119,14 +119,39 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     })
     const mark = `${genesis.hash}:${opts.chain.validationRegistry.toLowerCase()}`
     const had = opts.store.chainMark()
-    if (had !== mark) {
-      const back = await opts.store.rebase(mark)
+    if (had !== undefined && had !== mark) {
+      const back = await opts.store.rebase(mark, { force: true })
       if (back > 0)
         log.warn?.(
           `this chain (genesis ${genesis.hash}, registry ${opts.chain.validationRegistry}) is not the one these lines were attested on; ${back} lines will be attested again on it`,
         )
+    } else {
+      // Two dev chains started in the same second from the same keys have the same genesis and
+      // the same registry address: the mark cannot tell them apart, the rows can. The newest line
+      // counted as attested must have its row here.
+      const missing = await newestAttestedMissing()
+      const back = await opts.store.rebase(mark, { force: missing !== null })
+      if (missing !== null && back > 0)
+        log.warn?.(
+          `this chain has no row for line ${missing + 1}, which was attested (registry ${opts.chain.validationRegistry}): it is not the chain these lines were attested on; ${back} lines will be attested again on it`,
+        )
     }
     chainChecked = true
+  }
+
+  /** The seq of the newest attested line whose row this chain does not hold, or null. */
+  async function newestAttestedMissing(): Promise<number | null> {
+    if (opts.store.counts().attested === 0) return null
+    // The newest lines are at the end; look back a bounded way for one that is attested.
+    for (let seq = opts.store.size() - 1, looked = 0; seq >= 0 && looked < 256; seq--, looked++) {
+      const rec = await opts.store.get(seq)
+      if (rec?.state !== 'attested') continue
+      const row = await readValidationStatus(pub, opts.chain.validationRegistry, rec.requestHash)
+      if (row.ok) return null
+      if (row.kind === 'unknown') return seq
+      throw new SyncError(`chain: ${row.error}`)
+    }
+    return null
   }
 
   async function rowIsOurs(rec: AttestRecord): Promise<'ours' | 'none' | string> {

@@ -1,6 +1,7 @@
 // Lines attested on one chain are not attested on another: when sync meets a chain with a
 // different genesis (a dev chain started afresh) it says so, and attests them again there.
 import { join } from 'node:path'
+import { Level } from 'level'
 import t from 'tap'
 import { startDevChain } from '../../chain/dev.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
@@ -23,10 +24,11 @@ async function chainWithAttestor(t: Teardown) {
   return { chain, attestorUrl: srv.url }
 }
 
-t.test('a fresh chain: the lines go back to pending, are attested again, and the hub says why', async (t) => {
+/** A store with three lines attested on a first chain, and a second chain that has never seen them. */
+async function attestedThenSecondChain(t: Teardown & { teardown(fn: () => unknown): void }) {
   const dir = await tempDir(t)
-  const store = await openAttestStore(join(dir, 'db'))
-  t.teardown(() => store.close())
+  const dbPath = join(dir, 'db')
+  const store = await openAttestStore(dbPath)
   const first = await chainWithAttestor(t)
   const signer = signerFromKey(first.chain.accounts.device.privateKey)
   const tool = createChainAttestTool({ store, signer })
@@ -38,9 +40,16 @@ t.test('a fresh chain: the lines go back to pending, are attested again, and the
     )
   const warnings: string[] = []
   const log = { warn: (m: string | object) => warnings.push(String(m)) }
-  const syncOn = (c: typeof first) =>
-    createAttestSync({ store, chain: c.chain.info, attestorUrl: c.attestorUrl, signer, log }).runOnce()
+  const syncOn = (c: typeof first, s = store) =>
+    createAttestSync({ store: s, chain: c.chain.info, attestorUrl: c.attestorUrl, signer, log }).runOnce()
   await syncOn(first)
+  const second = await chainWithAttestor(t)
+  return { dbPath, store, first, second, signer, warnings, syncOn }
+}
+
+t.test('a fresh chain: the lines go back to pending, are attested again, and the hub says why', async (t) => {
+  const { store, first, second, signer, warnings, syncOn } = await attestedThenSecondChain(t)
+  t.teardown(() => store.close())
   t.match(store.counts(), { attested: 3, pending: 0 })
   t.ok(store.chainMark(), 'the chain is marked once sync met it')
   const sent = await publicClientFor(first.chain.rpcUrl).getTransactionCount({ address: signer.address })
@@ -52,19 +61,44 @@ t.test('a fresh chain: the lines go back to pending, are attested again, and the
     'and nothing sent again',
   )
 
-  const second = await chainWithAttestor(t)
   const rec = await store.get(0)
   const pub2 = publicClientFor(second.chain.rpcUrl)
   const before = await readValidationStatus(pub2, second.chain.info.validationRegistry, rec!.requestHash)
   t.match(before, { ok: false, kind: 'unknown' }, 'the new chain has never seen the line')
   const report = await syncOn(second)
   t.equal(warnings.length, 1)
-  t.match(warnings[0], /is not the one these lines were attested on; 3 lines will be attested again on it/)
+  // Two dev chains started in the same second share their genesis: then the missing row says it.
+  t.match(
+    warnings[0],
+    /is not the (one|chain) these lines were attested on; 3 lines will be attested again on it/,
+  )
   t.match(report, { attested: 3, remaining: 0 })
   t.match(store.counts(), { total: 3, attested: 3, pending: 0 })
   const after = await readValidationStatus(pub2, second.chain.info.validationRegistry, rec!.requestHash)
   t.match(after, { ok: true }, 'the row exists on the new chain')
 })
+
+t.test(
+  'a chain with the same mark but none of the rows (same genesis second): the rows decide',
+  async (t) => {
+    const { dbPath, store, second, warnings, syncOn } = await attestedThenSecondChain(t)
+    // Give the store the second chain's own mark, as two chains started in the same second would.
+    const genesis = await publicClientFor(second.chain.rpcUrl).getBlock({ blockNumber: 0n })
+    await store.close()
+    const db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
+    await db.put('m:chain', `${genesis.hash}:${second.chain.info.validationRegistry.toLowerCase()}`)
+    await db.close()
+    const reopened = await openAttestStore(dbPath)
+    t.teardown(() => reopened.close())
+    const report = await syncOn(second, reopened)
+    t.equal(warnings.length, 1)
+    t.match(
+      warnings[0],
+      /this chain has no row for line 3, which was attested .*; 3 lines will be attested again on it/,
+    )
+    t.match(report, { attested: 3, remaining: 0 })
+  },
+)
 
 t.test('a store from before the mark: the first chain met is taken as its own, nothing resent', async (t) => {
   const dir = await tempDir(t)
