@@ -130,7 +130,9 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       // the same registry address: the mark cannot tell them apart, the rows can. The newest line
       // counted as attested must have its row here.
       const missing = await newestAttestedMissing()
-      const back = await opts.store.rebase(mark, { force: missing !== null })
+      // Nothing to write when the mark is already this chain's and its rows are here.
+      const back =
+        missing !== null || had === undefined ? await opts.store.rebase(mark, { force: missing !== null }) : 0
       if (missing !== null && back > 0)
         log.warn?.(
           `this chain has no row for line ${missing + 1}, which was attested (registry ${opts.chain.validationRegistry}): it is not the chain these lines were attested on; ${back} lines will be attested again on it`,
