@@ -36,11 +36,28 @@ export interface RunFilter {
   limit?: number
 }
 
+/**
+ * What changed in the engine, for watchers (the hub's MQTT state topics, a console): told after
+ * the change is durable, never before, so a watcher never reports what a crash would undo.
+ */
+export type EngineChange =
+  /** A run was stored: admitted, moved a step, parked at a gate, approved, finished. */
+  | { kind: 'run'; run: RunSummary }
+  /** A trigger was kept (held or deferred) or a kept one was released, for this SOP. */
+  | { kind: 'kept'; sop: string }
+
 export interface HubEngine extends Engine {
   approve(runId: string, opts?: ApproveOptions): Promise<RunResult>
   deny(runId: string, opts?: { by?: string; note?: string }): Promise<RunResult>
   /** Runs parked at a gate (waiting_approval, paused_checkpoint), oldest first. */
   pending(): RunSummary[]
+  /** Unfinished runs (pending, running, parked), oldest first: from memory, no store read. */
+  liveRuns(): RunSummary[]
+  /**
+   * Calls `listener` after each durable change; returns the unsubscribe. A listener that throws
+   * is logged and kept: a watcher's bug must not stop a run.
+   */
+  watch(listener: (change: EngineChange) => void): () => void
   getRun(runId: string): Promise<RunRecord | undefined>
   listRuns(filter?: RunFilter): Promise<RunSummary[]>
   logs(runId: string): Promise<LogEntry[] | undefined>

@@ -128,6 +128,18 @@ export const HubTomlSchema = {
       additionalProperties: false,
     },
     boards: { type: 'array', items: BoardSchema },
+    // Home Assistant MQTT discovery (hub/mqtt-state/ha-discovery.ts): off unless asked for.
+    homeassistant: {
+      type: 'object',
+      properties: {
+        discovery: { type: 'boolean' },
+        // A topic prefix: no wildcard, no NUL, no leading or trailing `/`.
+        prefix: { type: 'string', pattern: '^[^/#+\\u0000]+(/[^/#+\\u0000]+)*$', maxLength: 128 },
+        // HA's rule for the node id level of a discovery topic.
+        node_id: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+      },
+      additionalProperties: false,
+    },
     // AMQP 0-9-1 triggers (hub/triggers/amqp.ts); the password never goes in hub.toml or the URL.
     amqp: {
       type: 'object',
@@ -201,6 +213,8 @@ export interface HubConfig {
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
   boards: BoardEntry[]
+  /** `[homeassistant]`: MQTT discovery of the boards and the approvals count, opt-in. */
+  homeassistant: { discovery: boolean; prefix: string; nodeId: string }
   /** `[amqp]`, or null when the hub consumes no AMQP broker (amqp triggers are then inert, warned). */
   amqp: AmqpConfig | null
   chain: Record<string, unknown> | null
@@ -369,6 +383,13 @@ export function resolveConfig(
         ...(b.profile !== undefined ? { profile: camelKeys<BoardEntry['profile']>(b.profile) } : {}),
         ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
       })),
+      homeassistant: {
+        discovery: t.homeassistant?.discovery ?? false,
+        prefix: t.homeassistant?.prefix ?? 'homeassistant',
+        nodeId:
+          t.homeassistant?.node_id ??
+          (t.broker?.client_id ?? `svc-hub-${hostname()}`).replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 64),
+      },
       amqp,
       chain: t.chain ?? null,
       agent: t.agent

@@ -35,6 +35,9 @@ import {
   willSessionAvailability,
 } from './board-availability.ts'
 import { startBoardCommands } from './board-commands.ts'
+import { startStateTopics, type StateTopics } from '../mqtt-state/publisher.ts'
+import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
+import { SVC_VERSION } from '../version.ts'
 
 export interface RunningHub {
   config: HubConfig
@@ -135,6 +138,8 @@ export async function startHub(
         connectTimeout: 10_000,
         resubscribe: true,
         writeCache: false,
+        // On an external broker, svc/hub/state says `offline` when the hub dies (MQTT 3.1.1 §3.1.2.5).
+        will: { topic: HUB_STATE_TOPIC, payload: Buffer.from(OFFLINE_STATE), qos: 1, retain: true },
         ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
         ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
         // The embedded broker's own login for the hub: never refused, whatever the accounts say.
@@ -185,15 +190,28 @@ export async function startHub(
       closers.push({ name: 'board availability', fn: () => a.close() })
     }
 
+    // svc/hub/state and friends (hub/mqtt-state/): started once the engine exists, before any
+    // port opens; the bridge's callbacks reach it through this reference.
+    let stateTopics: StateTopics | null = null
     let bridge: BridgeLike | null = null
     if (config.boards.length > 0) {
       if (!parts.createBridge) throw new Error('boards are configured but this build has no bridge')
       const a = availability
       bridge = await parts.createBridge({
         boards: config.boards,
-        publish,
+        publish: (topic, payload, o) => {
+          stateTopics?.seen(topic, payload, o)
+          return publish(topic, payload, o)
+        },
         log,
-        ...(a ? { availability: (board: string, state: 'online' | 'offline') => a.set(board, state) } : {}),
+        ...(a
+          ? {
+              availability: (board: string, state: 'online' | 'offline') => {
+                a.set(board, state)
+                stateTopics?.board(board, state)
+              },
+            }
+          : {}),
       })
     }
 
@@ -228,6 +246,21 @@ export async function startHub(
     })
     engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
+
+    const topics = await startStateTopics({
+      client,
+      engine,
+      sops: () => sops,
+      diagnostics: () => diagnostics,
+      boards: boardNames,
+      clientId: config.broker.clientId,
+      version: SVC_VERSION,
+      homeassistant: config.homeassistant,
+      dataDir: config.dataDir,
+      log,
+    })
+    stateTopics = topics
+    closers.push({ name: 'state topics', fn: () => topics.close() })
 
     // A URL or password that cannot be read stops the start with the field named; a broker that
     // does not answer does not (the amqp source retries it).
@@ -338,6 +371,7 @@ export async function startHub(
         diagnostics = next.diagnostics
         engine.setSops(sops)
         await router.setSops(sops)
+        stateTopics?.changed()
         await broker?.reloadAccounts()
       },
       close() {

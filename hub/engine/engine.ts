@@ -4,7 +4,14 @@
 import { randomUUID } from 'node:crypto'
 import { type Condition, evaluate, parseCondition } from '../../sops/conditions.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger, TriggerEvent } from '../../sops/engine-api.ts'
-import type { ApproveOptions, HubEngine, RunFilter, RunResult, RunSummary } from '../../sops/hub-engine.ts'
+import type {
+  ApproveOptions,
+  EngineChange,
+  HubEngine,
+  RunFilter,
+  RunResult,
+  RunSummary,
+} from '../../sops/hub-engine.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
@@ -75,6 +82,7 @@ export class Engine implements HubEngine {
   /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
   private onceBusy = new Map<string, Promise<void>>()
   private pruneTimer: NodeJS.Timeout | undefined
+  private watchers = new Set<(change: EngineChange) => void>()
   private closed = false
   private readonly now: () => number
   private readonly log: Log
@@ -123,6 +131,20 @@ export class Engine implements HubEngine {
   private note(run: RunRecord, step: number, level: LogEntry['level'], msg: string): void {
     appendLog(run, { at: this.now(), step, level, msg })
     this.log[level]({ run: run.id, sop: run.sop, step }, msg)
+  }
+
+  private changed(change: EngineChange): void {
+    for (const w of this.watchers) {
+      try {
+        w(change)
+      } catch (err) {
+        this.log.error({ err: err instanceof Error ? err.message : String(err) }, 'engine watcher failed')
+      }
+    }
+  }
+
+  private runChanged(run: RunRecord): void {
+    if (this.watchers.size > 0) this.changed({ kind: 'run', run: summary(run) })
   }
 
   private move(run: RunRecord, event: RunEvent): void {
@@ -218,6 +240,7 @@ export class Engine implements HubEngine {
           this.runSop.delete(run.id)
           throw err
         }
+        this.runChanged(run)
         if (!this.closed) this.spawn(run)
         return d
       }
@@ -241,6 +264,7 @@ export class Engine implements HubEngine {
           if (at >= 0) q.splice(at, 1)
           throw err
         }
+        this.changed({ kind: 'kept', sop: sop.name })
         return d
       }
       case 'coalesced': {
@@ -252,6 +276,7 @@ export class Engine implements HubEngine {
         this.note(into, 0, 'info', `coalesced a ${event.type} trigger from ${event.source}`)
         const d: AdmissionDecision = { outcome: 'coalesced', runId: into.id, reason: verdict.reason }
         await this.store.write([...this.store.runOps(into), ...this.admissionOps(sop.name, event, d)])
+        this.runChanged(into)
         return d
       }
       default: {
@@ -320,7 +345,11 @@ export class Engine implements HubEngine {
         ...this.admissionOps(sopName, head.event, d),
       ])
       const p = write
-        .then(() => (this.closed ? undefined : this.drive(run)))
+        .then(() => {
+          this.changed({ kind: 'kept', sop: sopName })
+          this.runChanged(run)
+          return this.closed ? undefined : this.drive(run)
+        })
         .catch((err: unknown) => {
           this.log.error(
             { run: run.id, err: err instanceof Error ? err.message : String(err) },
@@ -366,6 +395,7 @@ export class Engine implements HubEngine {
   private async persist(run: RunRecord, extra: BatchOp[] = []): Promise<void> {
     run.updatedAt = this.now()
     await this.durable(run.id, [...this.store.runOps(run), ...extra])
+    this.runChanged(run)
   }
 
   /**
@@ -414,6 +444,7 @@ export class Engine implements HubEngine {
       ...this.store.finishOps(run, summary(run)),
       this.store.lastFinishedOp(run.sop, run.finishedAt),
     ])
+    this.runChanged(run)
     this.store.forget(run.id)
     this.release(run.sop)
   }
@@ -766,6 +797,17 @@ export class Engine implements HubEngine {
       .filter((r) => isParked(r.state))
       .map(summary)
       .sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  liveRuns(): RunSummary[] {
+    return [...this.live.values()].map(summary).sort((a, b) => a.createdAt - b.createdAt)
+  }
+
+  watch(listener: (change: EngineChange) => void): () => void {
+    this.watchers.add(listener)
+    return () => {
+      this.watchers.delete(listener)
+    }
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {

@@ -1,0 +1,222 @@
+// Publishes the hub's state topics (payloads.ts) and, when asked, Home Assistant discovery
+// (ha-discovery.ts). Watches the engine (after each durable change) and the boards; the retained
+// summaries go out at most once a second, coalesced, so a burst of runs costs one message.
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { MqttClient } from 'mqtt'
+import type { Diagnostic, Sop } from '../../sops/types.ts'
+import type { HubEngine } from '../../sops/hub-engine.ts'
+import type { Log } from '../log.ts'
+import { birthTopic, discoveryMessages, MAX_SIGNALS_PER_BOARD } from './ha-discovery.ts'
+import {
+  HUB_STATE_TOPIC,
+  hubState,
+  OFFLINE_STATE,
+  PENDING_TOPIC,
+  pendingApprovals,
+  runChange,
+  runKey,
+  runTopic,
+} from './payloads.ts'
+
+export interface StateTopicsOptions {
+  client: MqttClient
+  engine: HubEngine
+  sops: () => readonly Sop[]
+  diagnostics: () => readonly Diagnostic[]
+  boards: readonly string[]
+  clientId: string
+  version: string
+  /** `[homeassistant]`; discovery off = none of its topics are touched. */
+  homeassistant: { discovery: boolean; prefix: string; nodeId: string }
+  dataDir: string
+  log: Log
+  /** Shortest gap between two retained summaries (default 1000 ms). */
+  minIntervalMs?: number
+  now?: () => number
+}
+
+export interface StateTopics {
+  /** A board's availability changed (the bridge's callback, passed on). */
+  board(name: string, state: 'online' | 'offline'): void
+  /** Told of each bridge publish: a board's first event on a signal makes a discovery entity. */
+  seen(topic: string, payload: string, opts: { retain: boolean }): void
+  /** Something the snapshot shows changed outside the engine (a SOP reload). */
+  changed(): void
+  /** Publishes `offline` (retained) and stops. */
+  close(): Promise<void>
+}
+
+/** The discovery state kept across restarts: which signals each board has sent, what was published. */
+interface DiscoveryFile {
+  signals: Record<string, Record<string, string>>
+  topics: string[]
+}
+
+const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err))
+
+export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopics> {
+  const now = o.now ?? Date.now
+  const since = now()
+  const gap = o.minIntervalMs ?? 1000
+  const boards: Record<string, 'online' | 'offline'> = Object.fromEntries(
+    o.boards.map((b) => [b, 'offline' as const]),
+  )
+  const lastRun = new Map<string, string>()
+  let closed = false
+  let timer: NodeJS.Timeout | null = null
+  let dirty = false
+  let lastSent = 0
+
+  const send = (topic: string, payload: string, qos: 0 | 1, retain: boolean): void => {
+    if (closed) return
+    o.client.publishAsync(topic, payload, { qos, retain }).catch((err: unknown) => {
+      if (!closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
+    })
+  }
+
+  const publishSummaries = (): void => {
+    dirty = false
+    lastSent = now()
+    const diagnostics = o.diagnostics()
+    send(
+      HUB_STATE_TOPIC,
+      hubState({
+        since,
+        now: lastSent,
+        clientId: o.clientId,
+        version: o.version,
+        sops: {
+          loaded: o.sops().length,
+          invalid: new Set(diagnostics.filter((d) => d.severity === 'error').map((d) => d.file)).size,
+        },
+        boards,
+        live: o.engine.liveRuns(),
+        kept: o.engine.keptTriggers(),
+      }),
+      1,
+      true,
+    )
+    send(PENDING_TOPIC, pendingApprovals(o.engine.pending()), 1, true)
+  }
+
+  const schedule = (): void => {
+    if (closed) return
+    dirty = true
+    if (timer) return
+    const wait = Math.max(0, lastSent + gap - now())
+    timer = setTimeout(() => {
+      timer = null
+      if (dirty && !closed) publishSummaries()
+    }, wait)
+    timer.unref()
+  }
+
+  const unwatch = o.engine.watch((c) => {
+    if (c.kind === 'run') {
+      const key = runKey(c.run)
+      if (lastRun.get(c.run.id) !== key) {
+        const topic = runTopic(c.run.sop, c.run.id)
+        if (topic) send(topic, runChange(c.run), 0, false)
+        if (c.run.finishedAt !== undefined) lastRun.delete(c.run.id)
+        else lastRun.set(c.run.id, key)
+      }
+    }
+    schedule()
+  })
+
+  // ---- Home Assistant discovery ------------------------------------------------------------
+  const ha = o.homeassistant
+  const discoveryPath = join(o.dataDir, 'homeassistant-discovery.json')
+  let known: DiscoveryFile = { signals: {}, topics: [] }
+  let publishedTopics = new Set<string>()
+  let saving: Promise<void> = Promise.resolve()
+  const save = (): void => {
+    const text = JSON.stringify(known)
+    saving = saving
+      .then(async () => {
+        await writeFile(`${discoveryPath}.tmp`, text)
+        await rename(`${discoveryPath}.tmp`, discoveryPath)
+      })
+      .catch((err: unknown) => o.log.warn({ err: errText(err) }, 'discovery state not saved'))
+  }
+  const publishDiscovery = (): void => {
+    const messages = discoveryMessages({
+      prefix: ha.prefix,
+      nodeId: ha.nodeId,
+      version: o.version,
+      boards: o.boards.map((name) => ({
+        name,
+        signals: Object.entries(known.signals[name] ?? {}).map(([s, sample]) => ({ name: s, sample })),
+      })),
+    })
+    const wanted = new Set(messages.map((m) => m.topic))
+    // Entities of boards no longer in hub.toml go away (an empty retained config removes them).
+    for (const t of [...publishedTopics, ...known.topics]) if (!wanted.has(t)) send(t, '', 1, true)
+    for (const m of messages) send(m.topic, m.payload, 1, true)
+    publishedTopics = wanted
+    known.topics = [...wanted]
+    save()
+  }
+  const onMessage = (topic: string, payload: Buffer): void => {
+    if (topic === birthTopic(ha.prefix) && payload.toString() === 'online') publishDiscovery()
+  }
+  if (ha.discovery) {
+    try {
+      const raw = JSON.parse(await readFile(discoveryPath, 'utf8')) as Partial<DiscoveryFile>
+      known = { signals: raw.signals ?? {}, topics: Array.isArray(raw.topics) ? raw.topics : [] }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        o.log.warn({ file: discoveryPath, err: errText(err) }, 'discovery state unreadable; starting afresh')
+    }
+    o.client.on('message', onMessage)
+    await o.client.subscribeAsync(birthTopic(ha.prefix), { qos: 1 }).catch((err: unknown) => {
+      o.log.warn({ err: errText(err) }, 'cannot subscribe to Home Assistant status')
+    })
+    publishDiscovery()
+  } else {
+    // Discovery turned off: entities this hub published before are removed, once.
+    try {
+      const raw = JSON.parse(await readFile(discoveryPath, 'utf8')) as Partial<DiscoveryFile>
+      for (const t of Array.isArray(raw.topics) ? raw.topics : []) send(t, '', 1, true)
+      known = { signals: raw.signals ?? {}, topics: [] }
+      save()
+    } catch {
+      // Never turned on.
+    }
+  }
+
+  publishSummaries()
+
+  return {
+    board(name, state) {
+      if (boards[name] === state) return
+      boards[name] = state
+      schedule()
+    },
+    seen(topic, payload, opts) {
+      // Board events are the bridge's non-retained publishes (info, stats, availability are retained).
+      if (!ha.discovery || opts.retain) return
+      const levels = topic.split('/')
+      const board = levels[1] as string
+      const signal = levels[2] as string
+      if (levels.length !== 3 || levels[0] !== 'boards' || !o.boards.includes(board)) return
+      const seen = (known.signals[board] ??= {})
+      if (signal in seen || Object.keys(seen).length >= MAX_SIGNALS_PER_BOARD) return
+      seen[signal] = payload.slice(0, 1024)
+      publishDiscovery()
+    },
+    changed: schedule,
+    async close() {
+      if (closed) return
+      closed = true
+      unwatch()
+      if (timer) clearTimeout(timer)
+      o.client.off('message', onMessage)
+      await o.client
+        .publishAsync(HUB_STATE_TOPIC, OFFLINE_STATE, { qos: 1, retain: true })
+        .catch(() => undefined)
+      await saving
+    },
+  }
+}
