@@ -162,7 +162,7 @@ t.test('svc/hub/state, svc/approvals/pending and svc/runs/… follow a real run'
   const states = w.got
     .filter((g) => g.topic === `svc/runs/gated/${runId}`)
     .map((g) => JSON.parse(g.payload).state)
-  t.same(states.slice(-2), ['running', 'completed'], 'approve → running → completed, each once')
+  t.same(states.slice(-2), ['running', 'completed'], 'approved, it runs and completes')
   // The next held trigger is released and parks in its turn: still one waiting, one held.
   await waitFor(
     () =>
