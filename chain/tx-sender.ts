@@ -58,7 +58,7 @@ export interface TxSenderOptions {
   minTip?: bigint
   /** Replace a transaction not mined this long after it was signed (default 60 s). */
   stuckAfterMs?: number
-  /** How often receipts are looked for (default 200 ms). */
+  /** How often receipts are looked for (default: the client's polling interval). */
   pollMs?: number
   /** Re-broadcast the newest attempt this often while waiting (default 2 s). */
   rebroadcastMs?: number
@@ -92,7 +92,8 @@ export function createTxSender(o: TxSenderOptions): TxSender {
   const { pub, account } = o
   const now = o.now ?? Date.now
   const stuckAfterMs = o.stuckAfterMs ?? 60_000
-  const pollMs = o.pollMs ?? 200
+  // The client's own polling interval: 50 ms on loopback, 500 ms elsewhere (chain/clients.ts).
+  const pollMs = o.pollMs ?? Math.min(pub.pollingInterval, 500)
   const rebroadcastMs = o.rebroadcastMs ?? 2000
 
   async function fees(): Promise<FeeOffer> {

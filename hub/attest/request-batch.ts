@@ -114,7 +114,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     return total
   }
 
-  type Estimate = { ok: true; gas: bigint } | { ok: false; index?: number; reason: string }
+  type Estimate = { ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }
 
   async function estimate(lines: AttestRecord[]): Promise<Estimate> {
     try {
@@ -132,10 +132,18 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       return { ok: true, gas }
     } catch (err) {
       if (!(err instanceof BaseError)) throw err
+      // Too big for a block: not the batch's fault, make it smaller.
+      if (
+        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
+      )
+        return { ok: false, tooBig: true, reason: 'out of gas' }
       const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
       if (!(rev instanceof ContractFunctionRevertedError)) throw err // the RPC, not the batch
       if (rev.data?.errorName === 'CallFailed') {
         const [index, reason] = rev.data.args as readonly [bigint, Hex]
+        // A call that failed with no data at all ran out of the gas the estimate allowed (the
+        // 63/64 rule): the batch is too big, not that line at fault.
+        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
         return { ok: false, index: Number(index), reason: revertText(reason) }
       }
       return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
@@ -168,6 +176,11 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     while (todo.length > 0) {
       const chunk = todo.slice(0, cut)
       const est = await estimate(chunk)
+      if (!est.ok && est.tooBig && chunk.length > 1) {
+        size = Math.max(1, Math.floor(chunk.length / 2))
+        cut = size
+        continue
+      }
       if (!est.ok) {
         if (est.index !== undefined && chunk[est.index]) {
           const bad = chunk[est.index]!

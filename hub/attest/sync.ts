@@ -123,7 +123,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         executor,
         attestor,
         agentId,
-        maxLines: opts.maxBatchLines ?? 400,
+        maxLines: opts.maxBatchLines ?? opts.batchSize ?? 400,
         rowIsOurs: (r) => rowIsOurs(r),
         warn: (m) => log.warn?.(m),
       })
@@ -393,8 +393,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   /** Lines posted to the attestor at once (its limit, records/attestor-request.ts) and in parallel. */
   const ATTEST_CHUNK = 100
   const ATTEST_PARALLEL = 4
-  /** Lines read from the queue per round of the batched path. */
-  const QUEUE_READ = 2000
+  /** Lines read from the queue per round of the batched path: one request transaction's worth. */
+  const QUEUE_READ = opts.maxBatchLines ?? opts.batchSize ?? 400
 
   async function runBatched(report: SyncReport, total: number): Promise<void> {
     const every = opts.progressEveryMs ?? 10_000
@@ -407,6 +407,18 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       if (Date.now() - lastLog >= every) {
         lastLog = Date.now()
         log.info?.(`sync progress: ${tracker.snapshot(Date.now()).line}`)
+      }
+    }
+    let attesting: Promise<void> = Promise.resolve()
+    const attestAll = async (fresh: AttestRecord[]): Promise<void> => {
+      const chunks: AttestRecord[][] = []
+      for (let i = 0; i < fresh.length; i += ATTEST_CHUNK) chunks.push(fresh.slice(i, i + ATTEST_CHUNK))
+      for (let i = 0; i < chunks.length; i += ATTEST_PARALLEL) {
+        const ats = await Promise.all(chunks.slice(i, i + ATTEST_PARALLEL).map((ch) => attest(ch)))
+        for (const at of ats) {
+          report.attested += at.attested
+          tick(at.attested)
+        }
       }
     }
     const resumed = await requester!.resume()
@@ -430,17 +442,14 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter(
         (r): r is AttestRecord => r !== undefined && r.state === 'requested',
       )
-      const chunks: AttestRecord[][] = []
-      for (let i = 0; i < fresh.length; i += ATTEST_CHUNK) chunks.push(fresh.slice(i, i + ATTEST_CHUNK))
-      for (let i = 0; i < chunks.length; i += ATTEST_PARALLEL) {
-        const ats = await Promise.all(chunks.slice(i, i + ATTEST_PARALLEL).map((ch) => attest(ch)))
-        for (const at of ats) {
-          report.attested += at.attested
-          tick(at.attested)
-        }
-      }
+      // The attestor answers this batch while the device requests the next one: two accounts,
+      // two nonces, so the two transactions streams overlap. Answers stay in batch order.
+      await attesting
+      attesting = attestAll(fresh)
+      attesting.catch(() => undefined) // awaited (and thrown) at the next round or the end
       afterSeq = batch[batch.length - 1]!.seq
     }
+    await attesting
   }
 
   async function runOnce(): Promise<SyncReport> {
