@@ -40,6 +40,8 @@ export interface DevChainOptions {
   agentURI?: string
   /** Keep the chain in this file across restarts (anvil --state); absent: a new chain each time. */
   stateFile?: string
+  /** Seconds per block (fractions allowed); absent: each transaction mined at once. */
+  blockTime?: number
   /**
    * The chain file written for the kept chain last time: its registries and agent are used again
    * when the loaded chain still has them, instead of deploying new ones.
@@ -82,6 +84,7 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
     ...(opts.port !== undefined ? { port: opts.port } : {}),
     ...(opts.host ? { host: opts.host } : {}),
     ...(opts.stateFile !== undefined ? { stateFile: opts.stateFile } : {}),
+    ...(opts.blockTime !== undefined ? { blockTime: opts.blockTime } : {}),
   })
   try {
     const accounts = devAccounts()
