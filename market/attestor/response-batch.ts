@@ -8,7 +8,7 @@
 import { type Address, BaseError, ContractFunctionRevertedError, type Hex, encodeFunctionData } from 'viem'
 import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
-import { revertText } from '../../chain/official-errors.ts'
+import { reasonText, revertText } from '../../chain/official-errors.ts'
 import type { TxSender } from '../../chain/tx-sender.ts'
 
 export interface ResponseCall {
@@ -89,7 +89,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
         // A call that failed with no data at all ran out of the gas the estimate allowed (the
         // 63/64 rule): the batch is too big, not that line at fault.
         if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-        return { ok: false, index: Number(index), reason: revertText(reason) }
+        return { ok: false, index: Number(index), reason: reasonText(reason) }
       }
       return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
     }
