@@ -19,6 +19,11 @@ export interface ChainInfo {
   attestorAddress: Address
   /** Origin of the attestor service the hub's sync posts lines to (optional). */
   attestorUrl?: string
+  /**
+   * The EIP-7702 batch executor the device and the attestor delegate to (chain/README.md:
+   * Batching). Absent: one transaction per line, as before batching.
+   */
+  batchExecutor?: Address
   /** Dev chains only: which anvil key plays which role. Absent for a real network. */
   accounts?: DevAccounts
 }
@@ -44,6 +49,11 @@ export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
   }
   if (typeof o.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(o.agentId))
     return { ok: false, error: 'chain file: agentId must be a decimal string' }
+  if (
+    o.batchExecutor !== undefined &&
+    (typeof o.batchExecutor !== 'string' || !isAddress(o.batchExecutor, { strict: false }))
+  )
+    return { ok: false, error: 'chain file: batchExecutor must be an address' }
   if (
     o.attestorUrl !== undefined &&
     (typeof o.attestorUrl !== 'string' || !/^https?:\/\//.test(o.attestorUrl))

@@ -30,6 +30,36 @@ export interface ClientOptions {
   pollingInterval?: number
   /** Per request timeout (ms). */
   timeout?: number
+  /**
+   * Retries of one RPC call (viem's transport: 429/403/408/413/5xx, timeouts, dropped
+   * connections; a 429's integer `Retry-After` seconds is waited, else 150 ms doubling).
+   * Default 0: callers that add their own loop say so.
+   */
+  retryCount?: number
+  /** Told when the RPC answers 429: until when (ms since epoch) it asked us to wait. */
+  onRateLimited?(untilMs: number): void
+}
+
+/** Retry-After is seconds or an HTTP date (RFC 9110 §10.2.3); absent or unreadable: 1 s. */
+export function retryAfterMs(header: string | null, nowMs: number): number {
+  if (header !== null && /^\s*\d+\s*$/.test(header)) return Number(header) * 1000
+  const at = header !== null ? Date.parse(header) : Number.NaN
+  return Number.isNaN(at) ? 1000 : Math.max(0, at - nowMs)
+}
+
+function transportFor(rpcUrl: string, opts: ClientOptions) {
+  return http(rpcUrl, {
+    timeout: opts.timeout ?? 15_000,
+    retryCount: opts.retryCount ?? 0,
+    ...(opts.onRateLimited
+      ? {
+          onFetchResponse: (res: Response) => {
+            if (res.status === 429)
+              opts.onRateLimited!(Date.now() + retryAfterMs(res.headers.get('retry-after'), Date.now()))
+          },
+        }
+      : {}),
+  })
 }
 
 export type SvcPublicClient = PublicClient<Transport, Chain>
@@ -47,7 +77,7 @@ function isLoopback(rpcUrl: string): boolean {
 export function publicClientFor(rpcUrl: string, opts: ClientOptions = {}): SvcPublicClient {
   return createPublicClient({
     chain: svcChain(rpcUrl),
-    transport: http(rpcUrl, { timeout: opts.timeout ?? 15_000, retryCount: 0 }),
+    transport: transportFor(rpcUrl, opts),
     pollingInterval: opts.pollingInterval ?? (isLoopback(rpcUrl) ? 50 : 500),
   })
 }
@@ -56,7 +86,7 @@ export function walletClientFor(rpcUrl: string, privateKey: Hex, opts: ClientOpt
   return createWalletClient({
     account: privateKeyToAccount(privateKey),
     chain: svcChain(rpcUrl),
-    transport: http(rpcUrl, { timeout: opts.timeout ?? 15_000, retryCount: 0 }),
+    transport: transportFor(rpcUrl, opts),
     pollingInterval: opts.pollingInterval ?? (isLoopback(rpcUrl) ? 50 : 500),
   })
 }

@@ -16,10 +16,10 @@ export interface Artifact {
   abi: Abi
   bytecode: Hex
 }
-export type ContractName = 'IdentityRegistry' | 'ValidationRegistry'
+export type ContractName = 'IdentityRegistry' | 'ValidationRegistry' | 'BatchExecutor'
 export type Artifacts = Record<ContractName, Artifact>
 
-const NAMES: ContractName[] = ['IdentityRegistry', 'ValidationRegistry']
+const NAMES: ContractName[] = ['IdentityRegistry', 'ValidationRegistry', 'BatchExecutor']
 // Cancun: what Monad testnet and anvil both run; newer opcodes would not deploy on Monad.
 const SETTINGS = {
   optimizer: { enabled: true, runs: 200 },

@@ -2,7 +2,7 @@
 // Each function takes clients (viem style) so the same code deploys to anvil or Monad testnet.
 import { type Address, type Hex, decodeEventLog } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
+import { batchExecutorAbi, identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import type { SvcPublicClient, SvcWalletClient } from './clients.ts'
 import { compileContracts } from './compile.ts'
@@ -53,6 +53,18 @@ export async function deployValidationRegistry(
   })
   const r = await mined(pub, hash, 'deploy ValidationRegistry')
   if (!r.contractAddress) throw new Error('deploy ValidationRegistry: no contract address')
+  return r.contractAddress
+}
+
+/**
+ * The EIP-7702 batch executor (chain/contracts/BatchExecutor.sol) the device and the attestor
+ * delegate to; one per chain serves every account (it has no storage and no owner).
+ */
+export async function deployBatchExecutor(wallet: SvcWalletClient, pub: SvcPublicClient): Promise<Address> {
+  const a = await compileContracts()
+  const hash = await wallet.deployContract({ abi: batchExecutorAbi, bytecode: a.BatchExecutor.bytecode })
+  const r = await mined(pub, hash, 'deploy BatchExecutor')
+  if (!r.contractAddress) throw new Error('deploy BatchExecutor: no contract address')
   return r.contractAddress
 }
 

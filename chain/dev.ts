@@ -9,7 +9,13 @@ import { startAnvil } from './anvil.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import { type ChainInfo, chainFilePath, readChainFile } from './chain-file.ts'
 import { publicClientFor, walletClientFor } from './clients.ts'
-import { approveOperator, deployRegistries, registerAgent, setAgentWallet } from './deploy.ts'
+import {
+  approveOperator,
+  deployBatchExecutor,
+  deployRegistries,
+  registerAgent,
+  setAgentWallet,
+} from './deploy.ts'
 
 export interface DevChain {
   rpcUrl: string
@@ -34,6 +40,8 @@ export interface DevChainOptions {
   agentURI?: string
   /** Keep the chain in this file across restarts (anvil --state); absent: a new chain each time. */
   stateFile?: string
+  /** Seconds per block (fractions allowed); absent: each transaction mined at once. */
+  blockTime?: number
   /**
    * The chain file written for the kept chain last time: its registries and agent are used again
    * when the loaded chain still has them, instead of deploying new ones.
@@ -76,6 +84,7 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
     ...(opts.port !== undefined ? { port: opts.port } : {}),
     ...(opts.host ? { host: opts.host } : {}),
     ...(opts.stateFile !== undefined ? { stateFile: opts.stateFile } : {}),
+    ...(opts.blockTime !== undefined ? { blockTime: opts.blockTime } : {}),
   })
   try {
     const accounts = devAccounts()
@@ -99,6 +108,7 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
     const deployer = walletClientFor(anvil.rpcUrl, accounts.deployer.privateKey)
     const owner = walletClientFor(anvil.rpcUrl, accounts.owner.privateKey)
     const regs = await deployRegistries(deployer, pub)
+    const batchExecutor = await deployBatchExecutor(deployer, pub)
     const agent = await registerAgent(owner, pub, regs.identityRegistry, opts.agentURI ?? 'svc://agents/demo')
     await setAgentWallet(owner, pub, regs.identityRegistry, agent, accounts.device.privateKey)
     await approveOperator(owner, pub, regs.identityRegistry, accounts.device.address)
@@ -110,6 +120,7 @@ export async function startDevChain(opts: DevChainOptions = {}): Promise<DevChai
       validationRegistry: regs.validationRegistry,
       agentId: agent.toString(),
       attestorAddress: accounts.attestor.address,
+      batchExecutor,
       accounts,
     }
     return {

@@ -15,6 +15,9 @@ export async function renderAbiModule(): Promise<string> {
     '',
     `export const validationRegistryAbi = ${JSON.stringify(a.ValidationRegistry.abi, null, 2)} as const`,
     '',
+    '// EIP-7702 batch executor (chain/README.md: Batching).',
+    `export const batchExecutorAbi = ${JSON.stringify(a.BatchExecutor.abi, null, 2)} as const`,
+    '',
   ].join('\n')
 }
 

@@ -48,6 +48,19 @@ export const officialErrorsAbi = [
   { type: 'error', name: 'UUPSUnsupportedProxiableUUID', inputs: [{ name: 'slot', type: 'bytes32' }] },
 ] as const
 
+/** A call's revert data as its reason: a require's string as is, else revertText's phrase. */
+export function reasonText(data: Hex | undefined): string {
+  try {
+    if (data && data !== '0x') {
+      const d = decodeErrorResult({ abi: [], data })
+      if (d.errorName === 'Error') return String(d.args?.[0])
+    }
+  } catch {
+    // not Error(string): below
+  }
+  return revertText(data)
+}
+
 /** A revert as one phrase: its reason string, an official error by name with its arguments, or the raw selector. */
 export function revertText(data: Hex | undefined): string {
   if (!data || data === '0x') return 'reverted without a reason'

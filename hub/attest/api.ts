@@ -4,6 +4,7 @@ import { isAbsolute } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { exportAttestations } from './export.ts'
 import type { AttestStore } from './store.ts'
+import type { SyncStatus } from './sync-status.ts'
 
 // JSON Schema literal: typebox's builders are not loaded by the hub (tools/types.ts says why).
 const ExportBody = {
@@ -19,9 +20,16 @@ const ExportBody = {
   additionalProperties: false,
 } as const
 
-export function attestRoutes(store: AttestStore): (app: FastifyInstance) => void {
+/**
+ * GET /attest/status: the counts, and `sync` (sync-status.ts: state, its sentence, progress with
+ * lines/s and ETA, rate-limit and stuck details), null when this hub has no sync running.
+ */
+export function attestRoutes(
+  store: AttestStore,
+  syncStatus: () => SyncStatus | null = () => null,
+): (app: FastifyInstance) => void {
   return (app) => {
-    app.get('/attest/status', async () => store.counts())
+    app.get('/attest/status', async () => ({ ...store.counts(), sync: syncStatus() }))
     app.post<{ Body: { out: string; from?: number; to?: number } }>(
       '/attest/export',
       { schema: { body: ExportBody } },

@@ -7,6 +7,7 @@
 //   attested  the attestor's validationResponse is mined: the line is verifiable
 //   failed    cannot be attested (e.g. its request hash was taken by another request); kept, never retried
 import type { Hex } from 'viem'
+import type { SavedTx } from '../../chain/tx-sender.ts'
 import type { LineToStore, StoredLine } from '../../tools/attest-ports.ts'
 
 export type AttestState = 'pending' | 'sending' | 'requested' | 'attested' | 'failed'
@@ -14,8 +15,17 @@ export const ATTEST_STATES: readonly AttestState[] = ['pending', 'sending', 'req
 
 export interface SentTx {
   hash: Hex
-  raw: Hex
+  /** One transaction per line: its bytes. Batched: absent, the bytes are in the send (below). */
+  raw?: Hex
   nonce: number
+}
+
+/**
+ * A batched request transaction with every attempt signed for its nonce (replacements), and the
+ * lines it carries; saved before each broadcast, deleted when its outcome is on the lines.
+ */
+export interface SavedSend extends SavedTx {
+  seqs: number[]
 }
 
 /** The line chain_attest stored (its ports, tools/attest-ports.ts), and where it is on its way. */

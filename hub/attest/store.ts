@@ -10,7 +10,13 @@ import { join } from 'node:path'
 import { Level } from 'level'
 import type { Hex } from 'viem'
 import { requestHashFor } from '../../records/request-hash.ts'
-import { type AttestCounts, type AttestRecord, type AttestState, emptyCounts } from './record.ts'
+import {
+  type AttestCounts,
+  type AttestRecord,
+  type AttestState,
+  type SavedSend,
+  emptyCounts,
+} from './record.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 
 /** What the tool hands the store; the store assigns seq, requestHash, createdAt and state. */
@@ -35,8 +41,13 @@ export interface AttestStore {
   range(from?: number, to?: number): AsyncIterable<AttestRecord>
   /** The first `limit` records from `fromSeq` on not yet attested or failed, in seq order. */
   queue(limit: number, fromSeq?: number): Promise<AttestRecord[]>
-  /** Replaces records (state changes by the sync), in one sync batch. */
-  update(records: AttestRecord[]): Promise<void>
+  /**
+   * Replaces records (state changes by the sync), in one sync batch; with `send`, also saves a
+   * batched request transaction (`put`) or forgets one by nonce (`del`) in that same batch.
+   */
+  update(records: AttestRecord[], send?: { put?: SavedSend; del?: number }): Promise<void>
+  /** Batched request transactions saved and not yet settled, by nonce. */
+  sends(): Promise<SavedSend[]>
   counts(): AttestCounts
   size(): number
   /** The chain the lines' states refer to (sync's mark: genesis hash and registry), once one was met. */
@@ -55,11 +66,18 @@ const pad = (n: number) => n.toString().padStart(12, '0')
 const lineKey = (seq: number) => `l:${pad(seq)}`
 const queueKey = (seq: number) => `q:${pad(seq)}`
 const idemKey = (k: string) => `k:${k}`
+const sendKey = (nonce: number) => `s:${pad(nonce)}`
 const inQueue = (s: AttestState) => s === 'pending' || s === 'sending' || s === 'requested'
 
 type Job =
   | { kind: 'append'; input: AppendInput; resolve: (r: AppendResult) => void; reject: (e: unknown) => void }
-  | { kind: 'update'; records: AttestRecord[]; resolve: () => void; reject: (e: unknown) => void }
+  | {
+      kind: 'update'
+      records: AttestRecord[]
+      send?: { put?: SavedSend; del?: number }
+      resolve: () => void
+      reject: (e: unknown) => void
+    }
   | {
       kind: 'rebase'
       mark: string
@@ -140,6 +158,9 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
                 back++
               }
             }
+            // Transactions saved for another chain mean nothing on this one.
+            if (job.force || (newMark !== undefined && newMark !== job.mark))
+              for await (const k of db.keys({ gte: 's:', lt: 's;' })) ops.del(k)
             newMark = job.mark
             ops.put('m:chain', job.mark)
             done.push(() => job.resolve(back))
@@ -157,6 +178,8 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
               touched.set(rec.seq, rec)
               if (!inQueue(rec.state)) ops.del(queueKey(rec.seq))
             }
+            if (job.send?.put) ops.put(sendKey(job.send.put.nonce), job.send.put)
+            if (job.send?.del !== undefined) ops.del(sendKey(job.send.del))
             done.push(() => job.resolve())
           }
         }
@@ -229,9 +252,16 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
       }
       return out
     },
-    update(records) {
-      if (records.length === 0) return Promise.resolve()
-      return new Promise<void>((resolve, reject) => enqueue({ kind: 'update', records, resolve, reject }))
+    update(records, send) {
+      if (records.length === 0 && !send) return Promise.resolve()
+      return new Promise<void>((resolve, reject) =>
+        enqueue({ kind: 'update', records, ...(send ? { send } : {}), resolve, reject }),
+      )
+    },
+    async sends() {
+      const out: SavedSend[] = []
+      for await (const v of db.values({ gte: 's:', lt: 's;' })) out.push(v as SavedSend)
+      return out
     },
     counts: () => ({ ...counts }),
     chainMark: () => mark,

@@ -1,18 +1,23 @@
 // Sync when online: submits pending lines in seq order, in batches, with retry and backoff,
-// exactly once. Per batch:
+// exactly once. With a batch executor on the chain (chain/README.md: Batching) step 1 sends many
+// requests per transaction (request-batch.ts), with fees from the fee history, replacement of a
+// stuck transaction and every attempt saved first (chain/tx-sender.ts). Without one, per batch:
 //   1. request: the device (the agent's approved operator) sends validationRequest(attestor,
 //      agentId, requestUri, requestHash) for each pending line. Each transaction is signed and
 //      SAVED (state `sending`, raw bytes + nonce) in one sync batch BEFORE it is broadcast; after
 //      a crash the same bytes are re-broadcast (same nonce, same hash), so a line is never
 //      requested twice and never skipped. Lines whose request is already on chain (ours) move on.
 //   2. attest: the lines go to the attestor, which answers each on chain; then `attested`.
-import { type Address, BaseError, encodeFunctionData, keccak256 } from 'viem'
+import { type Address, BaseError, encodeFunctionData, keccak256, parseGwei } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
+import { createTxSender } from '../../chain/tx-sender.ts'
+import { createBatchRequester } from './request-batch.ts'
+import { type SyncStatus, createStatusTracker } from './sync-status.ts'
 import { ATTEST_PATH, type ItemResult } from '../../records/attestor-request.ts'
 import type { Log } from '../log.ts'
 import type { DeviceSigner } from './device-key.ts'
@@ -23,7 +28,7 @@ export type SyncChainConfig = Pick<
   ChainInfo,
   'rpcUrl' | 'validationRegistry' | 'agentId' | 'attestorAddress'
 > &
-  Partial<Pick<ChainInfo, 'identityRegistry'>>
+  Partial<Pick<ChainInfo, 'identityRegistry' | 'batchExecutor'>>
 
 export interface SyncProgress {
   phase: 'request' | 'attest'
@@ -52,6 +57,17 @@ export interface SyncOptions {
   fetch?: typeof fetch
   /** How long to wait for a request's receipt before checking what became of its nonce. */
   receiptTimeoutMs?: number
+  /** Batched: never offer more than this per gas (gwei); absent: no cap. */
+  feeCapGwei?: number
+  /** Batched: a request transaction not mined this long after signing is replaced (default 60 s). */
+  stuckAfterMs?: number
+  /** Batched: most lines per request transaction (the block gas limit may allow fewer). */
+  maxBatchLines?: number
+  /** Per RPC call: timeout (default 15 s) and retries (default 5, Retry-After honoured). */
+  rpcTimeoutMs?: number
+  rpcRetryCount?: number
+  /** While catching up, log progress this often (default 10 s). */
+  progressEveryMs?: number
 }
 
 export interface SyncReport {
@@ -66,6 +82,8 @@ export interface AttestSync {
   stop(): Promise<void>
   /** Drains the queue once; throws when the chain or the attestor cannot be reached. */
   runOnce(): Promise<SyncReport>
+  /** What sync is doing now (sync-status.ts). */
+  status(): SyncStatus
 }
 
 class SyncError extends Error {}
@@ -75,9 +93,41 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 30_000
   const log = opts.log ?? {}
   const doFetch = opts.fetch ?? fetch
-  const pub: SvcPublicClient = publicClientFor(opts.chain.rpcUrl)
+  const tracker = createStatusTracker()
+  const pub: SvcPublicClient = publicClientFor(opts.chain.rpcUrl, {
+    timeout: opts.rpcTimeoutMs ?? 15_000,
+    retryCount: opts.rpcRetryCount ?? 5,
+    onRateLimited: (until) => tracker.rateLimited(until, Date.now()),
+  })
   const agentId = BigInt(opts.chain.agentId)
   const attestor = opts.chain.attestorAddress as Address
+  const executor = opts.chain.batchExecutor as Address | undefined
+  const sender = createTxSender({
+    pub,
+    account: opts.signer.account,
+    ...(opts.feeCapGwei !== undefined ? { feeCapPerGas: parseGwei(String(opts.feeCapGwei)) } : {}),
+    stuckAfterMs: opts.stuckAfterMs ?? 60_000,
+    save: (tx) => requester!.saveTx(tx),
+    onState: (st) => {
+      if (st.kind === 'stuck') tracker.stuck(st.nonce, st.replaced, st.detail, Date.now())
+      else if (st.kind === 'mined') tracker.unstuck(Date.now())
+    },
+    warn: (m) => log.warn?.(m),
+  })
+  const requester = executor
+    ? createBatchRequester({
+        pub,
+        store: opts.store,
+        sender,
+        registry: opts.chain.validationRegistry,
+        executor,
+        attestor,
+        agentId,
+        maxLines: opts.maxBatchLines ?? opts.batchSize ?? 400,
+        rowIsOurs: (r) => rowIsOurs(r),
+        warn: (m) => log.warn?.(m),
+      })
+    : undefined
   let running: Promise<SyncReport> | undefined
   let stopped = true
   let timer: NodeJS.Timeout | undefined
@@ -285,6 +335,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
 
   async function broadcast(rec: AttestRecord): Promise<void> {
     const tx = rec.requestTx!
+    // Batched (no bytes on the line): the saved send is driven by the batch requester.
+    if (tx.raw === undefined) return
     const known = await pub.getTransactionReceipt({ hash: tx.hash }).catch(() => undefined)
     if (known) return
     try {
@@ -338,6 +390,68 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     return { attested, failed: 0 }
   }
 
+  /** Lines posted to the attestor at once (its limit, records/attestor-request.ts) and in parallel. */
+  const ATTEST_CHUNK = 100
+  const ATTEST_PARALLEL = 4
+  /** Lines read from the queue per round of the batched path: one request transaction's worth. */
+  const QUEUE_READ = opts.maxBatchLines ?? opts.batchSize ?? 400
+
+  async function runBatched(report: SyncReport, total: number): Promise<void> {
+    const every = opts.progressEveryMs ?? 10_000
+    let lastLog = Date.now()
+    let done = 0
+    const tick = (n: number) => {
+      done += n
+      tracker.lineDone(n, Date.now())
+      log.progress?.({ phase: 'attest', done, total })
+      if (Date.now() - lastLog >= every) {
+        lastLog = Date.now()
+        log.info?.(`sync progress: ${tracker.snapshot(Date.now()).line}`)
+      }
+    }
+    let attesting: Promise<void> = Promise.resolve()
+    const attestAll = async (fresh: AttestRecord[]): Promise<void> => {
+      const chunks: AttestRecord[][] = []
+      for (let i = 0; i < fresh.length; i += ATTEST_CHUNK) chunks.push(fresh.slice(i, i + ATTEST_CHUNK))
+      for (let i = 0; i < chunks.length; i += ATTEST_PARALLEL) {
+        const ats = await Promise.all(chunks.slice(i, i + ATTEST_PARALLEL).map((ch) => attest(ch)))
+        for (const at of ats) {
+          report.attested += at.attested
+          tick(at.attested)
+        }
+      }
+    }
+    const resumed = await requester!.resume()
+    report.requested += resumed.requested
+    let afterSeq = -1
+    for (;;) {
+      const batch = await opts.store.queue(QUEUE_READ, afterSeq + 1)
+      if (batch.length === 0) break
+      // Requests signed one per line before batching (bytes on the line) go out the old way.
+      const legacy = batch.filter((r) => r.state === 'sending' && r.requestTx?.raw !== undefined)
+      if (legacy.length) {
+        const rq = await request(legacy)
+        report.requested += rq.requested
+        report.failed += rq.failed
+      }
+      const rq = await requester!.request(batch.filter((r) => r.state === 'pending'))
+      report.requested += rq.requested
+      report.failed += rq.failed
+      if (rq.failed) tick(rq.failed)
+      if (!rq.clean) continue // lines went back to pending: read the queue again from the same place
+      const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter(
+        (r): r is AttestRecord => r !== undefined && r.state === 'requested',
+      )
+      // The attestor answers this batch while the device requests the next one: two accounts,
+      // two nonces, so the two transactions streams overlap. Answers stay in batch order.
+      await attesting
+      attesting = attestAll(fresh)
+      attesting.catch(() => undefined) // awaited (and thrown) at the next round or the end
+      afterSeq = batch[batch.length - 1]!.seq
+    }
+    await attesting
+  }
+
   async function runOnce(): Promise<SyncReport> {
     if (running) return running
     running = (async () => {
@@ -346,6 +460,13 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       await checkChain()
       const c = opts.store.counts()
       const total = c.pending + c.sending + c.requested
+      tracker.runStarted(total, Date.now())
+      if (requester) {
+        await runBatched(report, total)
+        const after = opts.store.counts()
+        report.remaining = after.pending + after.sending + after.requested
+        return report
+      }
       let done = 0
       let afterSeq = -1
       for (;;) {
@@ -369,7 +490,9 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       return report
     })()
     try {
-      return await running
+      const r = await running
+      tracker.runEnded(Date.now())
+      return r
     } finally {
       running = undefined
     }
@@ -387,6 +510,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       } catch (err) {
         log.warn?.(`sync failed, retrying in ${backoff} ms: ${(err as Error).message}`)
         wait = backoff + Math.floor(Math.random() * backoff * 0.2)
+        tracker.runFailed((err as Error).message, Date.now() + wait, Date.now())
         backoff = Math.min(backoff * 2, opts.backoffMaxMs ?? 60_000)
       }
       if (stopped) break
@@ -412,5 +536,6 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       await running?.catch(() => undefined)
     },
     runOnce,
+    status: () => tracker.snapshot(Date.now()),
   }
 }

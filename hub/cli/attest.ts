@@ -7,23 +7,26 @@ import { publicClientFor } from '../../chain/clients.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { type ExportResult, exportAttestations } from '../attest/export.ts'
 import type { AttestCounts } from '../attest/record.ts'
+import type { SyncStatus } from '../attest/sync-status.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
 import { createAttestSync } from '../attest/sync.ts'
 import { verifyLine } from '../attest/verify-line.ts'
 import { callHub } from './hub-client.ts'
+import { progressBar, progressLine } from './progress-bar.ts'
 import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../paths.ts'
-import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
+import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError, processIo } from './io.ts'
 
 export const ATTEST_HELP = `usage: svc attest <command> [options]
 
 commands:
-  status                       lines pending / requested / attested (and failed)
+  status                       lines pending / requested / attested (and failed), and what the
+                               hub's sync is doing (waiting, stuck, progress)
   export --out DIR             write operations.jsonl and operation-requests.txt (line n <-> line n;
                                a request line is blank until its line is attested)
          [--from N] [--to N]   only lines N..M (1-based, inclusive)
   sync                         send pending lines to the chain and the attestor now, with progress
-         [--batch N]           lines per batch (default 50)
+         [--batch N]           most lines per transaction (default 400 batched, 50 one per line)
          [--attestor URL]      attestor origin (default: attestorUrl in the chain file)
   verify-line --data FILE --requests FILE --line N --agent ID
                                check one line against the validation registry (five conditions)
@@ -94,13 +97,14 @@ async function chainInfo(io: CliIo, v: Values): Promise<ChainInfo> {
 const abs = (io: CliIo, p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
 
 async function status(io: CliIo, v: Values): Promise<number> {
-  const c = await withStore(
+  const c: AttestCounts & { sync?: SyncStatus | null } = await withStore(
     io,
-    async (s) => s.counts(),
-    async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts,
+    async (s) => ({ ...s.counts(), sync: null }),
+    async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts & { sync?: SyncStatus | null },
   )
   if (v.json) io.out(JSON.stringify(c))
   else {
+    if (c.sync) io.out(`sync       ${c.sync.line}`)
     io.out(`lines      ${c.total}`)
     io.out(
       `pending    ${c.pending + c.sending}${c.sending ? ` (${c.sending} request transactions out)` : ''}`,
@@ -135,23 +139,45 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
   const attestorUrl = v.attestor ?? chain.attestorUrl
   if (!attestorUrl)
     throw new UsageError('no attestor URL: pass --attestor URL or put attestorUrl in the chain file')
-  const batchSize = intOption(v.batch, 'batch', 1) ?? 50
+  const batchSize = intOption(v.batch, 'batch', 1)
   const signer = await loadOrCreateDeviceKey(svcPaths(io.env).deviceKey)
+  // A bar redrawn in place on a terminal; plain lines, at most one a second, otherwise.
+  const tty = io.err === processIo.err && process.stderr.isTTY === true
+  let lastLine = 0
+  let drawn = false
   const report = await withStore(io, async (store) => {
     const sync = createAttestSync({
       store,
       chain,
       attestorUrl,
       signer,
-      batchSize,
+      ...(batchSize !== undefined ? { batchSize } : {}),
       log: {
-        progress: (p) => p.phase === 'attest' && !v.json && io.err(`sync: ${p.done}/${p.total} lines`),
-        warn: (m) => io.err(String(m)),
+        progress: (p) => {
+          if (p.phase !== 'attest' || v.json) return
+          const fig = sync.status().progress
+          if (!fig) return
+          if (tty) {
+            process.stderr.write(`\r${progressBar(fig)}`)
+            drawn = true
+          } else if (Date.now() - lastLine >= 1000 || fig.done === fig.total) {
+            lastLine = Date.now()
+            io.err(progressLine(fig))
+          }
+        },
+        warn: (m) => {
+          if (drawn) process.stderr.write('\n')
+          drawn = false
+          io.err(String(m))
+        },
       },
     })
     try {
-      return await sync.runOnce()
+      const r = await sync.runOnce()
+      if (drawn) process.stderr.write('\n')
+      return r
     } catch (err) {
+      if (drawn) process.stderr.write('\n')
       throw new UserError(`sync stopped: ${(err as Error).message} (nothing is lost; run it again)`)
     }
   })

@@ -258,6 +258,7 @@ async function run(r: RunInput): Promise<void> {
     agent_id: info.agentId,
     attestor_address: info.attestorAddress,
     attestor_url: marketUrl,
+    ...(info.batchExecutor ? { batch_executor: info.batchExecutor } : {}),
   }
   if (!config.boards.some((b) => b.name === 'vend1'))
     config.boards.push({ name: 'vend1', port: '/dev/svc-sim-vend1', simulate: true })

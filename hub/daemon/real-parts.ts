@@ -15,6 +15,8 @@ import type { Log } from '../log.ts'
 
 /** `[chain]` keys the attestation sync needs; all or none. */
 const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
+/** Optional [chain] keys for sync (hub/README.md: Sync, fees and status). */
+const SYNC_OPTIONAL = ['batch_executor', 'max_fee_gwei', 'stuck_after_s', 'progress_every_s'] as const
 
 export type ChainSection =
   | {
@@ -25,6 +27,10 @@ export type ChainSection =
         agentId: string
         attestorAddress: string
         attestorUrl: string
+        batchExecutor?: string
+        feeCapGwei?: number
+        stuckAfterMs?: number
+        progressEveryMs?: number
       } | null
     }
   | { ok: false; error: string }
@@ -39,7 +45,10 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
       error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
     }
   const unknown = Object.keys(chain).filter(
-    (k) => !(SYNC_KEYS as readonly string[]).includes(k) && k !== 'schema',
+    (k) =>
+      !(SYNC_KEYS as readonly string[]).includes(k) &&
+      !(SYNC_OPTIONAL as readonly string[]).includes(k) &&
+      k !== 'schema',
   )
   if (unknown.length > 0) return { ok: false, error: `chain.${unknown[0]}: unknown field` }
   const v = (k: (typeof SYNC_KEYS)[number]): string => String(chain[k])
@@ -48,6 +57,17 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
       return { ok: false, error: `chain.${k}: must be a 0x-prefixed 20-byte address` }
   }
   if (!/^\d+$/.test(v('agent_id'))) return { ok: false, error: 'chain.agent_id: must be a decimal agent id' }
+  const be = chain.batch_executor
+  if (be !== undefined && (typeof be !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(be)))
+    return { ok: false, error: 'chain.batch_executor: must be a 0x-prefixed 20-byte address' }
+  const opt: Record<string, number> = {}
+  for (const k of ['max_fee_gwei', 'stuck_after_s', 'progress_every_s'] as const) {
+    const x = chain[k]
+    if (x === undefined) continue
+    if (typeof x !== 'number' || !(x > 0))
+      return { ok: false, error: `chain.${k}: must be a positive number` }
+    opt[k] = x
+  }
   return {
     ok: true,
     sync: {
@@ -56,6 +76,10 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
       agentId: v('agent_id'),
       attestorAddress: v('attestor_address'),
       attestorUrl: v('attestor_url'),
+      ...(typeof be === 'string' ? { batchExecutor: be } : {}),
+      ...(opt.max_fee_gwei !== undefined ? { feeCapGwei: opt.max_fee_gwei } : {}),
+      ...(opt.stuck_after_s !== undefined ? { stuckAfterMs: opt.stuck_after_s * 1000 } : {}),
+      ...(opt.progress_every_s !== undefined ? { progressEveryMs: opt.progress_every_s * 1000 } : {}),
     },
   }
 }
@@ -101,8 +125,17 @@ export async function attestParts(
     const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
     let sync: AttestSync | null = null
     if (chain.sync) {
-      const { attestorUrl, ...rest } = chain.sync
-      sync = createAttestSync({ store, signer, chain: rest as never, attestorUrl, log })
+      const { attestorUrl, feeCapGwei, stuckAfterMs, progressEveryMs, ...rest } = chain.sync
+      sync = createAttestSync({
+        store,
+        signer,
+        chain: rest as never,
+        attestorUrl,
+        log,
+        ...(feeCapGwei !== undefined ? { feeCapGwei } : {}),
+        ...(stuckAfterMs !== undefined ? { stuckAfterMs } : {}),
+        ...(progressEveryMs !== undefined ? { progressEveryMs } : {}),
+      })
     } else {
       log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')
     }
@@ -117,7 +150,7 @@ export async function attestParts(
     return {
       tools: [tool],
       store,
-      routes: attestRoutes(store),
+      routes: attestRoutes(store, () => sync?.status() ?? null),
       start: () => sync?.start(),
       async close() {
         await sync?.stop()

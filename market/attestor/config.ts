@@ -13,6 +13,15 @@ export interface AttestorConfig {
   privateKey: Hex
   /** responseURI = `${uriBase}/responses/<requestHash>`. */
   uriBase: string
+  /** The EIP-7702 batch executor (chain file): answers go many per transaction. Absent: one each. */
+  batchExecutor?: Address
+  /** Batched: never offer more than this per gas (gwei). */
+  feeCapGwei?: number
+  /** Batched: replace an answer transaction not mined this long after signing (default 60 s). */
+  stuckAfterMs?: number
+  rpcTimeoutMs?: number
+  /** Where the batcher's warnings go (replacements, batches that did not land). */
+  warn?(msg: string): void
 }
 
 export const DEFAULT_URI_BASE = 'svc://attestor'
@@ -37,7 +46,7 @@ export interface AttestorConfigSources {
   /** A chain file, or the market's chain settings with the attestor address (accounts: dev keys). */
   chain: Pick<
     ChainInfo,
-    'rpcUrl' | 'identityRegistry' | 'validationRegistry' | 'attestorAddress' | 'accounts'
+    'rpcUrl' | 'identityRegistry' | 'validationRegistry' | 'attestorAddress' | 'accounts' | 'batchExecutor'
   >
   keyFile?: string
   env?: NodeJS.ProcessEnv
@@ -81,6 +90,7 @@ export async function loadAttestorConfig(src: AttestorConfigSources): Promise<Co
       validationRegistry: src.chain.validationRegistry,
       privateKey: key,
       uriBase: (src.uriBase ?? DEFAULT_URI_BASE).replace(/\/+$/, ''),
+      ...(src.chain.batchExecutor ? { batchExecutor: src.chain.batchExecutor } : {}),
     },
   }
 }

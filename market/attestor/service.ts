@@ -6,12 +6,14 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
-import { type Address, type Hex, encodeFunctionData, recoverMessageAddress } from 'viem'
+import { type Address, type Hex, encodeFunctionData, parseGwei, recoverMessageAddress } from 'viem'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { privateKeyToAccount } from 'viem/accounts'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
+import { createTxSender } from '../../chain/tx-sender.ts'
+import { createResponseBatcher } from './response-batch.ts'
 import { lineHash } from '../../records/hash.ts'
 import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
 import type { AttestorConfig } from './config.ts'
@@ -30,8 +32,26 @@ const ZERO = '0x0000000000000000000000000000000000000000'
 
 export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPublicClient }): Attestor {
   const account = privateKeyToAccount(config.privateKey)
-  const pub = clients?.pub ?? publicClientFor(config.rpcUrl)
+  // Retries of one RPC call (Retry-After honoured) are viem's; see chain/clients.ts.
+  const pub =
+    clients?.pub ?? publicClientFor(config.rpcUrl, { retryCount: 5, timeout: config.rpcTimeoutMs ?? 15_000 })
   const inflight = new Map<string, Promise<ItemResult>>()
+  const batcher = config.batchExecutor
+    ? createResponseBatcher({
+        pub,
+        sender: createTxSender({
+          pub,
+          account,
+          ...(config.feeCapGwei !== undefined ? { feeCapPerGas: parseGwei(String(config.feeCapGwei)) } : {}),
+          stuckAfterMs: config.stuckAfterMs ?? 60_000,
+          warn: (m) => config.warn?.(m),
+        }),
+        registry: config.validationRegistry,
+        executor: config.batchExecutor,
+        maxLines: 400,
+        warn: (m) => config.warn?.(m),
+      })
+    : undefined
 
   // Answers leave one batch at a time, each signed locally with the next nonce and sent raw:
   // one RPC per answer, and nonces never collide between concurrent requests.
@@ -98,6 +118,30 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       }
     }
     const paramsHash = lineHash(line)
+    // A batch that did not land (reverted, nonce taken) sends its answers back here: the row
+    // is read again, so an answer that did land after all is never sent twice.
+    for (let round = 0; ; round++) {
+      const r = await check(requestHash, paramsHash, agentId)
+      if (r !== null) return r
+      if (!batcher) return sendOne(requestHash, paramsHash)
+      const out = await batcher.submit({
+        requestHash,
+        response: ATTEST_RESPONSE,
+        uri: `${config.uriBase}/responses/${requestHash}`,
+        paramsHash,
+        tag: ATTEST_TAG,
+      })
+      if ('retry' in out) {
+        if (round < 5) continue
+        throw new ChainDown('the answer did not land after 5 batches')
+      }
+      if (!out.ok) return { requestHash, ok: false, error: out.error }
+      return { requestHash, ok: true, txHash: out.txHash, already: false }
+    }
+  }
+
+  /** The row's checks: a result when there is nothing to send, null when an answer must go out. */
+  async function check(requestHash: Hex, paramsHash: Hex, agentId: bigint): Promise<ItemResult | null> {
     const row = await readValidationStatus(pub, config.validationRegistry, requestHash)
     if (!row.ok) {
       if (row.kind === 'unknown')
@@ -134,6 +178,10 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       }
       return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
     }
+    return null
+  }
+
+  async function sendOne(requestHash: Hex, paramsHash: Hex): Promise<ItemResult> {
     const txHash = await send(requestHash, paramsHash)
     const receipt =
       (await pub.getTransactionReceipt({ hash: txHash }).catch(() => undefined)) ??

@@ -48,8 +48,16 @@ t.test('attestor down: requests go out once, attestation waits', async (t) => {
   const sync = createAttestSync({ store, chain: chain.info, attestorUrl, signer })
   await t.rejects(sync.runOnce(), new RegExp(`attestor unreachable at ${attestorUrl}`))
   t.match(store.counts(), { pending: 0, requested: 5, attested: 0 })
+  // One batched transaction for the five lines; it carried the device's EIP-7702 delegation,
+  // which takes the nonce after its own.
+  const nonce = await pub.getTransactionCount({ address: signer.address })
+  t.equal(nonce, 2, 'five requests in one transaction (and the delegation)')
+  t.match(
+    await pub.getCode({ address: signer.address }),
+    new RegExp(`^0xef0100${chain.info.batchExecutor!.slice(2)}$`, 'i'),
+  )
   await t.rejects(sync.runOnce(), /attestor unreachable/)
-  t.equal(await pub.getTransactionCount({ address: signer.address }), 5, 'a retry does not request again')
+  t.equal(await pub.getTransactionCount({ address: signer.address }), nonce, 'a retry does not request again')
 })
 
 t.test('the background loop backs off, then catches up when the attestor appears', async (t) => {
@@ -73,5 +81,5 @@ t.test('the background loop backs off, then catches up when the attestor appears
   await waitFor(() => store.counts().attested >= 5, 'the five lines to be attested')
   await sync.stop()
   t.match(store.counts(), { total: 5, attested: 5, requested: 0, pending: 0 })
-  t.equal(await pub.getTransactionCount({ address: signer.address }), 5, 'still one request per line')
+  t.equal(await pub.getTransactionCount({ address: signer.address }), 2, 'still the one request transaction')
 })

@@ -15,6 +15,7 @@ import { devAccounts } from '../../chain/accounts.ts'
 import { startAnvil } from '../../chain/anvil.ts'
 import { type ChainInfo, chainFilePath, readChainFile, writeChainFile } from '../../chain/chain-file.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
+import { deployBatchExecutor } from '../../chain/deploy.ts'
 import type { DevChain } from '../../chain/dev.ts'
 import { encryptKeystore } from '../../chain/keystore.ts'
 import { loadOrCreateDeviceKey, signerFromKey } from '../../hub/attest/device-key.ts'
@@ -39,6 +40,8 @@ const rpcUrl = anvil.rpcUrl
 const pub = publicClientFor(rpcUrl)
 const deployer = walletClientFor(rpcUrl, acc.deployer.privateKey)
 const regs = await deployOfficial(deployer, pub)
+// Batched sync on the official pair: the EIP-7702 executor (chain/README.md: Batching).
+const batchExecutor = await deployBatchExecutor(deployer, pub)
 const dir = await tempDir(t)
 const home = join(dir, 'home')
 const PASS = 'correct horse battery staple'
@@ -212,7 +215,7 @@ t.test('svc chain check passes on the official pair', async (t) => {
 t.test('chain_attest → sync → market verify → purchase on the official registries', async (t) => {
   const file = await readChainFile(chainFilePath(home))
   if (!file.ok) throw new Error(file.error)
-  const info = file.value
+  const info: ChainInfo = { ...file.value, batchExecutor }
   const cfg = await loadAttestorConfig({ chain: info, env: { SVC_ATTESTOR_KEY: acc.attestor.privateKey } })
   if (!cfg.ok) throw new Error(cfg.error)
   const attestor = await startAttestorServer(cfg.config)
@@ -237,6 +240,11 @@ t.test('chain_attest → sync → market verify → purchase on the official reg
   }
   const sync = createAttestSync({ store, chain: info, attestorUrl: attestor.url, signer })
   t.same(await sync.runOnce(), { requested: 3, attested: 3, failed: 0, remaining: 0 })
+  // Batched: the device and the attestor now run the executor's code, and each sent one
+  // transaction for the three lines (its EIP-7702 authorization takes the next nonce too).
+  const designator = new RegExp(`^0xef0100${batchExecutor.slice(2)}$`, 'i')
+  t.match(await pub.getCode({ address: device.address }), designator, 'device delegated')
+  t.match(await pub.getCode({ address: acc.attestor.address }), designator, 'attestor delegated')
 
   const ex = await exportAttestations(store, join(dir, 'export'))
   const lines = (await readFile(ex.dataPath, 'utf8')).trimEnd().split('\n')

@@ -1,0 +1,276 @@
+// Batched requests (chain/README.md: Batching): the device, delegated by EIP-7702 to the batch
+// executor, sends many validationRequest calls in one transaction to itself, so the registry
+// still sees the device (the agent's approved operator) as msg.sender of each.
+//
+// Exactly once, as with one transaction per line: the transaction is signed and SAVED with its
+// lines (state `sending`, the send under its nonce) before it is broadcast, and so is every
+// replacement; after a crash the saved send is driven again (chain/tx-sender.ts) until one of its
+// attempts is mined or its nonce was taken by another transaction. One send is in flight at a
+// time, so lines are requested in seq order.
+import {
+  type Address,
+  BaseError,
+  ContractFunctionRevertedError,
+  type Hex,
+  encodeFunctionData,
+  size as hexSize,
+} from 'viem'
+import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
+import type { SvcPublicClient } from '../../chain/clients.ts'
+import { reasonText, revertText } from '../../chain/official-errors.ts'
+import type { SavedTx, TxOutcome, TxSender } from '../../chain/tx-sender.ts'
+import type { AttestRecord, SavedSend } from './record.ts'
+import type { AttestStore } from './store.ts'
+
+export interface BatchRequesterDeps {
+  pub: SvcPublicClient
+  store: AttestStore
+  sender: TxSender
+  registry: Address
+  executor: Address
+  attestor: Address
+  agentId: bigint
+  /** Most lines per transaction; the block gas limit may allow fewer. */
+  maxLines: number
+  /** Who holds a request hash on chain: ours, nobody, or a sentence naming the other holder. */
+  rowIsOurs(rec: AttestRecord): Promise<'ours' | 'none' | string>
+  warn(msg: string): void
+}
+
+export interface BatchResult {
+  requested: number
+  failed: number
+  /** false: a send did not land (reverted, nonce taken); its lines are pending again, stop here. */
+  clean: boolean
+}
+
+/** Share of the block gas limit one batch may use: leaves room for others in the block. */
+const BLOCK_SHARE = 0.5
+
+export function createBatchRequester(d: BatchRequesterDeps) {
+  const device = d.sender.address
+  let size = d.maxLines
+  let delegated = false
+
+  const callOf = (rec: AttestRecord): Hex =>
+    encodeFunctionData({
+      abi: validationRegistryAbi,
+      functionName: 'validationRequest',
+      args: [d.attestor, d.agentId, rec.requestUri, rec.requestHash],
+    })
+
+  /** Is the device's code the delegation designator (0xef0100 ‖ executor)? */
+  async function isDelegated(): Promise<boolean> {
+    if (delegated) return true
+    const code = await d.pub.getCode({ address: device })
+    delegated = code?.toLowerCase() === `0xef0100${d.executor.slice(2)}`.toLowerCase()
+    return delegated
+  }
+
+  async function blockGasLimit(): Promise<bigint> {
+    return (await d.pub.getBlock({ blockTag: 'latest' })).gasLimit
+  }
+
+  /** Settles a send's lines from its outcome, and forgets the send, in one store batch. */
+  async function settle(send: SavedSend, out: TxOutcome): Promise<BatchResult> {
+    const recs = (await Promise.all(send.seqs.map((s) => d.store.get(s)))).filter(
+      (r): r is AttestRecord => r !== undefined && r.state === 'sending',
+    )
+    const hash = out.kind === 'mined' ? out.receipt.transactionHash : undefined
+    if (out.kind === 'mined' && out.receipt.status === 'success') {
+      await d.store.update(
+        recs.map((r) => ({
+          ...r,
+          state: 'requested' as const,
+          requestTx: { hash: hash!, nonce: send.nonce },
+        })),
+        { del: send.nonce },
+      )
+      return { requested: recs.length, failed: 0, clean: true }
+    }
+    // Reverted (someone took a hash after our estimate) or never mined: the lines go back to
+    // pending, keeping requestTx as the mark that their rows must be read before a new request.
+    d.warn(
+      out.kind === 'mined'
+        ? `request batch ${hash} (nonce ${send.nonce}, ${recs.length} lines) reverted; its lines will be checked and sent again`
+        : `nonce ${send.nonce} was used by another transaction; its ${recs.length} lines will be checked and sent again`,
+    )
+    await d.store.update(
+      recs.map((r) => ({ ...r, state: 'pending' as const })),
+      { del: send.nonce },
+    )
+    return { requested: 0, failed: 0, clean: false }
+  }
+
+  /** Saved sends from before (a crash, a failed run) go first: they hold the lowest nonces. */
+  async function resume(): Promise<BatchResult> {
+    const total: BatchResult = { requested: 0, failed: 0, clean: true }
+    for (const send of (await d.store.sends()).sort((a, b) => a.nonce - b.nonce)) {
+      const out = await d.sender.drive({ ...send })
+      const r = await settle(send, out)
+      total.requested += r.requested
+      total.clean &&= r.clean
+    }
+    return total
+  }
+
+  type Estimate = { ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }
+
+  async function estimate(lines: AttestRecord[]): Promise<Estimate> {
+    try {
+      const gas = await d.pub.estimateContractGas({
+        address: device,
+        abi: batchExecutorAbi,
+        functionName: 'execute',
+        args: [d.registry, lines.map(callOf)],
+        account: device,
+        // Not delegated yet: estimate as if it were (the first send carries the authorization).
+        ...((await isDelegated())
+          ? {}
+          : { stateOverride: [{ address: device, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
+      })
+      return { ok: true, gas }
+    } catch (err) {
+      if (!(err instanceof BaseError)) throw err
+      // Too big for a block: not the batch's fault, make it smaller.
+      if (
+        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
+      )
+        return { ok: false, tooBig: true, reason: 'out of gas' }
+      const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
+      if (!(rev instanceof ContractFunctionRevertedError)) throw err // the RPC, not the batch
+      if (rev.data?.errorName === 'CallFailed') {
+        const [index, reason] = rev.data.args as readonly [bigint, Hex]
+        // A call that failed with no data at all ran out of the gas the estimate allowed (the
+        // 63/64 rule): the batch is too big, not that line at fault.
+        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
+        return { ok: false, index: Number(index), reason: reasonText(reason) }
+      }
+      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+    }
+  }
+
+  /**
+   * Requests `lines` (pending, in seq order) in as few transactions as the block allows. A batch
+   * whose estimate reverts names the call at fault (CallFailed): that line is marked failed with
+   * the reason (or requested, if the row is ours after all) and the rest go on. A revert that
+   * names no call is split in halves until the line at fault is alone.
+   */
+  async function request(lines: AttestRecord[]): Promise<BatchResult> {
+    const res: BatchResult = { requested: 0, failed: 0, clean: true }
+    // Lines sent before (requestTx kept) may already be on chain: read their rows first.
+    const settled: AttestRecord[] = []
+    let todo: AttestRecord[] = []
+    const owners = await Promise.all(lines.map((r) => (r.requestTx ? d.rowIsOurs(r) : 'none')))
+    lines.forEach((r, i) => {
+      const o = owners[i]!
+      if (o === 'ours') settled.push({ ...r, state: 'requested' })
+      else if (o === 'none') todo.push(r)
+      else settled.push({ ...r, state: 'failed', error: o })
+    })
+    await d.store.update(settled)
+    for (const r of settled) r.state === 'failed' ? res.failed++ : res.requested++
+
+    const gasCap = BigInt(Math.floor(Number(await blockGasLimit()) * BLOCK_SHARE))
+    let cut = Math.min(size, todo.length)
+    while (todo.length > 0) {
+      const chunk = todo.slice(0, cut)
+      const est = await estimate(chunk)
+      if (!est.ok && est.tooBig && chunk.length > 1) {
+        size = Math.max(1, Math.floor(chunk.length / 2))
+        cut = size
+        continue
+      }
+      if (!est.ok) {
+        if (est.index !== undefined && chunk[est.index]) {
+          const bad = chunk[est.index]!
+          const owner = await d.rowIsOurs(bad)
+          const rec: AttestRecord =
+            owner === 'ours'
+              ? { ...bad, state: 'requested' }
+              : {
+                  ...bad,
+                  state: 'failed',
+                  error:
+                    owner === 'none'
+                      ? `validationRequest reverted: ${est.reason}`
+                      : `${owner} (validationRequest reverted: ${est.reason})`,
+                }
+          await d.store.update([rec])
+          rec.state === 'failed' ? res.failed++ : res.requested++
+          if (rec.state === 'failed') d.warn(`line ${bad.seq + 1}: ${rec.error}`)
+          todo = todo.filter((r) => r.seq !== bad.seq)
+          cut = Math.min(cut, todo.length)
+          continue
+        }
+        if (chunk.length === 1) {
+          const rec: AttestRecord = {
+            ...chunk[0]!,
+            state: 'failed',
+            error: `validationRequest reverted: ${est.reason}`,
+          }
+          await d.store.update([rec])
+          d.warn(`line ${rec.seq + 1}: ${rec.error}`)
+          res.failed++
+          todo = todo.slice(1)
+          cut = Math.min(size, todo.length)
+          continue
+        }
+        cut = Math.ceil(chunk.length / 2) // split to find the line at fault
+        continue
+      }
+      if (est.gas > gasCap && chunk.length > 1) {
+        size = Math.max(1, Math.floor(chunk.length / 2))
+        cut = size
+        continue
+      }
+      // Adapt to the block: next time, as many lines as fit in our share of it.
+      const perLine = est.gas / BigInt(chunk.length)
+      size = Math.max(1, Math.min(d.maxLines, Number(gasCap / (perLine + 1n))))
+
+      const tx = await d.sender.prepare({
+        to: device,
+        data: encodeFunctionData({
+          abi: batchExecutorAbi,
+          functionName: 'execute',
+          args: [d.registry, chunk.map(callOf)],
+        }),
+        gas: (est.gas * 12n) / 10n + ((await isDelegated()) ? 0n : 30_000n),
+        ...((await isDelegated()) ? {} : { delegate: d.executor }),
+      })
+      const send: SavedSend = { ...tx, seqs: chunk.map((r) => r.seq) }
+      // Lines and send saved together, before the broadcast; the sender saves each replacement.
+      await d.store.update(
+        chunk.map((r) => ({
+          ...r,
+          state: 'sending' as const,
+          requestTx: { hash: tx.attempts[0]!.hash, nonce: tx.nonce },
+        })),
+        { put: send },
+      )
+      const out = await d.sender.drive(tx, { saved: true })
+      if (tx.delegate && out.kind === 'mined') delegated = false // read the code again
+      const r = await settle({ ...send, attempts: out.tx.attempts }, out)
+      res.requested += r.requested
+      if (!r.clean) {
+        res.clean = false
+        return res
+      }
+      todo = todo.slice(chunk.length)
+      cut = Math.min(size, todo.length)
+    }
+    return res
+  }
+
+  /** The sender's `save`: a replacement attempt is saved under its send before it goes out. */
+  async function saveTx(tx: SavedTx): Promise<void> {
+    const had = (await d.store.sends()).find((s) => s.nonce === tx.nonce)
+    if (!had) throw new Error(`no saved send under nonce ${tx.nonce}`)
+    await d.store.update([], { put: { ...tx, seqs: had.seqs } })
+  }
+
+  /** Bytes of calldata a line adds: the bench reports it. */
+  const bytesPerLine = (rec: AttestRecord) => hexSize(callOf(rec))
+
+  return { resume, request, saveTx, bytesPerLine, currentSize: () => size }
+}

@@ -1,0 +1,192 @@
+// The attestor's answers, many per transaction (chain/README.md: Batching): the attestor's
+// account, delegated by EIP-7702 to the batch executor, calls validationResponse for each queued
+// answer in one transaction to itself, so the registry still sees the validator as msg.sender.
+// Answers queue while a transaction is out and leave together in the next one, whatever HTTP
+// request brought them. One transaction in flight at a time, its nonce the next mined one: an
+// attestor restarted while its last transaction waits in a pool replaces it rather than adding
+// a second answer beside it.
+import { type Address, BaseError, ContractFunctionRevertedError, type Hex, encodeFunctionData } from 'viem'
+import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
+import type { SvcPublicClient } from '../../chain/clients.ts'
+import { reasonText, revertText } from '../../chain/official-errors.ts'
+import type { TxSender } from '../../chain/tx-sender.ts'
+
+export interface ResponseCall {
+  requestHash: Hex
+  response: number
+  uri: string
+  paramsHash: Hex
+  tag: string
+}
+
+/** `retry`: the transaction did not land (reverted, nonce taken): read the row and decide again. */
+export type ResponseOutcome = { ok: true; txHash: Hex } | { ok: false; error: string } | { retry: true }
+
+export interface ResponseBatcherDeps {
+  pub: SvcPublicClient
+  sender: TxSender
+  registry: Address
+  executor: Address
+  maxLines: number
+  warn(msg: string): void
+}
+
+interface Queued {
+  call: ResponseCall
+  resolve(o: ResponseOutcome): void
+  reject(e: unknown): void
+}
+
+const BLOCK_SHARE = 0.5
+
+export function createResponseBatcher(d: ResponseBatcherDeps) {
+  const self = d.sender.address
+  const queue: Queued[] = []
+  let running = false
+  let delegated = false
+  let size = d.maxLines
+
+  const data = (c: ResponseCall): Hex =>
+    encodeFunctionData({
+      abi: validationRegistryAbi,
+      functionName: 'validationResponse',
+      args: [c.requestHash, c.response, c.uri, c.paramsHash, c.tag],
+    })
+
+  async function isDelegated(): Promise<boolean> {
+    if (delegated) return true
+    const code = await d.pub.getCode({ address: self })
+    delegated = code?.toLowerCase() === `0xef0100${d.executor.slice(2)}`.toLowerCase()
+    return delegated
+  }
+
+  async function estimate(
+    items: Queued[],
+  ): Promise<{ ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }> {
+    try {
+      const gas = await d.pub.estimateContractGas({
+        address: self,
+        abi: batchExecutorAbi,
+        functionName: 'execute',
+        args: [d.registry, items.map((q) => data(q.call))],
+        account: self,
+        ...((await isDelegated())
+          ? {}
+          : { stateOverride: [{ address: self, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
+      })
+      return { ok: true, gas }
+    } catch (err) {
+      if (!(err instanceof BaseError)) throw err
+      // Too big for a block: not the batch's fault, make it smaller.
+      if (
+        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
+      )
+        return { ok: false, tooBig: true, reason: 'out of gas' }
+      const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
+      if (!(rev instanceof ContractFunctionRevertedError)) throw err
+      if (rev.data?.errorName === 'CallFailed') {
+        const [index, reason] = rev.data.args as readonly [bigint, Hex]
+        // A call that failed with no data at all ran out of the gas the estimate allowed (the
+        // 63/64 rule): the batch is too big, not that line at fault.
+        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
+        return { ok: false, index: Number(index), reason: reasonText(reason) }
+      }
+      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+    }
+  }
+
+  /** One transaction's worth from the head of the queue; settles every item it takes. */
+  async function sendSome(): Promise<void> {
+    const gasCap = BigInt(
+      Math.floor(Number((await d.pub.getBlock({ blockTag: 'latest' })).gasLimit) * BLOCK_SHARE),
+    )
+    let items = queue.splice(0, Math.min(size, queue.length))
+    for (;;) {
+      if (items.length === 0) return
+      const est = await estimate(items)
+      if (!est.ok && est.tooBig && items.length > 1) {
+        size = Math.max(1, Math.floor(items.length / 2))
+        queue.unshift(...items.slice(size))
+        items = items.slice(0, size)
+        continue
+      }
+      if (!est.ok) {
+        const at =
+          est.index !== undefined && items[est.index] ? est.index : items.length === 1 ? 0 : undefined
+        if (at === undefined) {
+          // No call named: split, send the first half now, the rest back to the queue's head.
+          const half = Math.ceil(items.length / 2)
+          queue.unshift(...items.slice(half))
+          items = items.slice(0, half)
+          continue
+        }
+        items[at]!.resolve({ ok: false, error: `validationResponse reverted: ${est.reason}` })
+        items = items.filter((_, i) => i !== at)
+        continue
+      }
+      if (est.gas > gasCap && items.length > 1) {
+        size = Math.max(1, Math.floor(items.length / 2))
+        queue.unshift(...items.slice(size))
+        items = items.slice(0, size)
+        continue
+      }
+      size = Math.max(1, Math.min(d.maxLines, Number(gasCap / (est.gas / BigInt(items.length) + 1n))))
+      const first = !(await isDelegated())
+      const tx = await d.sender.prepare({
+        to: self,
+        data: encodeFunctionData({
+          abi: batchExecutorAbi,
+          functionName: 'execute',
+          args: [d.registry, items.map((q) => data(q.call))],
+        }),
+        gas: (est.gas * 12n) / 10n + (first ? 30_000n : 0n),
+        ...(first ? { delegate: d.executor } : {}),
+      })
+      const out = await d.sender.drive(tx)
+      if (first) delegated = false
+      if (out.kind === 'mined' && out.receipt.status === 'success') {
+        for (const q of items) q.resolve({ ok: true, txHash: out.receipt.transactionHash })
+      } else {
+        d.warn(
+          out.kind === 'mined'
+            ? `response batch ${out.receipt.transactionHash} (${items.length} answers) reverted; each is checked again`
+            : `nonce ${tx.nonce} was used by another transaction; ${items.length} answers are checked again`,
+        )
+        for (const q of items) q.resolve({ retry: true })
+      }
+      return
+    }
+  }
+
+  async function pump(): Promise<void> {
+    if (running) return
+    running = true
+    try {
+      while (queue.length > 0) {
+        const head = queue.slice(0, size)
+        try {
+          await sendSome()
+        } catch (err) {
+          // The chain is down past the transport's retries: these answers fail, later ones try again.
+          for (const q of head) q.reject(err)
+          for (const q of head) {
+            const i = queue.indexOf(q)
+            if (i >= 0) queue.splice(i, 1)
+          }
+        }
+      }
+    } finally {
+      running = false
+    }
+  }
+
+  return {
+    submit(call: ResponseCall): Promise<ResponseOutcome> {
+      return new Promise<ResponseOutcome>((resolve, reject) => {
+        queue.push({ call, resolve, reject })
+        // Let answers from the same request (and others arriving now) join this transaction.
+        setImmediate(() => void pump())
+      })
+    },
+  }
+}

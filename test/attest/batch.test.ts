@@ -1,0 +1,89 @@
+// Batched sync: many requests and answers per transaction, msg.sender still the device and the
+// validator; a line whose request hash someone else took first fails with the reason while the
+// rest of its batch is attested.
+import { join } from 'node:path'
+import t from 'tap'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
+import { startDevChain } from '../../chain/dev.ts'
+import { readValidationStatus } from '../../chain/reads.ts'
+import { signerFromKey } from '../../hub/attest/device-key.ts'
+import { openAttestStore } from '../../hub/attest/store.ts'
+import { createAttestSync } from '../../hub/attest/sync.ts'
+import { loadAttestorConfig } from '../../market/attestor/config.ts'
+import { startAttestorServer } from '../../market/attestor/server.ts'
+import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { tempDir } from '../helpers/tmp.ts'
+
+const chain = await startDevChain()
+t.teardown(() => chain.stop())
+const cfg = await loadAttestorConfig({ chain: chain.info })
+if (!cfg.ok) throw new Error(cfg.error)
+const attestor = await startAttestorServer(cfg.config)
+t.teardown(() => attestor.close())
+const pub = publicClientFor(chain.rpcUrl)
+
+t.test(
+  'a request hash taken by someone else fails that line; the rest of the batch is attested',
+  async (t) => {
+    const dir = await tempDir(t)
+    const store = await openAttestStore(join(dir, 'db'))
+    t.teardown(() => store.close())
+    const signer = signerFromKey(chain.accounts.device.privateKey)
+    const tool = createChainAttestTool({ store, signer })
+    const signal = new AbortController().signal
+    for (let i = 0; i < 12; i++)
+      await tool.run(
+        { action: 'a', request_uri: `svc://t/${i}`, params: { i } },
+        { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `k${i}`, signal },
+      )
+    // The agent's owner requests line 5's hash first, naming another validator.
+    const taken = (await store.get(4))!
+    const owner = walletClientFor(chain.rpcUrl, chain.accounts.owner.privateKey)
+    const other = chain.accounts.deployer.address
+    await pub.waitForTransactionReceipt({
+      hash: await owner.writeContract({
+        address: chain.validationRegistry,
+        abi: validationRegistryAbi,
+        functionName: 'validationRequest',
+        args: [other, BigInt(chain.agentId), 'svc://elsewhere', taken.requestHash],
+      }),
+    })
+    // Sync must not read the row first (a fresh line has no reason to): the batch estimate finds it.
+    const warnings: string[] = []
+    const sync = createAttestSync({
+      store,
+      chain: chain.info,
+      attestorUrl: attestor.url,
+      signer,
+      log: { warn: (m) => warnings.push(String(m)) },
+    })
+    const before = await pub.getTransactionCount({ address: signer.address })
+    t.same(await sync.runOnce(), { requested: 11, attested: 11, failed: 1, remaining: 0 })
+    const bad = (await store.get(4))!
+    t.equal(bad.state, 'failed')
+    t.match(
+      bad.error,
+      new RegExp(`request hash ${taken.requestHash} is held by another request \\(validator ${other}`),
+    )
+    t.match(bad.error, /validationRequest reverted: exists/)
+    t.ok(
+      warnings.some((w) => w.startsWith('line 5: ')),
+      'the warning names the line',
+    )
+    // One request transaction for the eleven (plus the delegation's nonce).
+    t.equal((await pub.getTransactionCount({ address: signer.address })) - before, 2)
+    const row = await readValidationStatus(pub, chain.validationRegistry, taken.requestHash)
+    t.equal(row.ok && row.value.validator, other, "the other request's row is untouched")
+    for (const seq of [0, 3, 5, 11]) {
+      const r = await readValidationStatus(pub, chain.validationRegistry, (await store.get(seq))!.requestHash)
+      t.equal(
+        r.ok && r.value.validator,
+        chain.accounts.attestor.address,
+        `line ${seq + 1} answered by the attestor`,
+      )
+    }
+    const st = sync.status()
+    t.equal(st.state, 'idle')
+  },
+)
