@@ -257,7 +257,10 @@ export function createTxSender(o: TxSenderOptions): TxSender {
         return { kind: 'mined', receipt: found, tx }
       }
       if (now() - newest.at >= stuckAfterMs)
-        await replace(tx, `not mined within ${Math.round(stuckAfterMs / 1000)} s`)
+        await replace(
+          tx,
+          `not mined within ${stuckAfterMs >= 1000 ? `${Math.round(stuckAfterMs / 1000)} s` : `${stuckAfterMs} ms`}`,
+        )
     }
   }
 
