@@ -58,7 +58,8 @@ function capFees(f: Fees, nextBase: bigint, cap: bigint | undefined): FeeOffer {
       ok: false,
       error: `base fee ${gwei(nextBase)} gwei is above the fee cap ${gwei(cap)} gwei`,
     }
-  const tip = f.maxPriorityFeePerGas < cap - nextBase ? f.maxPriorityFeePerGas : cap - nextBase
+  const room = cap - nextBase
+  const tip = [f.maxPriorityFeePerGas, room].reduce((a, b) => (a < b ? a : b)) // bigint: no Math.min
   return { ok: true, fees: { maxFeePerGas: cap, maxPriorityFeePerGas: tip }, capped: true }
 }
 

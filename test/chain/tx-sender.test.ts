@@ -2,7 +2,7 @@
 // replaced at the same nonce with fees past the node's +10% rule; a cap that forbids the bump
 // says so; a nonce taken by another transaction is reported; a 429's Retry-After is waited.
 import t from 'tap'
-import { type Hex, parseEther } from 'viem'
+import { parseEther } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { devAccounts } from '../../chain/accounts.ts'
 import { startAnvil } from '../../chain/anvil.ts'
