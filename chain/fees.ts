@@ -59,7 +59,8 @@ function capFees(f: Fees, nextBase: bigint, cap: bigint | undefined): FeeOffer {
       error: `base fee ${gwei(nextBase)} gwei is above the fee cap ${gwei(cap)} gwei`,
     }
   const room = cap - nextBase
-  const tip = [f.maxPriorityFeePerGas, room].reduce((a, b) => (a < b ? a : b)) // bigint: no Math.min
+  let tip = f.maxPriorityFeePerGas
+  if (room < tip) tip = room
   return { ok: true, fees: { maxFeePerGas: cap, maxPriorityFeePerGas: tip }, capped: true }
 }
 
