@@ -9,7 +9,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type ChainInfo } from '../chain/chain-file.ts'
+import type { ChainInfo } from '../chain/chain-file.ts'
 import { publicClientFor } from '../chain/clients.ts'
 import { type DevChain, startDevChain } from '../chain/dev.ts'
 import { signerFromKey } from '../hub/attest/device-key.ts'

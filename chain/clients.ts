@@ -36,6 +36,11 @@ export interface ClientOptions {
    * Default 0: callers that add their own loop say so.
    */
   retryCount?: number
+  /**
+   * JSON-RPC batching: calls made in the same tick go in one HTTP request (viem's
+   * `batch`), so checking hundreds of rows is one round trip, and one request against a rate limit.
+   */
+  batch?: boolean
   /** Told when the RPC answers 429: until when (ms since epoch) it asked us to wait. */
   onRateLimited?(untilMs: number): void
 }
@@ -51,6 +56,7 @@ function transportFor(rpcUrl: string, opts: ClientOptions) {
   return http(rpcUrl, {
     timeout: opts.timeout ?? 15_000,
     retryCount: opts.retryCount ?? 0,
+    ...(opts.batch ? { batch: { batchSize: 200, wait: 0 } } : {}),
     ...(opts.onRateLimited
       ? {
           onFetchResponse: (res: Response) => {

@@ -58,7 +58,9 @@ function capFees(f: Fees, nextBase: bigint, cap: bigint | undefined): FeeOffer {
       ok: false,
       error: `base fee ${gwei(nextBase)} gwei is above the fee cap ${gwei(cap)} gwei`,
     }
-  const tip = f.maxPriorityFeePerGas < cap - nextBase ? f.maxPriorityFeePerGas : cap - nextBase
+  const room = cap - nextBase
+  let tip = f.maxPriorityFeePerGas
+  if (room < tip) tip = room
   return { ok: true, fees: { maxFeePerGas: cap, maxPriorityFeePerGas: tip }, capped: true }
 }
 

@@ -77,9 +77,10 @@ export interface TxSender {
   prepare(p: { to: Address; data: Hex; gas: bigint; nonce?: number; delegate?: Address }): Promise<SavedTx>
   /**
    * Saves (unless `saved`: the caller saved it as it stands), broadcasts, waits, replaces when
-   * stuck, until one of its attempts or another transaction is mined under its nonce.
+   * stuck, until one of its attempts or another transaction is mined under its nonce. `fresh`:
+   * just prepared, never broadcast, so the first look for a receipt is after the broadcast.
    */
-  drive(tx: SavedTx, opts?: { saved?: boolean }): Promise<TxOutcome>
+  drive(tx: SavedTx, opts?: { saved?: boolean; fresh?: boolean }): Promise<TxOutcome>
 }
 
 export class FeeError extends Error {}
@@ -95,6 +96,13 @@ export function createTxSender(o: TxSenderOptions): TxSender {
   // The client's own polling interval: 50 ms on loopback, 500 ms elsewhere (chain/clients.ts).
   const pollMs = o.pollMs ?? Math.min(pub.pollingInterval, 500)
   const rebroadcastMs = o.rebroadcastMs ?? 2000
+
+  // prepare() reuses an offer for a second (a burst of batches); a replacement always asks anew.
+  let cached: { at: number; offer: FeeOffer } | undefined
+  async function cachedFees(): Promise<FeeOffer> {
+    if (!cached || now() - cached.at > 1000) cached = { at: now(), offer: await fees() }
+    return cached.offer
+  }
 
   async function fees(): Promise<FeeOffer> {
     const h = await pub.getFeeHistory({ blockCount: 5, rewardPercentiles: [50], blockTag: 'latest' })
@@ -141,7 +149,7 @@ export function createTxSender(o: TxSenderOptions): TxSender {
     nonce?: number
     delegate?: Address
   }): Promise<SavedTx> {
-    const offer = await fees()
+    const offer = await cachedFees()
     if (!offer.ok) throw new FeeError(offer.error)
     const nonce = p.nonce ?? (await pub.getTransactionCount({ address: account.address, blockTag: 'latest' }))
     const base = {
@@ -184,6 +192,7 @@ export function createTxSender(o: TxSenderOptions): TxSender {
   async function replace(tx: SavedTx, why: string): Promise<boolean> {
     const prev = tx.attempts[tx.attempts.length - 1]!
     const offer = await fees()
+    cached = { at: now(), offer }
     const bumped = offer.ok
       ? bumpFees(
           {
@@ -208,16 +217,20 @@ export function createTxSender(o: TxSenderOptions): TxSender {
     return true
   }
 
-  async function drive(tx: SavedTx, opts: { saved?: boolean } = {}): Promise<TxOutcome> {
+  async function drive(tx: SavedTx, opts: { saved?: boolean; fresh?: boolean } = {}): Promise<TxOutcome> {
     let savedAttempts = opts.saved ? tx.attempts.length : -1
+    let fresh = opts.fresh === true
     o.onState?.({ kind: 'sending', nonce: tx.nonce })
     for (;;) {
-      const r = await minedAttempt(tx)
+      const r = fresh ? undefined : await minedAttempt(tx)
       if (r) {
         o.onState?.({ kind: 'mined', nonce: tx.nonce })
         return { kind: 'mined', receipt: r, tx }
       }
-      const mined = await pub.getTransactionCount({ address: account.address, blockTag: 'latest' })
+      const mined = fresh
+        ? tx.nonce
+        : await pub.getTransactionCount({ address: account.address, blockTag: 'latest' })
+      fresh = false
       if (mined > tx.nonce) {
         const late = await minedAttempt(tx)
         if (late) return { kind: 'mined', receipt: late, tx }
@@ -233,7 +246,8 @@ export function createTxSender(o: TxSenderOptions): TxSender {
         continue
       }
       const sentAt = now()
-      let found: TransactionReceipt | undefined
+      // A chain that mines on arrival (anvil) has the receipt at once: look before sleeping.
+      let found = await minedAttempt(tx)
       while (!found && now() - sentAt < rebroadcastMs && now() - newest.at < stuckAfterMs) {
         await sleep(pollMs)
         found = await minedAttempt(tx)
@@ -243,7 +257,10 @@ export function createTxSender(o: TxSenderOptions): TxSender {
         return { kind: 'mined', receipt: found, tx }
       }
       if (now() - newest.at >= stuckAfterMs)
-        await replace(tx, `not mined within ${Math.round(stuckAfterMs / 1000)} s`)
+        await replace(
+          tx,
+          `not mined within ${stuckAfterMs >= 1000 ? `${Math.round(stuckAfterMs / 1000)} s` : `${stuckAfterMs} ms`}`,
+        )
     }
   }
 

@@ -51,6 +51,8 @@ export function createBatchRequester(d: BatchRequesterDeps) {
   const device = d.sender.address
   let size = d.maxLines
   let delegated = false
+  /** Gas per line: estimated once, then measured on each receipt (the most seen). */
+  let perLineGas: bigint | undefined
 
   const callOf = (rec: AttestRecord): Hex =>
     encodeFunctionData({
@@ -72,8 +74,8 @@ export function createBatchRequester(d: BatchRequesterDeps) {
   }
 
   /** Settles a send's lines from its outcome, and forgets the send, in one store batch. */
-  async function settle(send: SavedSend, out: TxOutcome): Promise<BatchResult> {
-    const recs = (await Promise.all(send.seqs.map((s) => d.store.get(s)))).filter(
+  async function settle(send: SavedSend, out: TxOutcome, known?: AttestRecord[]): Promise<BatchResult> {
+    const recs = (known ?? (await Promise.all(send.seqs.map((s) => d.store.get(s))))).filter(
       (r): r is AttestRecord => r !== undefined && r.state === 'sending',
     )
     const hash = out.kind === 'mined' ? out.receipt.transactionHash : undefined
@@ -116,20 +118,32 @@ export function createBatchRequester(d: BatchRequesterDeps) {
 
   type Estimate = { ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }
 
-  async function estimate(lines: AttestRecord[]): Promise<Estimate> {
+  /**
+   * The batch's gas and whether it would revert. eth_estimateGas runs the batch a dozen times
+   * (a binary search), so it is asked once, for the first batch; after that one eth_call (a
+   * single run, with half a block of gas) tells whether it reverts and the gas per line measured
+   * on the last receipts sizes the limit.
+   */
+  async function estimate(lines: AttestRecord[], gasCap: bigint): Promise<Estimate> {
+    const args = {
+      address: device,
+      abi: batchExecutorAbi,
+      functionName: 'execute',
+      args: [d.registry, lines.map(callOf)],
+      account: device,
+      // Not delegated yet: run as if it were (the first send carries the authorization).
+      ...((await isDelegated())
+        ? {}
+        : { stateOverride: [{ address: device, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
+    } as const
     try {
-      const gas = await d.pub.estimateContractGas({
-        address: device,
-        abi: batchExecutorAbi,
-        functionName: 'execute',
-        args: [d.registry, lines.map(callOf)],
-        account: device,
-        // Not delegated yet: estimate as if it were (the first send carries the authorization).
-        ...((await isDelegated())
-          ? {}
-          : { stateOverride: [{ address: device, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
-      })
-      return { ok: true, gas }
+      if (perLineGas === undefined) {
+        const gas = await d.pub.estimateContractGas(args)
+        perLineGas = gas / BigInt(lines.length)
+        return { ok: true, gas }
+      }
+      await d.pub.simulateContract({ ...args, gas: gasCap })
+      return { ok: true, gas: (perLineGas * BigInt(lines.length) * 115n) / 100n + 40_000n }
     } catch (err) {
       if (!(err instanceof BaseError)) throw err
       // Too big for a block: not the batch's fault, make it smaller.
@@ -175,7 +189,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     let cut = Math.min(size, todo.length)
     while (todo.length > 0) {
       const chunk = todo.slice(0, cut)
-      const est = await estimate(chunk)
+      const est = await estimate(chunk, gasCap)
       if (!est.ok && est.tooBig && chunk.length > 1) {
         size = Math.max(1, Math.floor(chunk.length / 2))
         cut = size
@@ -235,22 +249,27 @@ export function createBatchRequester(d: BatchRequesterDeps) {
           functionName: 'execute',
           args: [d.registry, chunk.map(callOf)],
         }),
-        gas: (est.gas * 12n) / 10n + ((await isDelegated()) ? 0n : 30_000n),
+        gas: (est.gas * 11n) / 10n + ((await isDelegated()) ? 0n : 30_000n),
         ...((await isDelegated()) ? {} : { delegate: d.executor }),
       })
       const send: SavedSend = { ...tx, seqs: chunk.map((r) => r.seq) }
       // Lines and send saved together, before the broadcast; the sender saves each replacement.
-      await d.store.update(
-        chunk.map((r) => ({
-          ...r,
-          state: 'sending' as const,
-          requestTx: { hash: tx.attempts[0]!.hash, nonce: tx.nonce },
-        })),
-        { put: send },
-      )
-      const out = await d.sender.drive(tx, { saved: true })
+      const sending = chunk.map((r) => ({
+        ...r,
+        state: 'sending' as const,
+        requestTx: { hash: tx.attempts[0]!.hash, nonce: tx.nonce },
+      }))
+      await d.store.update(sending, { put: send })
+      const out = await d.sender.drive(tx, { saved: true, fresh: true })
       if (tx.delegate && out.kind === 'mined') delegated = false // read the code again
-      const r = await settle({ ...send, attempts: out.tx.attempts }, out)
+      if (out.kind === 'mined') {
+        const used = out.receipt.gasUsed / BigInt(chunk.length)
+        // Out of gas (used nearly all of it): next time allow half as much again per line.
+        if (out.receipt.status !== 'success' && out.receipt.gasUsed * 100n >= BigInt(tx.gas) * 95n)
+          perLineGas = ((perLineGas ?? used) * 3n) / 2n
+        else if (perLineGas === undefined || used > perLineGas) perLineGas = used
+      }
+      const r = await settle({ ...send, attempts: out.tx.attempts }, out, sending)
       res.requested += r.requested
       if (!r.clean) {
         res.clean = false

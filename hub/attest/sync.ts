@@ -97,6 +97,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   const pub: SvcPublicClient = publicClientFor(opts.chain.rpcUrl, {
     timeout: opts.rpcTimeoutMs ?? 15_000,
     retryCount: opts.rpcRetryCount ?? 5,
+    batch: true,
     onRateLimited: (until) => tracker.rateLimited(until, Date.now()),
   })
   const agentId = BigInt(opts.chain.agentId)
@@ -393,7 +394,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
   /** Lines posted to the attestor at once (its limit, records/attestor-request.ts) and in parallel. */
   const ATTEST_CHUNK = 100
   const ATTEST_PARALLEL = 4
-  /** Lines read from the queue per round of the batched path: one request transaction's worth. */
+  /** Most lines read from the queue per round of the batched path. */
   const QUEUE_READ = opts.maxBatchLines ?? opts.batchSize ?? 400
 
   async function runBatched(report: SyncReport, total: number): Promise<void> {

@@ -114,6 +114,13 @@ async function attestorFor(
       validationRegistry: chain.validationRegistry,
       attestorAddress: chain.attestor,
       ...(accounts ? { accounts } : {}),
+      // Answers batched when the chain file names a batch executor for this very chain.
+      ...(file.ok &&
+      file.value.rpcUrl === chain.rpcUrl &&
+      file.value.validationRegistry.toLowerCase() === chain.validationRegistry.toLowerCase() &&
+      file.value.batchExecutor
+        ? { batchExecutor: file.value.batchExecutor }
+        : {}),
     },
     ...(section.keyFile ? { keyFile: section.keyFile } : {}),
     ...(section.uriBase ? { uriBase: section.uriBase } : {}),

@@ -45,6 +45,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
   let running = false
   let delegated = false
   let size = d.maxLines
+  let perLineGas: bigint | undefined
 
   const data = (c: ResponseCall): Hex =>
     encodeFunctionData({
@@ -60,21 +61,29 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
     return delegated
   }
 
+  /** As the device's batches (hub/attest/request-batch.ts): one estimate, then eth_call and measured gas. */
   async function estimate(
     items: Queued[],
+    gasCap: bigint,
   ): Promise<{ ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }> {
+    const args = {
+      address: self,
+      abi: batchExecutorAbi,
+      functionName: 'execute',
+      args: [d.registry, items.map((q) => data(q.call))],
+      account: self,
+      ...((await isDelegated())
+        ? {}
+        : { stateOverride: [{ address: self, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
+    } as const
     try {
-      const gas = await d.pub.estimateContractGas({
-        address: self,
-        abi: batchExecutorAbi,
-        functionName: 'execute',
-        args: [d.registry, items.map((q) => data(q.call))],
-        account: self,
-        ...((await isDelegated())
-          ? {}
-          : { stateOverride: [{ address: self, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
-      })
-      return { ok: true, gas }
+      if (perLineGas === undefined) {
+        const gas = await d.pub.estimateContractGas(args)
+        perLineGas = gas / BigInt(items.length)
+        return { ok: true, gas }
+      }
+      await d.pub.simulateContract({ ...args, gas: gasCap })
+      return { ok: true, gas: (perLineGas * BigInt(items.length) * 115n) / 100n + 40_000n }
     } catch (err) {
       if (!(err instanceof BaseError)) throw err
       // Too big for a block: not the batch's fault, make it smaller.
@@ -103,7 +112,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
     let items = queue.splice(0, Math.min(size, queue.length))
     for (;;) {
       if (items.length === 0) return
-      const est = await estimate(items)
+      const est = await estimate(items, gasCap)
       if (!est.ok && est.tooBig && items.length > 1) {
         size = Math.max(1, Math.floor(items.length / 2))
         queue.unshift(...items.slice(size))
@@ -139,11 +148,17 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
           functionName: 'execute',
           args: [d.registry, items.map((q) => data(q.call))],
         }),
-        gas: (est.gas * 12n) / 10n + (first ? 30_000n : 0n),
+        gas: (est.gas * 11n) / 10n + (first ? 30_000n : 0n),
         ...(first ? { delegate: d.executor } : {}),
       })
-      const out = await d.sender.drive(tx)
+      const out = await d.sender.drive(tx, { fresh: true })
       if (first) delegated = false
+      if (out.kind === 'mined') {
+        const used = out.receipt.gasUsed / BigInt(items.length)
+        if (out.receipt.status !== 'success' && out.receipt.gasUsed * 100n >= BigInt(tx.gas) * 95n)
+          perLineGas = ((perLineGas ?? used) * 3n) / 2n
+        else if (perLineGas === undefined || used > perLineGas) perLineGas = used
+      }
       if (out.kind === 'mined' && out.receipt.status === 'success') {
         for (const q of items) q.resolve({ ok: true, txHash: out.receipt.transactionHash })
       } else {

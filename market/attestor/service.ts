@@ -6,13 +6,14 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
-import { type Address, type Hex, encodeFunctionData, parseGwei, recoverMessageAddress } from 'viem'
+import { type Address, type Hex, encodeFunctionData, parseGwei } from 'viem'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { privateKeyToAccount } from 'viem/accounts'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
 import { createTxSender } from '../../chain/tx-sender.ts'
+import { recoverLineSigner } from './recover.ts'
 import { createResponseBatcher } from './response-batch.ts'
 import { lineHash } from '../../records/hash.ts'
 import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
@@ -34,7 +35,8 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
   const account = privateKeyToAccount(config.privateKey)
   // Retries of one RPC call (Retry-After honoured) are viem's; see chain/clients.ts.
   const pub =
-    clients?.pub ?? publicClientFor(config.rpcUrl, { retryCount: 5, timeout: config.rpcTimeoutMs ?? 15_000 })
+    clients?.pub ??
+    publicClientFor(config.rpcUrl, { retryCount: 5, timeout: config.rpcTimeoutMs ?? 15_000, batch: true })
   const inflight = new Map<string, Promise<ItemResult>>()
   const batcher = config.batchExecutor
     ? createResponseBatcher({
@@ -106,7 +108,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     const { requestHash, line, signature } = item
     let signer: Address
     try {
-      signer = await recoverMessageAddress({ message: line, signature })
+      signer = await recoverLineSigner(line, signature)
     } catch {
       return { requestHash, ok: false, error: 'signature: not a valid signature of the line' }
     }

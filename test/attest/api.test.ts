@@ -4,6 +4,7 @@ import t from 'tap'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
+import { createStatusTracker } from '../../hub/attest/sync-status.ts'
 import { attestRoutes } from '../../hub/attest/api.ts'
 import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
 import { createLocalApi, issueApiToken, writeApiInfo } from '../../hub/api/index.ts'
@@ -53,15 +54,24 @@ t.test('status and export reach the store through the running hub', async (t) =>
   const token = await issueApiToken(paths.apiToken)
   // The local API needs no engine for these routes.
   const app = createLocalApi({ engine: {} as HubEngine, token })
-  attestRoutes(store)(app)
+  // The hub's sync reports through the same route: here, rate-limited until a fixed time.
+  const tracker = createStatusTracker()
+  const until = Date.now() + 3_600_000
+  tracker.runStarted(4, Date.now())
+  tracker.rateLimited(until, Date.now())
+  attestRoutes(store, () => tracker.snapshot(Date.now()))(app)
   t.teardown(() => app.close())
   await writeApiInfo(await app.listen({ host: '127.0.0.1', port: 0 }), paths.apiInfo)
 
   const status = await cli(['attest', 'status', '--json'], env, home)
   t.equal(status.code, 0, status.err)
-  t.same(JSON.parse(status.out), store.counts())
-  t.equal(JSON.parse(status.out).total, 4)
+  const { sync, ...counts } = JSON.parse(status.out)
+  t.same(counts, store.counts())
+  t.equal(counts.total, 4)
+  const waiting = `waiting: RPC rate-limited until ${new Date(until).toISOString().replace(/\.\d{3}Z$/, 'Z')}`
+  t.match(sync, { state: 'waiting', line: waiting, progress: { done: 0, total: 4 } })
   const human = await cli(['attest', 'status'], env, home)
+  t.match(human.out, `sync       ${waiting}`)
   t.match(human.out, /lines\s+4/)
   t.match(human.out, /pending\s+4/)
 

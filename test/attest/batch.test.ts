@@ -51,12 +51,14 @@ t.test(
     })
     // Sync must not read the row first (a fresh line has no reason to): the batch estimate finds it.
     const warnings: string[] = []
+    const infos: string[] = []
     const sync = createAttestSync({
       store,
       chain: chain.info,
       attestorUrl: attestor.url,
       signer,
-      log: { warn: (m) => warnings.push(String(m)) },
+      progressEveryMs: 0, // the hub's default is 10 s; here every step logs
+      log: { warn: (m) => warnings.push(String(m)), info: (m) => infos.push(String(m)) },
     })
     const before = await pub.getTransactionCount({ address: signer.address })
     t.same(await sync.runOnce(), { requested: 11, attested: 11, failed: 1, remaining: 0 })
@@ -85,5 +87,10 @@ t.test(
     }
     const st = sync.status()
     t.equal(st.state, 'idle')
+    t.match(
+      infos.find((l) => l.startsWith('sync progress: ')),
+      /^sync progress: syncing: \d+\/12 lines, [\d.]+ lines\/s, ETA /,
+      'the hub logs progress while catching up',
+    )
   },
 )

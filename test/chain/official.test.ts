@@ -286,6 +286,49 @@ t.test('chain_attest → sync → market verify → purchase on the official reg
   t.equal(await data.text(), `${lines.join('\n')}\n`, 'the buyer downloads the attested lines')
 })
 
+t.test('batched on the official registries: a request hash taken first fails only its line', async (t) => {
+  const file = await readChainFile(chainFilePath(home))
+  if (!file.ok) throw new Error(file.error)
+  const info: ChainInfo = { ...file.value, batchExecutor }
+  const cfg = await loadAttestorConfig({ chain: info, env: { SVC_ATTESTOR_KEY: acc.attestor.privateKey } })
+  if (!cfg.ok) throw new Error(cfg.error)
+  const attestor = await startAttestorServer(cfg.config)
+  t.teardown(() => attestor.close())
+  const store = await openAttestStore(join(dir, 'attest-taken'))
+  t.teardown(() => store.close())
+  const signer = signerFromKey(deviceKey)
+  const tool = createChainAttestTool({ store, signer })
+  for (let i = 0; i < 5; i++)
+    t.ok(
+      (
+        await tool.run(
+          { action: 'vend', request_uri: `svc://taken/${i}`, params: { i } },
+          {
+            runId: 'r',
+            sop: 'vend',
+            step: 1,
+            call: i,
+            idempotencyKey: `t${i}`,
+            signal: new AbortController().signal,
+          },
+        )
+      ).ok,
+    )
+  const taken = (await store.get(2))!
+  const owner = walletClientFor(rpcUrl, acc.owner.privateKey)
+  await pub.waitForTransactionReceipt({
+    hash: await owner.writeContract({
+      address: regs.validationRegistry,
+      abi: parseAbi(['function validationRequest(address, uint256, string, bytes32)']),
+      functionName: 'validationRequest',
+      args: [acc.deployer.address, BigInt(info.agentId), 'svc://elsewhere', taken.requestHash],
+    }),
+  })
+  const sync = createAttestSync({ store, chain: info, attestorUrl: attestor.url, signer })
+  t.same(await sync.runOnce(), { requested: 4, attested: 4, failed: 1, remaining: 0 })
+  t.match((await store.get(2))!.error, /is held by another request .*\(validationRequest reverted: exists\)/)
+})
+
 t.test(
   'a placeholder proxy (no implementation): preflight refuses, nothing sent, nothing attested',
   async (t) => {
