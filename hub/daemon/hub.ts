@@ -26,6 +26,7 @@ import type { HubConfig } from './config.ts'
 import type { AttestationParts, BridgeLike, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
+import { withNoDelay } from '../broker/no-delay.ts'
 import { boardRoutes } from '../api/boards.ts'
 import {
   type BoardAvailability,
@@ -145,6 +146,7 @@ export async function startHub(
         // The embedded broker's own login for the hub: never refused, whatever the accounts say.
         ...(broker ? broker.hubLogin : {}),
       })
+      .then(withNoDelay)
       .catch((err: unknown) => {
         throw new Error(
           `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
