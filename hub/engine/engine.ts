@@ -42,7 +42,7 @@ import type { AgentAdapter } from '../agent/types.ts'
 import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
-import { EngineStore } from './store.ts'
+import { EngineStore, type OnceMark } from './store.ts'
 import type { EngineOptions } from './types.ts'
 import type { Log } from '../log.ts'
 
@@ -81,8 +81,12 @@ export class Engine implements HubEngine {
   private conditions = new Map<string, Condition | null>()
   /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
   private onceBusy = new Map<string, Promise<void>>()
+  /** Fingerprinted once-only marks not yet forgotten (engine-api: `once.fingerprint`), by key. */
+  private marks = new Map<string, OnceMark>()
   private pruneTimer: NodeJS.Timeout | undefined
   private watchers = new Set<(change: EngineChange) => void>()
+  /** Runs whose current step may have been under way when the hub last stopped (ToolContext.repeat). */
+  private repeating = new Set<string>()
   private closed = false
   private readonly now: () => number
   private readonly log: Log
@@ -171,7 +175,10 @@ export class Engine implements HubEngine {
   private admissionOps(sop: string, event: TriggerEvent, d: AdmissionDecision): BatchOp[] {
     const rec: AdmissionRecord = { sop, at: this.now(), source: event.source, ...d }
     const ops = [this.store.admissionOp(rec)]
-    if (event.once) ops.push(...this.store.onceOps(onceKey(sop, event.once.key), d, rec.at))
+    const once = event.once
+    if (once?.fingerprint !== undefined)
+      ops.push(this.store.markOp(onceKey(sop, once.key), { fp: once.fingerprint, d }))
+    else if (once) ops.push(...this.store.onceOps(onceKey(sop, once.key), d, rec.at))
     return ops
   }
 
@@ -198,13 +205,22 @@ export class Engine implements HubEngine {
     const once = (event as TriggerEvent | null | undefined)?.once
     if (!once) return this.admitEvent(sopName, event)
     const key = onceKey(sopName, once.key)
+    const fp = once.fingerprint
     const result = (this.onceBusy.get(key) ?? Promise.resolve()).then(async () => {
       if (this.closed) throw new Error('the engine is closed')
       if (once.check) {
-        const prior = await this.store.onceDecision(key)
-        if (prior) return { ...prior, duplicate: true as const }
+        if (fp !== undefined) {
+          const m = this.marks.get(key)
+          if (m !== undefined && m.fp === fp) return { ...m.d, duplicate: true as const }
+        } else {
+          const prior = await this.store.onceDecision(key)
+          if (prior) return { ...prior, duplicate: true as const }
+        }
       }
-      return this.admitEvent(sopName, event)
+      const d = await this.admitEvent(sopName, event)
+      // Stored with the admission (admissionOps); remembered once that write is through.
+      if (fp !== undefined && !this.closed) this.marks.set(key, { fp, d })
+      return d
     })
     const settled = result.then(
       () => {},
@@ -640,6 +656,7 @@ export class Engine implements HubEngine {
       step,
       steps: this.stepOutputs(run),
       trigger: payloadAsInput(run.trigger.payload),
+      ...(this.repeating.delete(run.id) ? { repeat: true } : {}),
       signal,
     }
     if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
@@ -833,6 +850,23 @@ export class Engine implements HubEngine {
     return (await this.getRun(runId))?.log
   }
 
+  forgetOnce(marks: readonly { sop: string; key: string; fingerprint: string }[]): void {
+    if (this.closed || marks.length === 0) return
+    const ops: BatchOp[] = []
+    for (const m of marks) {
+      const key = onceKey(m.sop, m.key)
+      // A mark written again since (the key reused by a newer event) is that event's, not ours;
+      // so is one being written now.
+      if (this.marks.get(key)?.fp !== m.fingerprint || this.onceBusy.has(key)) continue
+      this.marks.delete(key)
+      ops.push(this.store.unmarkOp(key))
+    }
+    if (ops.length > 0)
+      this.store
+        .write(ops)
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'once-only marks not forgotten'))
+  }
+
   keptTriggers(): KeptTrigger[] {
     return [...this.kept.values()].flat()
   }
@@ -884,6 +918,7 @@ export class Engine implements HubEngine {
    */
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
+    this.marks = await this.store.marks()
     for (const r of await this.store.unfinished()) this.live.set(r.id, r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) {
@@ -903,12 +938,17 @@ export class Engine implements HubEngine {
           calls: [],
         }
       }
-      if (r.state === 'running') {
+      // A pending run's first step may have been called too: entering it is not written on its
+      // own, so a kill between the call and its result leaves the run pending.
+      if ((r.state === 'running' || r.state === 'pending') && r.current !== null) {
+        this.repeating.add(r.id)
         this.note(
           r,
-          r.current ?? 0,
+          r.current,
           'warn',
-          `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`,
+          r.state === 'running'
+            ? `hub restarted mid-run: resuming step ${r.current} from its first call`
+            : `hub restarted mid-run: step ${r.current} starts again (it may have been called before the restart)`,
         )
       }
       if (r.state === 'running' || r.state === 'pending') this.spawn(r)
