@@ -81,8 +81,12 @@ export class Engine implements HubEngine {
   private conditions = new Map<string, Condition | null>()
   /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
   private onceBusy = new Map<string, Promise<void>>()
-  /** Fingerprinted once-only marks not yet forgotten (engine-api: `once.fingerprint`), by key. */
-  private marks = new Map<string, OnceMark>()
+  /**
+   * Fingerprinted once-only marks not yet forgotten (engine-api: `once.fingerprint`), by key, the
+   * few latest each: a broker may have two events in flight under one key (Aedes numbers a
+   * reconnected session's new deliveries without looking at the packet ids of those it replays).
+   */
+  private marks = new Map<string, OnceMark[]>()
   private pruneTimer: NodeJS.Timeout | undefined
   private watchers = new Set<(change: EngineChange) => void>()
   /** Runs whose current step may have been under way when the hub last stopped (ToolContext.repeat). */
@@ -134,7 +138,10 @@ export class Engine implements HubEngine {
 
   private note(run: RunRecord, step: number, level: LogEntry['level'], msg: string): void {
     appendLog(run, { at: this.now(), step, level, msg })
-    this.log[level]({ run: run.id, sop: run.sop, step }, msg)
+    // The run's own log has every line; the hub's log gets its routine ones at debug only (a
+    // line per step per run was a measurable share of the hub's CPU).
+    if (level === 'info') this.log.debug?.({ run: run.id, sop: run.sop, step }, msg)
+    else this.log[level]({ run: run.id, sop: run.sop, step }, msg)
   }
 
   private changed(change: EngineChange): void {
@@ -177,7 +184,12 @@ export class Engine implements HubEngine {
     const ops = [this.store.admissionOp(rec)]
     const once = event.once
     if (once?.fingerprint !== undefined)
-      ops.push(this.store.markOp(onceKey(sop, once.key), { fp: once.fingerprint, d }))
+      ops.push(
+        this.store.markOp(
+          onceKey(sop, once.key),
+          this.marksWith(onceKey(sop, once.key), once.fingerprint, d),
+        ),
+      )
     else if (once) ops.push(...this.store.onceOps(onceKey(sop, once.key), d, rec.at))
     return ops
   }
@@ -210,8 +222,8 @@ export class Engine implements HubEngine {
       if (this.closed) throw new Error('the engine is closed')
       if (once.check) {
         if (fp !== undefined) {
-          const m = this.marks.get(key)
-          if (m !== undefined && m.fp === fp) return { ...m.d, duplicate: true as const }
+          const m = this.marks.get(key)?.find((x) => x.fp === fp)
+          if (m !== undefined) return { ...m.d, duplicate: true as const }
         } else {
           const prior = await this.store.onceDecision(key)
           if (prior) return { ...prior, duplicate: true as const }
@@ -219,7 +231,7 @@ export class Engine implements HubEngine {
       }
       const d = await this.admitEvent(sopName, event)
       // Stored with the admission (admissionOps); remembered once that write is through.
-      if (fp !== undefined && !this.closed) this.marks.set(key, { fp, d })
+      if (fp !== undefined && !this.closed) this.marks.set(key, this.marksWith(key, fp, d))
       return d
     })
     const settled = result.then(
@@ -850,16 +862,26 @@ export class Engine implements HubEngine {
     return (await this.getRun(runId))?.log
   }
 
+  /** The marks to keep under `key` once `fp` is admitted with `d`: the latest MAX_MARKS_PER_KEY. */
+  private marksWith(key: string, fp: string, d: AdmissionDecision): OnceMark[] {
+    const kept = (this.marks.get(key) ?? []).filter((m) => m.fp !== fp)
+    kept.push({ fp, d })
+    return kept.slice(-MAX_MARKS_PER_KEY)
+  }
+
   forgetOnce(marks: readonly { sop: string; key: string; fingerprint: string }[]): void {
     if (this.closed || marks.length === 0) return
     const ops: BatchOp[] = []
     for (const m of marks) {
       const key = onceKey(m.sop, m.key)
-      // A mark written again since (the key reused by a newer event) is that event's, not ours;
-      // so is one being written now.
-      if (this.marks.get(key)?.fp !== m.fingerprint || this.onceBusy.has(key)) continue
-      this.marks.delete(key)
-      ops.push(this.store.unmarkOp(key))
+      // A key being written now is left to that write.
+      const list = this.marks.get(key)
+      if (!list || this.onceBusy.has(key)) continue
+      const left = list.filter((x) => x.fp !== m.fingerprint)
+      if (left.length === list.length) continue
+      if (left.length === 0) this.marks.delete(key)
+      else this.marks.set(key, left)
+      ops.push(this.store.markOp(key, left))
     }
     if (ops.length > 0)
       this.store
@@ -964,6 +986,9 @@ export class Engine implements HubEngine {
     this.pruneTimer.unref()
   }
 }
+
+/** Fingerprinted marks kept under one key (engine.ts `marks`). */
+const MAX_MARKS_PER_KEY = 4
 
 /** How long a once-only admission mark is kept (engine-api: `once`): a week. */
 export const ONCE_KEEP_MS = 7 * 24 * 3_600_000

@@ -17,7 +17,7 @@ const LAST = 'last!'
 /** Once-only admission marks (engine-api: `TriggerEvent.once`), and the same keys by time for pruning. */
 const ONCE = 'once!'
 const ONCE_AT = 'onceat!'
-/** Fingerprinted once-only marks (`once.fingerprint`): one per key, replaced, deleted when forgotten. */
+/** Fingerprinted once-only marks (`once.fingerprint`): the few latest per key, deleted when forgotten. */
 const MARK = 'mark!'
 
 export interface OnceMark {
@@ -195,19 +195,17 @@ export class EngineStore {
     ]
   }
 
-  markOp(key: string, mark: OnceMark): BatchOp {
-    return { type: 'put', key: MARK + key, value: JSON.stringify(mark) }
-  }
-
-  unmarkOp(key: string): BatchOp {
-    return { type: 'del', key: MARK + key }
+  /** The marks under `key`, newest last; none: the key is deleted. */
+  markOp(key: string, marks: readonly OnceMark[]): BatchOp {
+    if (marks.length === 0) return { type: 'del', key: MARK + key }
+    return { type: 'put', key: MARK + key, value: JSON.stringify(marks) }
   }
 
   /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
-  async marks(): Promise<Map<string, OnceMark>> {
-    const out = new Map<string, OnceMark>()
+  async marks(): Promise<Map<string, OnceMark[]>> {
+    const out = new Map<string, OnceMark[]>()
     for await (const [k, v] of this.db.iterator({ gt: MARK, lt: MARK + '\xff' }))
-      out.set(k.slice(MARK.length), JSON.parse(v) as OnceMark)
+      out.set(k.slice(MARK.length), JSON.parse(v) as OnceMark[])
     return out
   }
 
