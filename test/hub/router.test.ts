@@ -9,6 +9,7 @@ import { matches } from '../../sops/conditions.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor, waitForCount } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
+import { recordingLog } from './broker-auth-helpers.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
 
 async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<RouterOptions> = {}) {
@@ -182,10 +183,11 @@ t.test(
           else answer()
         }),
     }
+    const log = recordingLog()
     const { router, pub, client } = await setup(
       t,
       [sop('f', [{ type: 'peripheral', board: 'b', signal: 's', condition: '' }])],
-      { engine, maxInFlight: 5 },
+      { engine, maxInFlight: 5, log },
     )
     let delivered = 0
     client.on('message', (topic, _p, packet) => {
@@ -197,6 +199,17 @@ t.test(
     t.equal(calls, 5, 'only the cap reached the engine')
     t.equal(delivered, 5, 'and no message past the cap was read off the socket')
     t.match(router.mqttBacklog(), { inFlight: 5, peak: 5 })
+    // Said out loud, with the backlog and the broker limit that drops next.
+    t.match(
+      log.lines.filter((l) => l.level === 'warn' && /the hub is behind its MQTT broker/.test(l.msg)),
+      [{ obj: { inFlight: 5, peak: 5 }, msg: /stopped reading.*max_queued_messages/ }],
+    )
+    // And on the local API.
+    const app = Fastify()
+    t.teardown(() => app.close())
+    router.registerRoutes(app)
+    const res = await app.inject({ method: 'GET', url: '/triggers/mqtt' })
+    t.match(res.json(), { backlog: { inFlight: 5, peak: 5, paused: 1, behind: 0, repeats: 0 } })
     stuck = false
     for (const r of release.splice(0)) r()
     await waitFor(() => calls === 20, 'every message to reach the engine once it catches up')
