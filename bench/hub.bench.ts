@@ -2,7 +2,7 @@
 //   baseline: raw Aedes publish→subscribe latency p50/p99 (loopback, QoS 1, two mqtt.js clients)
 //   router only: MQTT publish → the router calls engine.trigger (an engine stub), 50 SOPs planned
 //   event→run-start latency p50/p99: an MQTT publish on boards/<board>/<signal> until the engine
-//     has admitted and started the run (the router's "trigger admitted" log line, outcome started)
+//     has admitted and started the run (the router's "trigger admitted" debug line, outcome started)
 //   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
 //     (a real child process, started the way users start it: node --import tsx), and beside it the
 //     way hub/svc-hub.service runs it: bundled by `npm run build` (hub/build/dist.ts, esbuild,
@@ -145,12 +145,12 @@ async function hubLatency(dir: string, sopsDir: string): Promise<number[]> {
   let admitted: ((outcome: string) => void) | undefined
   const noop = (): void => undefined
   const log = {
-    info: (o: unknown, msg?: string) => {
-      if (msg === 'trigger admitted') admitted?.((o as { outcome: string }).outcome)
-    },
+    info: noop,
     warn: noop,
     error: (o: unknown, msg?: string) => process.stderr.write(`${msg ?? ''} ${JSON.stringify(o)}\n`),
-    debug: noop,
+    debug: (o: unknown, msg?: string) => {
+      if (msg === 'trigger admitted') admitted?.((o as { outcome: string }).outcome)
+    },
   } as unknown as Log
   const cfg = parseConfig(
     `[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(dir, 'data')}"\n[broker]\nport = 0\n[webhook]\nenabled = false\n`,

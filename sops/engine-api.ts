@@ -16,7 +16,17 @@ export interface TriggerEvent {
    * `check` an event whose key is already stored is not admitted again: it gets the stored
    * decision back, marked `duplicate`. The key is per SOP (one message may start several SOPs).
    */
-  once?: { key: string; check: boolean }
+  once?: {
+    key: string
+    check: boolean
+    /**
+     * For a source whose keys are reused (an MQTT packet id, freed at each PUBACK): the mark
+     * holds this fingerprint of the event, a check matches only the same fingerprint, and the
+     * mark lasts until the source forgets it (`forgetOnce`) or writes the key again, instead of
+     * a week.
+     */
+    fingerprint?: string
+  }
 }
 
 export type AdmissionOutcome =
@@ -38,6 +48,12 @@ export interface AdmissionDecision {
 
 export interface Engine {
   trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision>
+  /**
+   * Drops fingerprinted once-only marks (`once.fingerprint`) the source no longer needs: the
+   * event was acknowledged to its broker long enough ago that it will not come back. A mark
+   * whose fingerprint differs belongs to a newer event under the same key, and stays.
+   */
+  forgetOnce?(marks: readonly { sop: string; key: string; fingerprint: string }[]): void
 }
 
 export interface KeptTrigger {

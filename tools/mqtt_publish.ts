@@ -29,15 +29,20 @@ export const MAX_PUBLISH_BYTES = 256 * 1024
 export type PublishPort = (
   topic: string,
   payload: string,
-  opts: { qos: 0 | 1 | 2; retain: boolean },
+  /** `repeat`: this publish may have gone out before a restart (ToolContext.repeat). */
+  opts: { qos: 0 | 1 | 2; retain: boolean; repeat?: boolean },
 ) => Promise<void>
+
+/** The MQTT 5 user property on a publish that may repeat one made before a restart. */
+export const REPEAT_PROPERTY = 'svc-repeat'
 
 export function createMqttPublish(publish: PublishPort): Tool {
   return {
     name: 'mqtt_publish',
-    description: 'Publish a message to an MQTT topic on the hub broker. Output: { topic, bytes }.',
+    description:
+      'Publish a message to an MQTT topic on the hub broker. Output: { topic, bytes, repeat? } (repeat: it may have been published before a restart).',
     schema: MqttPublishArgs,
-    async run(raw): Promise<ToolResult> {
+    async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as MqttPublishArgs
       const bad = topicError(args.topic)
       if (bad) return { ok: false, error: `mqtt_publish: topic "${args.topic}" ${bad}` }
@@ -46,8 +51,13 @@ export function createMqttPublish(publish: PublishPort): Tool {
       if (bytes > MAX_PUBLISH_BYTES)
         return { ok: false, error: `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}` }
       try {
-        await publish(args.topic, text, { qos: args.qos ?? 1, retain: args.retain ?? false })
-        return { ok: true, output: { topic: args.topic, bytes } }
+        const repeat = ctx?.repeat === true
+        await publish(args.topic, text, {
+          qos: args.qos ?? 1,
+          retain: args.retain ?? false,
+          ...(repeat ? { repeat } : {}),
+        })
+        return { ok: true, output: { topic: args.topic, bytes, ...(repeat ? { repeat } : {}) } }
       } catch (err) {
         return {
           ok: false,

@@ -20,6 +20,11 @@ export interface ToolContext {
    * a step whose effect was already durable returns the stored result instead of repeating it.
    */
   idempotencyKey: string
+  /**
+   * The hub restarted while this step was under way (or before its start was recorded): this
+   * call may have been made before, and its effect may already have happened once.
+   */
+  repeat?: boolean
   signal: AbortSignal
 }
 

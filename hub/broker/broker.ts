@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { forwardOnce } from './forward-once.ts'
+import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
 import type { Log } from '../log.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
@@ -136,6 +137,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   aedes.on('clientDisconnect', (client) => auth.forget(client))
 
   const handleOn = (listener: Listener) => (conn: Duplex, req?: IncomingMessage) => {
+    // Aedes leaves Nagle on: every reply would wait out the client's delayed ACK (no-delay.ts).
+    noDelayStream(conn)
     auth.tag(conn, listener)
     aedes.handle(conn, req)
   }

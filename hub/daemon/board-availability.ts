@@ -16,6 +16,7 @@
 //   a board still retained `online` from an older hub.toml is set `offline` too (availability
 //   is the hub's alone, DESIGN "Decisions for the field product", so nobody else can own it).
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+import { withNoDelay } from '../broker/no-delay.ts'
 import { availabilityTopic } from '../../mqtt/topics.ts'
 import type { Log } from '../log.ts'
 
@@ -79,15 +80,17 @@ export async function willSessionAvailability(o: {
   }
   try {
     for (const board of o.boards) {
-      const client = await mqtt.connectAsync({
-        ...o.base,
-        // A name per board, so one hub's sessions never take over each other's.
-        clientId: `${o.clientId}-availability-${board}`,
-        clean: true,
-        reconnectPeriod: 1000,
-        connectTimeout: 10_000,
-        will: { topic: availabilityTopic(board), payload: Buffer.from('offline'), qos: 1, retain: true },
-      })
+      const client = withNoDelay(
+        await mqtt.connectAsync({
+          ...o.base,
+          // A name per board, so one hub's sessions never take over each other's.
+          clientId: `${o.clientId}-availability-${board}`,
+          clean: true,
+          reconnectPeriod: 1000,
+          connectTimeout: 10_000,
+          will: { topic: availabilityTopic(board), payload: Buffer.from('offline'), qos: 1, retain: true },
+        }),
+      )
       sessions.set(board, { client, state: 'offline' })
       client.on('error', (err) => o.log.warn({ board, err: err.message }, 'availability session error'))
       client.on('connect', () => publishCurrent(board))

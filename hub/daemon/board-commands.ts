@@ -9,6 +9,7 @@
 // for the same reason: they would run again at every hub start. (A session of its own also keeps
 // these subscriptions from overlapping the trigger router's `boards/+/+` on one client.)
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+import { withNoDelay } from '../broker/no-delay.ts'
 import { encodeCmdReply, parseCmdPayload } from '../../bridge/cmd-payload.ts'
 import type { Json, SendResult } from '../../bridge/types.ts'
 import { boardTopic } from '../../mqtt/topics.ts'
@@ -43,6 +44,7 @@ export async function startBoardCommands(o: {
       connectTimeout: 10_000,
       resubscribe: true,
     })
+    .then(withNoDelay)
     .catch((err: unknown) => {
       throw new Error(`board command session: ${err instanceof Error ? err.message : String(err)}`)
     })

@@ -5,20 +5,21 @@
 // runs the other way round, each part closed even when an earlier one fails to.
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import mqtt, { type MqttClient } from 'mqtt'
+import type { MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { loadSops } from '../../sops/load.ts'
 import { matches } from '../../sops/conditions.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import { createEngine } from '../engine/index.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
-import type { PublishPort } from '../../tools/mqtt_publish.ts'
+import { type PublishPort, REPEAT_PROPERTY } from '../../tools/mqtt_publish.ts'
 import { buildToolRegistry } from '../../tools/registry.ts'
 import { createSopApproveTool } from '../../tools/sop_approve.ts'
 import { createSopExecuteTool } from '../../tools/sop_execute.ts'
 import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
+import { connectHeld } from '../triggers/session-gate.ts'
 import { amqpTarget } from '../triggers/amqp-url.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
 import { accountsPath } from '../broker/accounts-file.ts'
@@ -26,6 +27,7 @@ import type { HubConfig } from './config.ts'
 import type { AttestationParts, BridgeLike, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
+import { withNoDelay } from '../broker/no-delay.ts'
 import { boardRoutes } from '../api/boards.ts'
 import {
   type BoardAvailability,
@@ -129,22 +131,23 @@ export async function startHub(
     const url = brokerUrl
     const target = mqttUrlOptions(url)
     if (!target.ok) throw new Error(`broker.url: ${target.error}`)
-    const client = await mqtt
-      .connectAsync({
-        ...target.value,
-        clientId: config.broker.clientId,
-        clean: false,
-        reconnectPeriod: 1000,
-        connectTimeout: 10_000,
-        resubscribe: true,
-        writeCache: false,
-        // On an external broker, svc/hub/state says `offline` when the hub dies (MQTT 3.1.1 §3.1.2.5).
-        will: { topic: HUB_STATE_TOPIC, payload: Buffer.from(OFFLINE_STATE), qos: 1, retain: true },
-        ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
-        ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
-        // The embedded broker's own login for the hub: never refused, whatever the accounts say.
-        ...(broker ? broker.hubLogin : {}),
-      })
+    // connectHeld: events the broker kept for the session are held for the router (session-gate.ts).
+    const client = await connectHeld({
+      ...target.value,
+      clientId: config.broker.clientId,
+      clean: false,
+      reconnectPeriod: 1000,
+      connectTimeout: 10_000,
+      resubscribe: true,
+      writeCache: false,
+      // On an external broker, svc/hub/state says `offline` when the hub dies (MQTT 3.1.1 §3.1.2.5).
+      will: { topic: HUB_STATE_TOPIC, payload: Buffer.from(OFFLINE_STATE), qos: 1, retain: true },
+      ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
+      ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
+      // The embedded broker's own login for the hub: never refused, whatever the accounts say.
+      ...(broker ? broker.hubLogin : {}),
+    })
+      .then(withNoDelay)
       .catch((err: unknown) => {
         throw new Error(
           `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
@@ -154,8 +157,15 @@ export async function startHub(
     client.on('offline', () => log.warn('mqtt session offline; reconnecting'))
     client.on('connect', (ack) => log.info({ sessionPresent: ack.sessionPresent }, 'mqtt session connected'))
     closers.push({ name: 'mqtt', fn: () => client.endAsync() })
+    // A possible repeat after a restart carries a user property where the session is MQTT 5.
     const publish: PublishPort = async (topic, payload, o) => {
-      await client.publishAsync(topic, payload, { qos: o.qos, retain: o.retain })
+      await client.publishAsync(topic, payload, {
+        qos: o.qos,
+        retain: o.retain,
+        ...(o.repeat && client.options.protocolVersion === 5
+          ? { properties: { userProperties: { [REPEAT_PROPERTY]: '1' } } }
+          : {}),
+      })
     }
 
     // The hub's other sessions (board availability, board commands) log in as the main one does.

@@ -14,6 +14,8 @@ export interface CallScope {
   steps: Record<number, Json>
   /** The trigger payload as step 1 received it, for `{{trigger.path}}`. */
   trigger: Json
+  /** The step is being run again after a restart (ToolContext.repeat). */
+  repeat?: boolean
   signal: AbortSignal
 }
 
@@ -48,6 +50,7 @@ export async function callTool(
       step: scope.step.number,
       call: index,
       idempotencyKey: `${scope.runId}:${scope.step.number}:${index}`,
+      ...(scope.repeat ? { repeat: true } : {}),
       signal: scope.signal,
     })
   } catch (err) {

@@ -42,7 +42,7 @@ import type { AgentAdapter } from '../agent/types.ts'
 import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
-import { EngineStore } from './store.ts'
+import { EngineStore, type OnceMark } from './store.ts'
 import type { EngineOptions } from './types.ts'
 import type { Log } from '../log.ts'
 
@@ -81,8 +81,16 @@ export class Engine implements HubEngine {
   private conditions = new Map<string, Condition | null>()
   /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
   private onceBusy = new Map<string, Promise<void>>()
+  /**
+   * Fingerprinted once-only marks not yet forgotten (engine-api: `once.fingerprint`), by key, the
+   * few latest each: a broker may have two events in flight under one key (Aedes numbers a
+   * reconnected session's new deliveries without looking at the packet ids of those it replays).
+   */
+  private marks = new Map<string, OnceMark[]>()
   private pruneTimer: NodeJS.Timeout | undefined
   private watchers = new Set<(change: EngineChange) => void>()
+  /** Runs whose current step may have been under way when the hub last stopped (ToolContext.repeat). */
+  private repeating = new Set<string>()
   private closed = false
   private readonly now: () => number
   private readonly log: Log
@@ -130,7 +138,10 @@ export class Engine implements HubEngine {
 
   private note(run: RunRecord, step: number, level: LogEntry['level'], msg: string): void {
     appendLog(run, { at: this.now(), step, level, msg })
-    this.log[level]({ run: run.id, sop: run.sop, step }, msg)
+    // The run's own log has every line; the hub's log gets its routine ones at debug only (a
+    // line per step per run was a measurable share of the hub's CPU).
+    if (level === 'info') this.log.debug?.({ run: run.id, sop: run.sop, step }, msg)
+    else this.log[level]({ run: run.id, sop: run.sop, step }, msg)
   }
 
   private changed(change: EngineChange): void {
@@ -171,7 +182,15 @@ export class Engine implements HubEngine {
   private admissionOps(sop: string, event: TriggerEvent, d: AdmissionDecision): BatchOp[] {
     const rec: AdmissionRecord = { sop, at: this.now(), source: event.source, ...d }
     const ops = [this.store.admissionOp(rec)]
-    if (event.once) ops.push(...this.store.onceOps(onceKey(sop, event.once.key), d, rec.at))
+    const once = event.once
+    if (once?.fingerprint !== undefined)
+      ops.push(
+        this.store.markOp(
+          onceKey(sop, once.key),
+          this.marksWith(onceKey(sop, once.key), once.fingerprint, d),
+        ),
+      )
+    else if (once) ops.push(...this.store.onceOps(onceKey(sop, once.key), d, rec.at))
     return ops
   }
 
@@ -198,13 +217,22 @@ export class Engine implements HubEngine {
     const once = (event as TriggerEvent | null | undefined)?.once
     if (!once) return this.admitEvent(sopName, event)
     const key = onceKey(sopName, once.key)
+    const fp = once.fingerprint
     const result = (this.onceBusy.get(key) ?? Promise.resolve()).then(async () => {
       if (this.closed) throw new Error('the engine is closed')
       if (once.check) {
-        const prior = await this.store.onceDecision(key)
-        if (prior) return { ...prior, duplicate: true as const }
+        if (fp !== undefined) {
+          const m = this.marks.get(key)?.find((x) => x.fp === fp)
+          if (m !== undefined) return { ...m.d, duplicate: true as const }
+        } else {
+          const prior = await this.store.onceDecision(key)
+          if (prior) return { ...prior, duplicate: true as const }
+        }
       }
-      return this.admitEvent(sopName, event)
+      const d = await this.admitEvent(sopName, event)
+      // Stored with the admission (admissionOps); remembered once that write is through.
+      if (fp !== undefined && !this.closed) this.marks.set(key, this.marksWith(key, fp, d))
+      return d
     })
     const settled = result.then(
       () => {},
@@ -640,6 +668,7 @@ export class Engine implements HubEngine {
       step,
       steps: this.stepOutputs(run),
       trigger: payloadAsInput(run.trigger.payload),
+      ...(this.repeating.delete(run.id) ? { repeat: true } : {}),
       signal,
     }
     if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
@@ -833,6 +862,33 @@ export class Engine implements HubEngine {
     return (await this.getRun(runId))?.log
   }
 
+  /** The marks to keep under `key` once `fp` is admitted with `d`: the latest MAX_MARKS_PER_KEY. */
+  private marksWith(key: string, fp: string, d: AdmissionDecision): OnceMark[] {
+    const kept = (this.marks.get(key) ?? []).filter((m) => m.fp !== fp)
+    kept.push({ fp, d })
+    return kept.slice(-MAX_MARKS_PER_KEY)
+  }
+
+  forgetOnce(marks: readonly { sop: string; key: string; fingerprint: string }[]): void {
+    if (this.closed || marks.length === 0) return
+    const ops: BatchOp[] = []
+    for (const m of marks) {
+      const key = onceKey(m.sop, m.key)
+      // A key being written now is left to that write.
+      const list = this.marks.get(key)
+      if (!list || this.onceBusy.has(key)) continue
+      const left = list.filter((x) => x.fp !== m.fingerprint)
+      if (left.length === list.length) continue
+      if (left.length === 0) this.marks.delete(key)
+      else this.marks.set(key, left)
+      ops.push(this.store.markOp(key, left))
+    }
+    if (ops.length > 0)
+      this.store
+        .write(ops)
+        .catch((err: unknown) => this.log.warn({ err: String(err) }, 'once-only marks not forgotten'))
+  }
+
   keptTriggers(): KeptTrigger[] {
     return [...this.kept.values()].flat()
   }
@@ -884,6 +940,7 @@ export class Engine implements HubEngine {
    */
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
+    this.marks = await this.store.marks()
     for (const r of await this.store.unfinished()) this.live.set(r.id, r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) {
@@ -903,12 +960,17 @@ export class Engine implements HubEngine {
           calls: [],
         }
       }
-      if (r.state === 'running') {
+      // A pending run's first step may have been called too: entering it is not written on its
+      // own, so a kill between the call and its result leaves the run pending.
+      if ((r.state === 'running' || r.state === 'pending') && r.current !== null) {
+        this.repeating.add(r.id)
         this.note(
           r,
-          r.current ?? 0,
+          r.current,
           'warn',
-          `hub restarted mid-run: resuming${r.current !== null ? ` step ${r.current} from its first call` : ''}`,
+          r.state === 'running'
+            ? `hub restarted mid-run: resuming step ${r.current} from its first call`
+            : `hub restarted mid-run: step ${r.current} starts again (it may have been called before the restart)`,
         )
       }
       if (r.state === 'running' || r.state === 'pending') this.spawn(r)
@@ -924,6 +986,9 @@ export class Engine implements HubEngine {
     this.pruneTimer.unref()
   }
 }
+
+/** Fingerprinted marks kept under one key (engine.ts `marks`). */
+const MAX_MARKS_PER_KEY = 4
 
 /** How long a once-only admission mark is kept (engine-api: `once`): a week. */
 export const ONCE_KEEP_MS = 7 * 24 * 3_600_000

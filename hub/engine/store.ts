@@ -17,6 +17,13 @@ const LAST = 'last!'
 /** Once-only admission marks (engine-api: `TriggerEvent.once`), and the same keys by time for pruning. */
 const ONCE = 'once!'
 const ONCE_AT = 'onceat!'
+/** Fingerprinted once-only marks (`once.fingerprint`): the few latest per key, deleted when forgotten. */
+const MARK = 'mark!'
+
+export interface OnceMark {
+  fp: string
+  d: AdmissionDecision
+}
 
 /** Sortable fixed-width counter so keys iterate in arrival order. */
 function seqKey(prefix: string, at: number, seq: number): string {
@@ -186,6 +193,20 @@ export class EngineStore {
       { type: 'put', key: ONCE + key, value: JSON.stringify(d) },
       { type: 'put', key: `${ONCE_AT}${at.toString(36).padStart(10, '0')}!${key}`, value: '' },
     ]
+  }
+
+  /** The marks under `key`, newest last; none: the key is deleted. */
+  markOp(key: string, marks: readonly OnceMark[]): BatchOp {
+    if (marks.length === 0) return { type: 'del', key: MARK + key }
+    return { type: 'put', key: MARK + key, value: JSON.stringify(marks) }
+  }
+
+  /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
+  async marks(): Promise<Map<string, OnceMark[]>> {
+    const out = new Map<string, OnceMark[]>()
+    for await (const [k, v] of this.db.iterator({ gt: MARK, lt: MARK + '\xff' }))
+      out.set(k.slice(MARK.length), JSON.parse(v) as OnceMark[])
+    return out
   }
 
   async onceDecision(key: string): Promise<AdmissionDecision | undefined> {

@@ -34,7 +34,8 @@ export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log)
     async fire(sop, event) {
       try {
         const decision = await engine.trigger(sop, event)
-        log.info(
+        // Per event: debug, not info (a line per event was a measurable share of the hub's CPU).
+        log.debug?.(
           {
             sop,
             trigger: event.type,

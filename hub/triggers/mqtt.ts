@@ -1,12 +1,15 @@
 // Peripheral and mqtt triggers, both fed by one MQTT subscription set (the router never reads
 // the bridge). `dispatchMessage` is the pure part: which SOPs a message starts. `MessageSource`
 // wires it to a connected mqtt.js client.
+import { createHash } from 'node:crypto'
 import type { MqttClient } from 'mqtt'
+import type { Engine, TriggerEvent } from '../../sops/engine-api.ts'
 import type { TriggerType } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
 import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 import { minimalFilters, topicMatches } from '../../mqtt/topics.ts'
+import { takeHeldMessages } from './session-gate.ts'
 
 /** Messages bigger than this are not offered to triggers (logged and ignored). */
 export const MAX_TRIGGER_PAYLOAD = 256 * 1024
@@ -52,16 +55,72 @@ export function subscriptionFilters(plan: TriggerPlan): string[] {
   return minimalFilters(all)
 }
 
-/** Messages being handed to the engine at once, beyond which new ones are dropped and counted. */
+/** Messages being admitted at once; at the cap the session stops reading (backpressure). */
 export const DEFAULT_MAX_IN_FLIGHT = 10_000
+
+/**
+ * How long after its PUBACK was written a message's once-only mark is kept. A PUBACK written to
+ * the socket can still be lost if the hub dies at once (the kernel resets a socket closed with
+ * unread data), and a broker records it when it gets to it: the embedded broker, sharing the
+ * hub's process and LevelDB thread pool, was seen taking over 2 s under a burst on two busy
+ * cores. Until it has, a broker that dies (or a hub killed with it) sends the message again.
+ */
+export const FORGET_AFTER_MS = 30_000
+
+/** Seconds of no moment with nothing in flight after which the hub says it is behind. */
+export const BEHIND_AFTER_S = 5
+
+export interface MqttBacklog {
+  /** Messages received and not yet admitted (their PUBACK waits for the admission). */
+  inFlight: number
+  /** The most there have been at once since the start. */
+  peak: number
+  /** Times the session stopped reading because `inFlight` reached the cap. */
+  paused: number
+  /** Seconds the hub has had messages in flight without a break (0: it is keeping up). */
+  busySeconds: number
+  /** Times a busy stretch reached BEHIND_AFTER_S (each one warned). */
+  behind: number
+  /** Redelivered messages recognised as already admitted (acknowledged, not started again). */
+  repeats: number
+}
 
 export interface MessageSource {
   /** Offer one message to the triggers (also used directly by tests and the bench). */
   handle(topic: string, payload: Buffer | string, now: number): Promise<FireResult[]>
-  /** Messages dropped because the engine was not keeping up. */
-  dropped(): number
+  backlog(): MqttBacklog
   setPlan(plan: TriggerPlan): Promise<void>
   stop(): Promise<void>
+}
+
+interface PacketLike {
+  cmd?: string
+  retain?: boolean
+  qos?: number
+  messageId?: number
+  dup?: boolean
+}
+
+/** mqtt.js internals the source steers (mqtt 5.x, lib/handlers/publish.ts and lib/client.ts). */
+interface ClientInternals {
+  handleMessage(packet: PacketLike, callback: (err?: Error) => void): void
+  _sendPacket(packet: PacketLike, cb?: (err?: Error) => void, ...rest: unknown[]): void
+}
+
+/** One received QoS 1 message waiting for its PUBACK, in arrival order. */
+interface PendingAck {
+  messageId: number
+  gen: number
+  /** The admissions are stored (or failed: a failure is logged, and the message acknowledged). */
+  recorded: boolean
+  /** mqtt.js has asked to send the PUBACK (the packet and its write callback). */
+  send: (() => void) | null
+  marks: { sop: string; key: string; fingerprint: string }[]
+}
+
+/** The fingerprint of a message's content: a redelivery has the same one. */
+export function messageFingerprint(topic: string, payload: Buffer): string {
+  return createHash('sha1').update(topic).update('\u0000').update(payload).digest('base64url')
 }
 
 export function createMessageSource(
@@ -69,15 +128,33 @@ export function createMessageSource(
   firer: Firer,
   log: Log,
   initial: TriggerPlan,
-  maxInFlight = DEFAULT_MAX_IN_FLIGHT,
+  opts: { maxInFlight?: number; engine?: Pick<Engine, 'forgetOnce'> } = {},
 ): MessageSource {
+  const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   let plan = initial
   let subscribed: string[] = []
   let inFlight = 0
-  let dropped = 0
-  let lastDropWarn = -Infinity
+  const stats = { peak: 0, paused: 0, behind: 0, repeats: 0 }
+  let busySince = -1
+  let lastBehindWarn = -Infinity
+  // mqtt.js continuations held while the cap is reached: it reads no further packet until one runs.
+  const held: (() => void)[] = []
+  // PUBACKs in arrival order (MQTT 3.1.1 §4.6: a client sends PUBACKs in the order the PUBLISH
+  // packets came), each released once its message's admissions are stored.
+  const acks: PendingAck[] = []
+  const byId = new Map<number, PendingAck>()
+  // A new connection: PUBACKs owed on the old one are moot (the broker sends those messages again).
+  let gen = 0
+  const forgetting: { at: number; marks: PendingAck['marks'] }[] = []
+  const internals = client as unknown as ClientInternals
+  const sessionKey = `mqtt ${client.options.clientId ?? ''}`
 
-  const handle = async (topic: string, payload: Buffer | string, now: number): Promise<FireResult[]> => {
+  const handle = async (
+    topic: string,
+    payload: Buffer | string,
+    now: number,
+    once?: (sop: string) => TriggerEvent['once'],
+  ): Promise<FireResult[]> => {
     if (payload.length > MAX_TRIGGER_PAYLOAD) {
       log.warn(
         { topic, bytes: payload.length },
@@ -87,31 +164,145 @@ export function createMessageSource(
     }
     const text = typeof payload === 'string' ? payload : payload.toString('utf8')
     const matched = dispatchMessage(plan, firer, topic, text)
+    if (matched.length === 0) return []
     return Promise.all(
-      matched.map((m) => firer.fire(m.sop, { type: m.type, source: topic, payload: text, at: now })),
+      matched.map((m) => {
+        const o = once?.(m.sop)
+        return firer.fire(m.sop, {
+          type: m.type,
+          source: topic,
+          payload: text,
+          at: now,
+          ...(o ? { once: o } : {}),
+        })
+      }),
     )
   }
 
-  const onMessage = (topic: string, payload: Buffer, packet: { retain?: boolean }): void => {
+  const flushAcks = (): void => {
+    while (acks.length > 0) {
+      const head = acks[0]!
+      if (head.gen !== gen) {
+        acks.shift()
+        if (byId.get(head.messageId) === head) byId.delete(head.messageId)
+        continue
+      }
+      if (!head.recorded || !head.send) return
+      acks.shift()
+      if (byId.get(head.messageId) === head) byId.delete(head.messageId)
+      head.send()
+    }
+  }
+
+  const release = (): void => {
+    while (held.length > 0 && inFlight < maxInFlight) held.shift()!()
+  }
+
+  const onMessage = (topic: string, payload: Buffer, packet: PacketLike): void => {
     // A retained message replayed on subscribe is old state (availability, last value), not a
     // new event: starting runs from it would repeat them at every hub start.
     if (packet.retain) return
-    // A flooding board or client must not grow memory without bound while the engine's durable
-    // admission catches up: past the cap, messages are dropped, counted and warned about.
-    if (inFlight >= maxInFlight) {
-      dropped++
-      if (Date.now() - lastDropWarn > 10_000) {
-        lastDropWarn = Date.now()
-        log.warn({ topic, dropped, inFlight }, 'engine is not keeping up: trigger messages dropped')
+    let pending: PendingAck | undefined
+    let once: ((sop: string) => TriggerEvent['once']) | undefined
+    if (packet.qos === 1 && packet.messageId !== undefined) {
+      pending = { messageId: packet.messageId, gen, recorded: false, send: null, marks: [] }
+      acks.push(pending)
+      byId.set(packet.messageId, pending)
+      // The admission and a mark of this message go in one write; a copy the broker sends again
+      // (its PUBACK never arrived) finds the mark and is acknowledged without a second run.
+      const fingerprint = messageFingerprint(topic, payload)
+      const key = `${sessionKey} ${packet.messageId}`
+      const p = pending
+      once = (sop) => {
+        p.marks.push({ sop, key, fingerprint })
+        return { key, check: true, fingerprint }
       }
-      return
     }
     inFlight++
-    handle(topic, payload, Date.now())
+    if (inFlight > stats.peak) stats.peak = inFlight
+    if (busySince < 0) busySince = Date.now()
+    handle(topic, payload, Date.now(), once)
+      .then((results) => {
+        if (results.some((r) => r.ok && r.decision.duplicate)) stats.repeats++
+      })
       .catch((err: unknown) => log.error({ topic, err: String(err) }, 'trigger dispatch failed'))
-      .finally(() => inFlight--)
+      .finally(() => {
+        inFlight--
+        if (inFlight === 0) busySince = -1
+        if (pending) {
+          pending.recorded = true
+          flushAcks()
+        }
+        release()
+      })
   }
-  client.on('message', onMessage)
+
+  // Before mqtt.js sends a PUBACK (or reads the next packet), this runs: at the cap it waits.
+  // mqtt.js's own, taken once the session gate (if any) has given them back.
+  let ownSendPacket: ClientInternals['_sendPacket'] = internals._sendPacket
+  const onClose = (): void => {
+    gen++
+    flushAcks()
+  }
+  // Messages the session got before the router listened (held by session-gate.ts) come first.
+  takeHeldMessages(client, onMessage as (t: string, p: Buffer, packet: object) => void, () => {
+    ownSendPacket = internals._sendPacket
+    internals.handleMessage = (_packet, callback) => {
+      if (inFlight < maxInFlight) return callback()
+      stats.paused++
+      warnBehind(`${inFlight} messages are being admitted (the cap): the hub stopped reading`)
+      held.push(() => callback())
+    }
+    // The PUBACK of a message with triggers waits for its admissions to be stored; mqtt.js goes
+    // on reading meanwhile (its callback runs now), so many messages share one sync batch.
+    internals._sendPacket = function (packet, cb, ...rest) {
+      const p =
+        packet.cmd === 'puback' && packet.messageId !== undefined ? byId.get(packet.messageId) : undefined
+      if (!p) return ownSendPacket.call(this, packet, cb, ...rest)
+      // Asked twice (a continuation of a connection since replaced): the first one stands.
+      if (p.send) return cb?.()
+      p.send = () => {
+        if (!client.connected) return
+        ownSendPacket.call(this, packet, () => {
+          if (p.marks.length > 0) forgetting.push({ at: Date.now(), marks: p.marks })
+        })
+      }
+      cb?.()
+      flushAcks()
+    }
+    client.on('close', onClose)
+    client.on('message', onMessage)
+  })
+
+  function warnBehind(why: string): void {
+    if (Date.now() - lastBehindWarn < 10_000) return
+    lastBehindWarn = Date.now()
+    log.warn(
+      { inFlight, peak: stats.peak, busySeconds: busySeconds() },
+      `the hub is behind its MQTT broker: ${why}. The broker keeps what the hub has not taken ` +
+        'for its session, up to its own limit, and drops the rest (Mosquitto max_queued_messages, ' +
+        'default 1000; EMQX mqueue max_len, default 1000): see hub/README.md, External broker settings',
+    )
+  }
+  const busySeconds = (): number => (busySince < 0 ? 0 : Math.floor((Date.now() - busySince) / 1000))
+
+  // Once a second: marks of messages acknowledged long enough ago are forgotten, in one write;
+  // a busy stretch that has lasted BEHIND_AFTER_S is said out loud.
+  let behindCounted = -1
+  const tick = setInterval(() => {
+    const cutoff = Date.now() - FORGET_AFTER_MS
+    let n = 0
+    while (n < forgetting.length && forgetting[n]!.at <= cutoff) n++
+    if (n > 0) opts.engine?.forgetOnce?.(forgetting.splice(0, n).flatMap((f) => f.marks))
+    if (busySince >= 0 && busySeconds() >= BEHIND_AFTER_S) {
+      if (behindCounted !== busySince) {
+        behindCounted = busySince
+        stats.behind++
+      }
+      warnBehind(`messages have been in flight without a break for ${busySeconds()} s (${inFlight} now)`)
+    }
+  }, 1000)
+  tick.unref()
 
   const resubscribe = async (): Promise<void> => {
     const wanted = subscriptionFilters(plan)
@@ -128,8 +319,8 @@ export function createMessageSource(
   }
 
   return {
-    handle,
-    dropped: () => dropped,
+    handle: (topic, payload, now) => handle(topic, payload, now),
+    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds() }),
     async setPlan(next) {
       plan = next
       await resubscribe()
@@ -138,6 +329,14 @@ export function createMessageSource(
     // external broker queues QoS 1 events for it while the hub is down.
     async stop() {
       client.off('message', onMessage)
+      client.off('close', onClose)
+      clearInterval(tick)
+      // Back to mqtt.js's own methods (on its prototype).
+      delete (client as unknown as Partial<ClientInternals>).handleMessage
+      delete (client as unknown as Partial<ClientInternals>)._sendPacket
+      // Messages still being admitted keep their PUBACK until stored (or the broker sends them
+      // again to the next start); held reads go on.
+      for (const h of held.splice(0)) h()
     },
   }
 }

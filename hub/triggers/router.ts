@@ -19,7 +19,7 @@ import { type CronOptions, type CronSource, createCronSource } from './cron.ts'
 import { type ConditionMatcher, type FireResult, createFirer } from './fire.ts'
 import { type FilesystemOptions, type FilesystemSource, createFilesystemSource } from './filesystem.ts'
 import { fireManual } from './manual.ts'
-import { type MessageSource, createMessageSource } from './mqtt.ts'
+import { type MessageSource, type MqttBacklog, createMessageSource } from './mqtt.ts'
 import { type TriggerPlan, buildPlan } from './plan.ts'
 import { type WebhookGateway, type WebhookOptions, startWebhookGateway } from './webhook.ts'
 
@@ -35,7 +35,7 @@ export interface RouterOptions {
   filesystem: FilesystemOptions
   /** Without it, amqp triggers are inert (warned once per SOP at start). */
   amqp?: Omit<AmqpSourceOptions, 'now'>
-  /** Cap on MQTT trigger messages being admitted at once (default 10 000). */
+  /** MQTT trigger messages being admitted at once, beyond which reading pauses (default 10 000). */
   maxInFlight?: number
   now?: () => number
 }
@@ -48,11 +48,11 @@ export interface TriggerRouter {
   /** Manual trigger (`sop_execute`, `svc sop run`): any loaded SOP may be started by hand. */
   manual(sop: string, payload: string | Json, source?: string): Promise<FireResult>
   channel(name: string, payload: string | Json): Promise<ChannelPostResult>
-  /** MQTT trigger messages dropped because the engine was not keeping up. */
-  droppedMessages(): number
+  /** The MQTT session's backlog: messages being admitted, pauses, busy stretches, repeats. */
+  mqttBacklog(): MqttBacklog | null
   /** True while the amqp source is connected and consuming. */
   amqpConsuming(): boolean
-  /** Adds `POST /channels/:name` to the local API. */
+  /** Adds `POST /channels/:name` and `GET /triggers/mqtt` (the backlog) to the local API. */
   registerRoutes(app: FastifyInstance): void
   webhookUrl: string | null
   stop(): Promise<void>
@@ -78,7 +78,10 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
   report(plan)
 
   const messages: MessageSource | undefined = opts.mqtt
-    ? createMessageSource(opts.mqtt, firer, log, plan, opts.maxInFlight)
+    ? createMessageSource(opts.mqtt, firer, log, plan, {
+        ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
+        engine: opts.engine,
+      })
     : undefined
   const cron: CronSource = await createCronSource(firer, log, { ...opts.cron, now })
   const fs: FilesystemSource = createFilesystemSource(firer, log, { ...opts.filesystem, now })
@@ -129,9 +132,12 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
     },
     manual: (sop, payload, source = 'manual') => fireManual(plan, firer, sop, payload, source, now()),
     channel: (name, payload) => postToChannel(plan, firer, name, payload, now()),
-    droppedMessages: () => messages?.dropped() ?? 0,
+    mqttBacklog: () => messages?.backlog() ?? null,
     amqpConsuming: () => amqp?.consuming() ?? false,
-    registerRoutes: (app) => registerChannelRoute(app, () => plan, firer, now),
+    registerRoutes: (app) => {
+      registerChannelRoute(app, () => plan, firer, now)
+      app.get('/triggers/mqtt', async () => ({ backlog: messages?.backlog() ?? null }))
+    },
     webhookUrl: webhook?.url ?? null,
     async stop() {
       for (const stop of stops)

@@ -50,11 +50,15 @@ t.test(
     // No --import tsx, no NODE_OPTIONS from the test runner: bare node, as in production.
     const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: home }
     delete env.NODE_OPTIONS
-    const child = spawn(process.execPath, [built.entry, 'hub', '--simulate', 'sim1'], {
-      cwd: dir,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
+    const child = spawn(
+      process.execPath,
+      [built.entry, 'hub', '--simulate', 'sim1', '--log-level', 'debug'],
+      {
+        cwd: dir,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    )
     const pid = child.pid as number
     t.teardown(() => {
       if (child.exitCode === null) process.kill(pid, 'SIGKILL')

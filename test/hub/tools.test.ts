@@ -85,6 +85,25 @@ t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refu
   })
 })
 
+t.test('mqtt_publish run again after a restart says it may repeat (output and port)', async (t) => {
+  const seen: { repeat?: boolean }[] = []
+  const tool = createMqttPublish(async (_topic, _payload, o) => {
+    seen.push(o)
+  })
+  t.same(await tool.run({ topic: 'out/1', payload: 'x' }, ctx()), {
+    ok: true,
+    output: { topic: 'out/1', bytes: 1 },
+  })
+  t.same(await tool.run({ topic: 'out/1', payload: 'x' }, { ...ctx(), repeat: true }), {
+    ok: true,
+    output: { topic: 'out/1', bytes: 1, repeat: true },
+  })
+  t.same(
+    seen.map((o) => o.repeat),
+    [undefined, true],
+  )
+})
+
 t.test("board_send: the board's reply is the output; errors and timeouts are values", async (t) => {
   const seen: unknown[] = []
   const port: BoardPort = {
