@@ -132,7 +132,7 @@ export async function startHub(
     const target = mqttUrlOptions(url)
     if (!target.ok) throw new Error(`broker.url: ${target.error}`)
     // connectHeld: events the broker kept for the session are held for the router (session-gate.ts).
-    const client = await connectHeld({
+    const sessionOptions = {
       ...target.value,
       clientId: config.broker.clientId,
       clean: false,
@@ -140,18 +140,41 @@ export async function startHub(
       connectTimeout: 10_000,
       resubscribe: true,
       writeCache: false,
-      // On an external broker, svc/hub/state says `offline` when the hub dies (MQTT 3.1.1 §3.1.2.5).
-      will: { topic: HUB_STATE_TOPIC, payload: Buffer.from(OFFLINE_STATE), qos: 1, retain: true },
       ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
       ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
       // The embedded broker's own login for the hub: never refused, whatever the accounts say.
       ...(broker ? broker.hubLogin : {}),
-    })
+    }
+    // On an external broker, svc/hub/state says `offline` when the hub dies (MQTT 3.1.1 §3.1.2.5).
+    const will = {
+      topic: HUB_STATE_TOPIC,
+      payload: Buffer.from(OFFLINE_STATE),
+      qos: 1 as const,
+      retain: true,
+    }
+    const connectErr = (err: unknown): Error =>
+      new Error(
+        `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
+      )
+    let svcTopicsRefused = false
+    const client = await connectHeld({ ...sessionOptions, will })
+      .catch(async (err: unknown) => {
+        // A broker whose ACL keeps svc/ for someone else (another svc hub's embedded broker)
+        // refuses the will, and with it the whole session (MQTT-3.1.2-8 ff.); the hub runs
+        // without the will rather than not at all, and says what that costs.
+        if (broker || !/not authori[sz]ed/i.test(err instanceof Error ? err.message : String(err))) throw err
+        // Publishing there would be refused too, and a refused publish closes the session
+        // (MQTT-3.3.5-2): the state topics stay off on such a broker.
+        svcTopicsRefused = true
+        log.warn(
+          { url, topic: HUB_STATE_TOPIC },
+          'the broker refuses svc/ topics from this hub (its ACL keeps them for another hub?); connecting without the will, and svc/hub/state, svc/approvals/pending and svc/runs/… are not published',
+        )
+        return connectHeld(sessionOptions)
+      })
       .then(withNoDelay)
       .catch((err: unknown) => {
-        throw new Error(
-          `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
-        )
+        throw connectErr(err)
       })
     client.on('error', (err) => log.warn({ err: err.message }, 'mqtt session error'))
     client.on('offline', () => log.warn('mqtt session offline; reconnecting'))
@@ -257,20 +280,22 @@ export async function startHub(
     engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
 
-    const topics = await startStateTopics({
-      client,
-      engine,
-      sops: () => sops,
-      diagnostics: () => diagnostics,
-      boards: boardNames,
-      clientId: config.broker.clientId,
-      version: SVC_VERSION,
-      homeassistant: config.homeassistant,
-      dataDir: config.dataDir,
-      log,
-    })
+    const topics = svcTopicsRefused
+      ? null
+      : await startStateTopics({
+          client,
+          engine,
+          sops: () => sops,
+          diagnostics: () => diagnostics,
+          boards: boardNames,
+          clientId: config.broker.clientId,
+          version: SVC_VERSION,
+          homeassistant: config.homeassistant,
+          dataDir: config.dataDir,
+          log,
+        })
     stateTopics = topics
-    closers.push({ name: 'state topics', fn: () => topics.close() })
+    if (topics) closers.push({ name: 'state topics', fn: () => topics.close() })
 
     // A URL or password that cannot be read stops the start with the field named; a broker that
     // does not answer does not (the amqp source retries it).

@@ -20,6 +20,7 @@ import type { RunSummary } from '../../sops/hub-engine.ts'
 import { noMosquitto, startMosquitto } from '../helpers/mosquitto.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
+import { startEmbeddedBroker } from './embedded-broker.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -345,5 +346,36 @@ t.test(
     const late = await watch(t, mosq.url, ['svc/hub/state'])
     await waitFor(() => late.got.length === 1, 'the retained state')
     t.same(late.json('svc/hub/state'), { state: 'offline' })
+  },
+)
+
+t.test(
+  'an external broker that keeps svc/ for another hub: the hub runs without its will and state topics, and says so',
+  async (t) => {
+    const home = await tempDir(t, 'svc-state-ext-')
+    // Another hub's embedded broker: its ACL refuses svc/ topics (and wills on them) from anyone but its own hub.
+    const other = await startEmbeddedBroker(t, { dbPath: join(home, 'other') })
+    const warnings: string[] = []
+    const log = { ...silentLog, warn: (_o: object, msg?: string) => void warnings.push(String(msg)) }
+    const cfg = resolveConfig(
+      {
+        hub: { sops_dir: join(home, 'sops'), data_dir: join(home, 'data'), log_level: 'silent' },
+        broker: { url: other.url, client_id: `svc-ext-${process.pid}` },
+        webhook: { enabled: false },
+      },
+      null,
+      { SVC_HOME: home },
+    )
+    if (!cfg.ok) throw new Error(cfg.error)
+    const hub = await startHub(cfg.config, log)
+    t.teardown(() => hub.close())
+    t.match(warnings.join('\n'), /refuses svc\/ topics from this hub/)
+    // The session stays up: a refused publish would have closed it.
+    await new Promise((r) => setTimeout(r, 300))
+    t.ok(hub.mqtt.connected, 'the hub session is connected')
+    t.notOk(
+      warnings.some((w) => /offline/.test(w)),
+      'no reconnect loop',
+    )
   },
 )
