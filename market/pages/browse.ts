@@ -95,7 +95,7 @@ export function listingCard(l: ListingSummary, currency: string): Html {
 
 export function browseMain(b: BrowseQuery, r: BrowseResult, currency: string): Html {
   const filters = html`<form class="filters" method="get" action="/marketplace" role="search" aria-label="Filter listings">
-  <label>Search titles <input type="search" name="q" value="${b.q}" maxlength="200"></label>
+  <label>Search titles and summaries <input type="search" name="q" value="${b.q}" maxlength="200"></label>
   ${select('machineType', 'Machine type', MACHINE_TYPES, b.machineType)}
   ${select('license', 'License', LICENSES, b.license)}
   <label>Min price (${currency}) <input name="minPrice" inputmode="decimal" value="${b.minPrice}" size="8"></label>
