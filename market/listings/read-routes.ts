@@ -89,7 +89,7 @@ export const listingReadRoutes =
           ...(before ? { before } : {}),
           ...(q.offset && !after && !before ? { offset: q.offset } : {}),
         })
-        const checks = await Promise.all(r.listings.map((l) => ctx.db.verifications.get(l.slug)))
+        const checks = await ctx.db.verifications.getMany(r.listings.map((l) => l.slug))
         return {
           total: r.total,
           listings: r.listings.map((l, i) => listingView(l, checks[i])),

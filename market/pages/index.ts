@@ -195,7 +195,7 @@ export const marketPages =
           ctx.db.agentListings(id, AGENT_PAGE, after?.sort === 'newest' ? after : undefined),
           ctx.db.agentStats(id, ctx.now() - 31 * 86_400_000),
         ])
-        const checks = await Promise.all(page.listings.map((l) => ctx.db.verifications.get(l.slug)))
+        const checks = await ctx.db.verifications.getMany(page.listings.map((l) => l.slug))
         const views = page.listings.map((l, i) => listingView(l, checks[i]))
         const more = page.next ? `/agents/${id}?cursor=${encodeCursor(page.next)}` : null
         const main = agentMain(id, dailyRows(stats.recent, ctx.now()), views, CURRENCY, { ...stats, more })

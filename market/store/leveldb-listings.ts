@@ -103,18 +103,20 @@ function counterDeltas(l: ListingRecord, sign: 1 | -1, into: Map<string, AgentCo
  */
 export async function listingOps(
   ix: ListingIndex,
-  old: ListingRecord | undefined,
-  rec: ListingRecord,
+  changes: { old: ListingRecord | undefined; rec: ListingRecord }[],
 ): Promise<BatchOp[]> {
   const ops: BatchOp[] = []
   const deltas = new Map<string, AgentCount>()
   const idx = ix.index as unknown as Sublevel<never>
-  if (old) {
-    for (const [k] of indexEntries(old)) ops.push({ type: 'del', sublevel: idx, key: k })
-    counterDeltas(old, -1, deltas)
+  for (const { old, rec } of changes) {
+    if (old) {
+      for (const [k] of indexEntries(old)) ops.push({ type: 'del', sublevel: idx, key: k })
+      counterDeltas(old, -1, deltas)
+    }
+    for (const [k, v] of indexEntries(rec)) ops.push({ type: 'put', sublevel: idx, key: k, value: v })
+    counterDeltas(rec, 1, deltas)
+    ops.push({ type: 'put', sublevel: ix.listings as unknown as Sublevel<never>, key: rec.slug, value: rec })
   }
-  for (const [k, v] of indexEntries(rec)) ops.push({ type: 'put', sublevel: idx, key: k, value: v })
-  counterDeltas(rec, 1, deltas)
   const cs = ix.counts as unknown as Sublevel<never>
   for (const [k, d] of deltas) {
     if (d.n === 0 && d.rows === 0) continue
@@ -124,7 +126,6 @@ export async function listingOps(
       ops.push({ type: 'put', sublevel: cs, key: k, value: { n: c.n + d.n, rows: c.rows + d.rows } })
     } else ops.push({ type: 'put', sublevel: cs, key: k, value: ((cur as number | undefined) ?? 0) + d.n })
   }
-  ops.push({ type: 'put', sublevel: ix.listings as unknown as Sublevel<never>, key: rec.slug, value: rec })
   return ops
 }
 

@@ -28,6 +28,7 @@ function sub<V>(root: Root, name: string): Sublevel<V> {
 function plain<V>(s: Sublevel<V>): Sub<V> {
   return {
     get: (k) => s.get(k),
+    getMany: (ks) => (ks.length ? s.getMany(ks) : Promise.resolve([])),
     put: (k, v) => s.put(k, v, { sync: true }),
     del: (k) => s.del(k, { sync: true }),
     values: () => s.values(),
@@ -69,7 +70,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
   const putListing = (rec: ListingRecord, extra: unknown[] = []): Promise<void> =>
     lock.run('listings', async () => {
       const old = await s.listings.get(rec.slug)
-      await batch([...(await listingOps(ix, old, rec)), ...extra])
+      await batch([...(await listingOps(ix, [{ old, rec }])), ...extra])
     })
 
   const store: MarketStore = {
@@ -134,6 +135,16 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
       const keys = (await s.keys.getMany([...ids])).filter((k): k is KeyRecord => k !== undefined)
       return keys.sort((a, b) => a.createdAt - b.createdAt)
     },
+    putListings: (recs) =>
+      lock.run('listings', async () => {
+        const olds = await s.listings.getMany(recs.map((r) => r.slug))
+        await batch(
+          await listingOps(
+            ix,
+            recs.map((rec, i) => ({ old: olds[i], rec })),
+          ),
+        )
+      }),
     browse: (q) => browseLevel(ix, q),
     agentListings: (agentId, limit, after) => agentListingsLevel(ix, agentId, limit, after),
     agentStats: (agentId, since) => agentStatsLevel(ix, agentId, since),
@@ -150,7 +161,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
     await s.counts.clear()
     await s.keyIndex.clear()
     for await (const l of s.listings.values())
-      await lock.run('listings', async () => batch(await listingOps(ix, undefined, l)))
+      await lock.run('listings', async () => batch(await listingOps(ix, [{ old: undefined, rec: l }])))
     const ops: BatchOp[] = []
     for await (const k of s.keys.values()) ops.push(...(keyIndexOps(k) as never[]))
     if (ops.length) await batch(ops)

@@ -25,6 +25,15 @@ function table<V>(pool: pg.Pool, name: string): Sub<V> {
       const r = await pool.query<{ doc: V }>(`select doc from ${name} where k = $1`, [k])
       return r.rows[0]?.doc
     },
+    async getMany(ks) {
+      if (ks.length === 0) return []
+      const r = await pool.query<{ k: string; doc: V }>(
+        `select k, doc from ${name} where k = any($1::text[])`,
+        [ks],
+      )
+      const by = new Map(r.rows.map((x) => [x.k, x.doc]))
+      return ks.map((k) => by.get(k))
+    },
     async put(k, v) {
       await pool.query(
         `insert into ${name} (k, doc) values ($1, $2::jsonb) on conflict (k) do update set doc = excluded.doc`,
@@ -172,6 +181,13 @@ export async function openPgStore(url: string, o: PgStoreOptions = {}): Promise<
         [address],
       )
       return r.rows.map((x) => x.doc)
+    },
+    async putListings(recs) {
+      await pool.query(
+        `insert into listings (k, doc) select d->>'slug', d from jsonb_array_elements($1::jsonb) as d
+         on conflict (k) do update set doc = excluded.doc`,
+        [json(recs)],
+      )
     },
     browse: (q) => browsePg(pool, q),
     agentListings: (agentId, limit, after) => agentListingsPg(pool, agentId, limit, after),

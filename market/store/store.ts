@@ -19,6 +19,8 @@ import type {
 /** One record kind, by key. `values()` walks every record in key order, a page at a time. */
 export interface Sub<V> {
   get(key: string): Promise<V | undefined>
+  /** Several at once, in the order asked (one read, not one per key). */
+  getMany(keys: string[]): Promise<(V | undefined)[]>
   put(key: string, value: V): Promise<void>
   del(key: string): Promise<void>
   values(): AsyncIterable<V>
@@ -98,6 +100,8 @@ export interface MarketStore {
    * the slot's first answer when another request took it (nothing stored), else `idem.body`.
    */
   createListing<B>(rec: ListingRecord, idem?: { slot: string; body: B }): Promise<B | undefined>
+  /** Many listings in one step, indexes and counts included (imports, benchmarks); slugs distinct. */
+  putListings(recs: ListingRecord[]): Promise<void>
   /** Keys asked for by `address` or held by it as wallet, oldest first. */
   keysOf(address: string): Promise<KeyRecord[]>
   browse(q: BrowseQuery): Promise<BrowsePage>

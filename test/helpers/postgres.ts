@@ -118,7 +118,11 @@ export async function startPostgres(t: Teardown, o: PgOptions = {}): Promise<PgC
   const url = `postgres://svc@127.0.0.1:${port}/postgres`
   const stop = async (): Promise<void> => {
     if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {
-      process.kill(proc.pid, 'SIGINT')
+      try {
+        process.kill(proc.pid, 'SIGINT')
+      } catch {
+        return // it had already exited
+      }
       const timer = setTimeout(() => proc.pid !== undefined && proc.kill('SIGKILL'), 20_000)
       await exited(proc)
       clearTimeout(timer)

@@ -3,8 +3,11 @@
 // SVC_TEST_MARKET_STORE=postgres before importing them: one throwaway cluster per test file
 // (test/helpers/postgres.ts), a fresh database per market. Where PostgreSQL is missing those
 // files report themselves skipped with the reason.
-import tap from 'tap'
 import { type PgCluster, postgresMissing, startPostgres } from '../helpers/postgres.ts'
+
+// tap is loaded only when a cluster or a skip is needed: benchmarks use the market helpers too,
+// and loading tap would make them a test run.
+const tapRoot = async () => (await import('tap')).default
 
 export type Engine = 'leveldb' | 'postgres'
 
@@ -16,7 +19,7 @@ let cluster: Promise<PgCluster> | undefined
 
 /** This file's cluster, started on first use and stopped when the file's tests end. */
 export function testCluster(): Promise<PgCluster> {
-  cluster ??= startPostgres(tap)
+  cluster ??= tapRoot().then((tap) => startPostgres(tap))
   return cluster
 }
 
@@ -29,6 +32,7 @@ export async function testStoreUrl(engine: Engine = testEngine()): Promise<strin
 /** Runs a test file's tests on PostgreSQL, or says why it cannot. */
 export async function onPostgres(name: string, load: () => Promise<unknown>): Promise<void> {
   const why = postgresMissing()
+  const tap = await tapRoot()
   if (why) {
     tap.test(`${name} on PostgreSQL`, { skip: why }, () => undefined)
     return
