@@ -35,6 +35,13 @@ export interface MarketConfig {
   /** Trust X-Forwarded-* from a reverse proxy (needed for Secure cookies behind HTTPS). */
   trustProxy: boolean
   dataDir: string
+  /**
+   * `[store] url`: a PostgreSQL URL (postgres://…) for several market processes on one database;
+   * null: LevelDB in `<dataDir>/market.db`. SVC_MARKET_STORE, when set, wins over the file.
+   */
+  storeUrl: string | null
+  /** `[store] blocksDir`: the pinned files' blocks; instances sharing a database share this folder too. */
+  blocksDir: string | null
   sessionSeconds: number
   /** Secret that signs the session cookie; when empty one is made and kept in `<dataDir>/cookie.secret`. */
   cookieSecret: string | null
@@ -75,6 +82,8 @@ export function defaultConfig(dataDir: string): MarketConfig {
     publicUrl: null,
     trustProxy: false,
     dataDir,
+    storeUrl: null,
+    blocksDir: null,
     sessionSeconds: 7 * 24 * 3600,
     cookieSecret: null,
     challengeSeconds: 600,
@@ -133,6 +142,19 @@ function checkKeys(t: Table, allowed: string[], where: string): void {
     if (!allowed.includes(k)) throw new ConfigError(`${where}${k} is not a known setting`)
 }
 
+/** Why a store URL cannot be used (no password in the message), or null. */
+export function storeUrlProblem(url: string): string | null {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    return 'must be a postgres://user@host:port/database URL'
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
+    return `must be a postgres:// URL (got ${u.protocol}//…); omit it for the embedded LevelDB store`
+  return null
+}
+
 /** Parse market.toml text. `file` is used in messages and to resolve relative paths. */
 export function parseMarketConfig(text: string, file: string, defaultDataDir: string): ConfigResult {
   let doc: Table
@@ -154,6 +176,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'publicUrl',
         'trustProxy',
         'dataDir',
+        'store',
         'session',
         'challenge',
         'chain',
@@ -185,6 +208,18 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     const dd = str(doc, 'dataDir', '')
     if (dd) c.dataDir = abs(dd)
     c.samples = bool(doc, 'samples', '') ?? c.samples
+    if (doc.store !== undefined) {
+      if (!isTable(doc.store)) throw new ConfigError('[store] must be a table')
+      checkKeys(doc.store, ['url', 'blocksDir'], 'store.')
+      const url = str(doc.store, 'url', 'store.')
+      if (url !== undefined) {
+        const problem = storeUrlProblem(url)
+        if (problem) throw new ConfigError(`store.url ${problem}`)
+        c.storeUrl = url
+      }
+      const blocks = str(doc.store, 'blocksDir', 'store.')
+      if (blocks) c.blocksDir = abs(blocks)
+    }
     if (doc.session !== undefined) {
       if (!isTable(doc.session)) throw new ConfigError('[session] must be a table')
       checkKeys(doc.session, ['lifetimeSeconds', 'cookieSecret'], 'session.')

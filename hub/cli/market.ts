@@ -52,7 +52,11 @@ export const command: Command = async (argv, io) => {
       : isAbsolute(values.config)
         ? values.config
         : resolve(io.cwd, values.config)
-  const loaded = await loadMarketConfig({ home: svcPaths(io.env).home, ...(file ? { file } : {}) })
+  const loaded = await loadMarketConfig({
+    home: svcPaths(io.env).home,
+    env: io.env,
+    ...(file ? { file } : {}),
+  })
   if (!loaded.ok) throw new UserError(loaded.error)
   const config = {
     ...loaded.config,

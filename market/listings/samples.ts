@@ -4,7 +4,7 @@ import { buildManifest, canonicalLine, lineHash } from '../../records/index.ts'
 import type { Hex } from 'viem'
 import type { BlockStore } from '../files/blockstore.ts'
 import { pinFile } from '../files/pin.ts'
-import type { MarketDb } from '../store/db.ts'
+import type { MarketDb } from '../store/store.ts'
 import type { MachineType } from '../../records/listing-fields.ts'
 import type { ListingRecord } from '../store/records.ts'
 

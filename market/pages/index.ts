@@ -14,7 +14,7 @@ import { createSiweMessage } from 'viem/siwe'
 import { unlockMessage } from '../auth/messages.ts'
 import { ownOrigin } from '../auth/origin.ts'
 import { currentSession } from '../auth/session.ts'
-import { allValues } from '../store/db.ts'
+import { decodeCursor, encodeCursor } from '../store/browse-order.ts'
 import type { MarketContext } from '../context.ts'
 import { purchaseKey } from '../purchase/access.ts'
 import { listingView } from '../listings/view.ts'
@@ -35,6 +35,7 @@ const CSP =
   "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 const SLUG = /^[a-z0-9-]{1,120}$/
+const AGENT_PAGE = 48
 
 export const marketPages =
   (ctx: MarketContext): FastifyPluginAsync =>
@@ -124,10 +125,22 @@ export const marketPages =
         const b = browseQuery(req.query)
         // The read API owns filtering and its messages; the page renders its answer.
         const res = await app.inject({ method: 'GET', url: `/api/marketplace/listings?${apiQuery(b)}` })
-        const body = res.json() as { total?: number; listings?: ListingSummary[]; error?: string }
+        const body = res.json() as {
+          total?: number
+          listings?: ListingSummary[]
+          next?: string | null
+          prev?: string | null
+          error?: string
+        }
         const r: BrowseResult =
           res.statusCode === 200
-            ? { ok: true, total: body.total ?? 0, listings: body.listings ?? [] }
+            ? {
+                ok: true,
+                total: body.total ?? 0,
+                listings: body.listings ?? [],
+                next: body.next ?? null,
+                prev: body.prev ?? null,
+              }
             : { ok: false, error: body.error ?? `listing query failed (${res.statusCode})` }
         return send(reply, r.ok ? 200 : 400, {
           title: 'Datasets',
@@ -163,7 +176,7 @@ export const marketPages =
       },
     )
 
-    app.get<{ Params: { agentId: string } }>(
+    app.get<{ Params: { agentId: string }; Querystring: { cursor?: string } }>(
       '/agents/:agentId',
       { schema: { hide: true } },
       async (req, reply) => {
@@ -176,11 +189,16 @@ export const marketPages =
             `"${id.slice(0, 80)}" is not an agent id: agent ids are whole numbers like 0.`,
           )
         // Sample listings are demo data, not the agent's operations.
-        const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
-        recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
-        const checks = await Promise.all(recs.map((l) => ctx.db.verifications.get(l.slug)))
-        const views = recs.map((l, i) => listingView(l, checks[i]))
-        const main = agentMain(id, dailyRows(recs, ctx.now()), views, CURRENCY)
+        // From the store's agent index and counters, a page of listings at a time.
+        const after = typeof req.query.cursor === 'string' ? decodeCursor(req.query.cursor) : null
+        const [page, stats] = await Promise.all([
+          ctx.db.agentListings(id, AGENT_PAGE, after?.sort === 'newest' ? after : undefined),
+          ctx.db.agentStats(id, ctx.now() - 31 * 86_400_000),
+        ])
+        const checks = await ctx.db.verifications.getMany(page.listings.map((l) => l.slug))
+        const views = page.listings.map((l, i) => listingView(l, checks[i]))
+        const more = page.next ? `/agents/${id}?cursor=${encodeCursor(page.next)}` : null
+        const main = agentMain(id, dailyRows(stats.recent, ctx.now()), views, CURRENCY, { ...stats, more })
         return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
       },
     )

@@ -1,7 +1,8 @@
 // POST /api/marketplace/listings/{slug}/purchase (marketplace-api): the buyer proves a payment
-// with a signature over the four Unlock lines. A transaction hash buys once: the used-hash
-// write is checked and made under a per-hash lock in one sync batch, so of many concurrent
-// requests with one hash exactly one succeeds.
+// with a signature over the four Unlock lines. A transaction hash buys once: the store spends it
+// and records the purchase in one step (a unique key in PostgreSQL, a sync batch under a lock in
+// LevelDB), so of many concurrent requests with one hash, on any number of instances, exactly
+// one succeeds.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { type Hex, getAddress, recoverMessageAddress } from 'viem'
@@ -11,7 +12,6 @@ import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
 import { Access, accessFor, purchaseKey } from './access.ts'
 import { checkPayment } from './check-payment.ts'
-import { type Sub, syncPut } from '../store/db.ts'
 import type { PurchaseRecord, UsedTxRecord } from '../store/records.ts'
 import { Err, Hash, HexString, Slug } from '../http/schemas.ts'
 
@@ -81,17 +81,11 @@ export const purchaseRoutes =
           chainId: ctx.chainConfig.chainId,
         })
         if (!c.ok) throw new HttpError(c.status, c.error)
-        const won = await ctx.locks.run(`tx:${txHash}`, async () => {
-          if (await ctx.db.usedTx.get(txHash)) return false
-          const now = ctx.now()
-          const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
-          const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
-          await syncPut(ctx.db, [
-            { sub: ctx.db.usedTx as Sub<unknown>, key: txHash, value: used },
-            { sub: ctx.db.purchases as Sub<unknown>, key: purchaseKey(listing.slug, signer), value: bought },
-          ])
-          return true
-        })
+        const now = ctx.now()
+        const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
+        const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
+        // The lock only queues this process's attempts with one hash; the store decides.
+        const won = await ctx.locks.run(`tx:${txHash}`, () => ctx.db.recordPurchase(used, bought))
         if (!won) throw conflict(`txHash: ${txHash} was already used for a purchase`)
         return { access: accessFor(listing) }
       },

@@ -58,6 +58,9 @@ t.test('browse query: strings only, trimmed and capped; paging links keep the fi
     license: '',
     minPrice: '',
     maxPrice: '',
+    sort: '',
+    cursor: '',
+    before: '',
     offset: 24,
   })
   t.equal(browseQuery({ q: 'x'.repeat(500) }).q.length, 200)
