@@ -69,6 +69,9 @@ export async function openPgStore(url: string, o: PgStoreOptions = {}): Promise<
   // An idle connection the server closed (a restart, a failover) is replaced on next use; without
   // a listener node-postgres would throw it out of the process.
   pool.on('error', () => undefined)
+  // The same for a connection in use when the server goes away: its query fails with the error;
+  // the connection's own 'error' event must not also end the process.
+  pool.on('connect', (client) => client.on('error', () => undefined))
   try {
     await migrate(pool)
   } catch (err) {

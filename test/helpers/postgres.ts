@@ -116,7 +116,20 @@ export async function startPostgres(t: Teardown, o: PgOptions = {}): Promise<PgC
   proc.stdout!.on('data', keep)
   proc.stderr!.on('data', keep)
   const url = `postgres://svc@127.0.0.1:${port}/postgres`
+  // A test process that ends without its teardown (an uncaught error, process.exit) must not
+  // leave the server running: 'exit' handlers may only do synchronous work, and a kill is that.
+  const onExit = () => {
+    if (proc.pid !== undefined && proc.exitCode === null) {
+      try {
+        process.kill(proc.pid, 'SIGINT')
+      } catch {
+        // already gone
+      }
+    }
+  }
+  process.once('exit', onExit)
   const stop = async (): Promise<void> => {
+    process.removeListener('exit', onExit)
     if (proc.exitCode === null && proc.signalCode === null && proc.pid !== undefined) {
       try {
         process.kill(proc.pid, 'SIGINT')
