@@ -30,7 +30,7 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   if (access !== 'none')
     return html`<section aria-labelledby="buy-h" class="panel">
   <h2 id="buy-h">Files</h2>
-  <p>${access === 'owner' ? 'You listed this dataset.' : 'You bought this dataset.'}</p>
+  <p>${access === 'owner' ? 'You listed this dataset.' : html`You bought this dataset (<a href="/purchases">receipt</a>).`}</p>
   ${downloads(l.slug)}
 </section>`
   if (l.sample)
@@ -41,12 +41,6 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   return html`<section aria-labelledby="buy-h" class="panel" id="buy" data-slug="${l.slug}" data-price-wei="${l.priceWei}" data-price="${l.priceNative}" data-payout="${l.payout}">
   <h2 id="buy-h">Buy</h2>
   <p>Price: <strong>${l.priceNative} ${currency}</strong>, paid from your wallet to <code>${l.payout}</code>.</p>
-  <ol class="steps">
-    <li>${signedIn ? 'Signed in' : 'Sign in with your wallet'}</li>
-    <li>Send the payment from your wallet</li>
-    <li>Sign the unlock message</li>
-    <li>Download the data and the manifest</li>
-  </ol>
   ${
     l.verification.state === 'failed'
       ? html`<p class="warn">The last verification of these rows failed (see above): what you would buy is not what the chain attests.</p>
@@ -56,6 +50,14 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   <button type="button" id="buy-button">Buy for ${l.priceNative} ${currency}</button>
   <div id="buy-status" role="status" aria-live="polite"></div>
   <div id="buy-result"></div>
+  <details class="steps"><summary>What happens when you buy</summary>
+  <ol>
+    <li>${signedIn ? 'You are signed in' : 'Sign in with your wallet'}</li>
+    <li>Send the payment from your wallet</li>
+    <li>Sign the unlock message</li>
+    <li>Download the data and the manifest; the receipt is under <a href="/purchases">My purchases</a></li>
+  </ol>
+  </details>
 </section>`
 }
 

@@ -24,7 +24,8 @@ function rowsTable(caption, rows, withResult) {
   const t = el('table', undefined, 'rows')
   t.append(el('caption', caption))
   const head = el('tr')
-  for (const h of ['Row', 'paramsHash', 'requestHash', ...(withResult ? ['Result'] : [])]) {
+  // The result before the hashes: on a phone it is what shows without scrolling the table.
+  for (const h of ['Row', ...(withResult ? ['Result'] : []), 'paramsHash', 'requestHash']) {
     const th = el('th', h)
     th.scope = 'col'
     head.append(th)
@@ -41,11 +42,12 @@ function rowsTable(caption, rows, withResult) {
     const q = el('td')
     q.append(el('code', short(r.requestHash)))
     q.title = r.requestHash
-    tr.append(a, p, q)
+    tr.append(a)
     if (withResult)
       tr.append(
         el('td', r.pass ? 'Passed' : `Failed: ${r.reason ?? 'no reason given'}`, r.pass ? 'ok' : 'bad'),
       )
+    tr.append(p, q)
     tb.append(tr)
   }
   t.append(tb)
