@@ -97,8 +97,8 @@ ${buySection(l, access, signedIn, currency)}
   ${l.sample ? html`<dt>Status</dt><dd>sample (demo data)</dd>` : ''}
 </dl>
 ${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : ''}
-</div>
 <div id="verify-result" class="verify-result"></div>
+</div>
 ${previewSection(preview, l.verification)}
 <section aria-labelledby="description-h" class="description">
   <h2 id="description-h">Description</h2>

@@ -30,12 +30,12 @@ export function purchasesMain(
 <thead><tr><th scope="col">Dataset</th><th scope="col">Transaction</th><th scope="col">Block</th><th scope="col">Paid</th><th scope="col">Unlocked (UTC)</th><th scope="col">Files</th></tr></thead>
 <tbody>${receipts.map(
     (r) => html`<tr data-tx="${r.txHash}">
-  <td><a href="${r.url}">${r.title}</a></td>
-  <td>${tx(r.txHash)}</td>
-  <td>${r.block ?? '—'}</td>
-  <td>${r.paidNative ?? r.priceNative ?? '—'} ${currency}${r.paidNative && r.priceNative && r.paidNative !== r.priceNative ? html` <span class="muted">(price ${r.priceNative})</span>` : ''}</td>
-  <td><time datetime="${r.at}">${r.at.replace('T', ' ').slice(0, 16)}</time></td>
-  <td><a href="/api/marketplace/listings/${r.slug}/file?part=data" download>data</a> · <a href="/api/marketplace/listings/${r.slug}/file?part=manifest" download>manifest</a></td>
+  <td data-label="Dataset"><a href="${r.url}">${r.title}</a></td>
+  <td data-label="Transaction">${tx(r.txHash)}</td>
+  <td data-label="Block">${r.block ?? '—'}</td>
+  <td data-label="Paid">${r.paidNative ?? r.priceNative ?? '—'} ${currency}${r.paidNative && r.priceNative && r.paidNative !== r.priceNative ? html` <span class="muted">(price ${r.priceNative})</span>` : ''}</td>
+  <td data-label="Unlocked (UTC)"><time datetime="${r.at}">${r.at.replace('T', ' ').slice(0, 16)}</time></td>
+  <td data-label="Files"><span><a href="/api/marketplace/listings/${r.slug}/file?part=data" download>data</a> · <a href="/api/marketplace/listings/${r.slug}/file?part=manifest" download>manifest</a></span></td>
 </tr>`,
   )}</tbody>
 </table>
