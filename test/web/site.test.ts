@@ -256,7 +256,7 @@ t.test(
     }
     const withExplorer = purchasesMain('0xAbC', [r], 'MON', 'https://explorer.example').value
     t.match(withExplorer, `<a href="https://explorer.example/tx/${r.txHash}" rel="noopener"`)
-    t.match(withExplorer, '<td>42</td>')
+    t.match(withExplorer, '<td data-label="Block">42</td>')
     t.match(withExplorer, 'T &lt;b&gt;')
     const without = purchasesMain('0xAbC', [r], 'MON', null).value
     t.notMatch(without, 'explorer.example')
