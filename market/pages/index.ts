@@ -161,9 +161,14 @@ export const marketPages =
       '/marketplace/:slug',
       { schema: { hide: true } },
       async (req, reply) => {
-        const who = await account(req)
         const slug = req.params.slug
-        const rec = SLUG.test(slug) ? await ctx.db.listings.get(slug) : undefined
+        const ok = SLUG.test(slug)
+        // Read together: the page waits on the store, not on its own rendering (bench: website).
+        const [who, rec, check] = await Promise.all([
+          account(req),
+          ok ? ctx.db.listings.get(slug) : undefined,
+          ok ? ctx.db.verifications.get(slug) : undefined,
+        ])
         if (!rec) return notFoundPage(reply, who, `There is no listing "${slug.slice(0, 120)}".`)
         let access: Access = 'none'
         if (who) {
@@ -171,7 +176,7 @@ export const marketPages =
           if (a === rec.ownerWallet || a === rec.ownerAccount) access = 'owner'
           else if (await ctx.db.purchases.get(purchaseKey(rec.slug, a))) access = 'buyer'
         }
-        const l = listingView(rec, await ctx.db.verifications.get(rec.slug))
+        const l = listingView(rec, check)
         return send(reply, 200, {
           title: l.title,
           description: l.summary,

@@ -6,7 +6,7 @@ import { type Html, html } from './html.ts'
 import type { ListingPreview } from '../listings/preview.ts'
 import { LICENSE_TEXTS, isLicense } from './licenses.ts'
 import { markdown } from './markdown.ts'
-import { previewSection } from './preview.ts'
+import { cachedPreviewSection } from './preview.ts'
 import { verificationLine } from './verification.ts'
 import type { ListingSummary } from './view-types.ts'
 
@@ -99,7 +99,7 @@ ${buySection(l, access, signedIn, currency)}
 ${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : ''}
 <div id="verify-result" class="verify-result"></div>
 </div>
-${previewSection(preview, l.verification)}
+${cachedPreviewSection(l.slug, preview, l.verification)}
 <section aria-labelledby="description-h" class="description">
   <h2 id="description-h">Description</h2>
   ${markdown(l.description)}

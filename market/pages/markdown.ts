@@ -9,6 +9,17 @@ import { Html } from './html.ts'
 
 const NO_HTML_NO_IMAGES = { disable: { null: ['htmlFlow', 'htmlText', 'labelStartImage'] } }
 
+// micromark takes milliseconds for a long description (2.5 ms for 2,000 characters here), more
+// than the rest of the listing page; a listing's description never changes, so its rendering is
+// kept, for the most recently shown descriptions, keyed by the text itself.
+const MAX_CACHED = 256
+const cache = new Map<string, Html>()
+
 export function markdown(text: string): Html {
-  return new Html(micromark(text, { extensions: [NO_HTML_NO_IMAGES] }))
+  const hit = cache.get(text)
+  if (hit) return hit
+  const out = new Html(micromark(text, { extensions: [NO_HTML_NO_IMAGES] }))
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!)
+  cache.set(text, out)
+  return out
 }

@@ -90,3 +90,19 @@ ${
 }
 </section>`
 }
+
+// The section depends only on the listing's preview (fixed at listing time) and its last
+// verification, yet rendering it is half of the listing page's own work (bench/README.md,
+// website): the most recently shown ones are kept, keyed by the slug and the verdict.
+const MAX_CACHED = 256
+const cache = new Map<string, Html>()
+
+export function cachedPreviewSection(slug: string, p: ListingPreview | undefined, v: Verification): Html {
+  const key = `${slug}|${v.state}|${v.block}|${v.checkedAt}`
+  const hit = cache.get(key)
+  if (hit) return hit
+  const out = previewSection(p, v)
+  if (cache.size >= MAX_CACHED) cache.delete(cache.keys().next().value!)
+  cache.set(key, out)
+  return out
+}
