@@ -273,3 +273,14 @@ t.test(
     t.match(shell({ ...base, devChain: true }).value, '/guide/local-chain')
   },
 )
+
+t.test('a verdict over a day old is marked stale on the badge and in the sentence', async (t) => {
+  const { verificationBadge, verificationLine, STALE_MS } = await import('../../market/pages/verification.ts')
+  const v = { state: 'verified' as const, block: '7', checkedAt: '2026-01-01T00:00:00.000Z', reason: null }
+  const at = Date.parse(v.checkedAt)
+  t.notMatch(verificationBadge(v, at + STALE_MS - 1).value, 'stale')
+  t.match(verificationBadge(v, at + STALE_MS + 1).value, 'class="tag v-verified v-stale"')
+  t.match(verificationBadge(v, at + STALE_MS + 1).value, 'verified (stale)')
+  t.match(verificationLine(v, at + STALE_MS + 1).value, 'This verdict is over a day old')
+  t.notMatch(verificationBadge(v).value, 'stale', 'without a clock nothing is judged stale')
+})
