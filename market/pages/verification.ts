@@ -25,6 +25,16 @@ export function verificationBadge(v: Verification, now?: number): Html {
   return html`<span class="tag v-${v.state}${stale ? ' v-stale' : ''}" title="${title}">${LABEL[v.state]}${stale ? ' (stale)' : ''}</span>`
 }
 
+/**
+ * The stored reason names the first failing row 0-based (`row 8: …`); the pages number rows from
+ * 1, as the verify tables and `svc attest verify-line --line` do.
+ */
+function reasonText(reason: string | null): string {
+  if (!reason) return 'some rows failed'
+  const m = /^row (\d+): /.exec(reason)
+  return m ? `row ${Number(m[1]) + 1}: ${reason.slice(m[0].length)}` : reason
+}
+
 /** The sentence under the listing's title. */
 export function verificationLine(v: Verification, now?: number): Html {
   const stale = isStale(v, now)
@@ -38,6 +48,6 @@ export function verificationLine(v: Verification, now?: number): Html {
     case 'verified':
       return html`<p class="verification">${verificationBadge(v, now)} Every row passed at block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>).${stale}</p>`
     case 'failed':
-      return html`<p class="verification failed">${verificationBadge(v, now)} At block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>) these rows did not verify: ${v.reason ?? 'some rows failed'}.${stale}</p>`
+      return html`<p class="verification failed">${verificationBadge(v, now)} At block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>) these rows did not verify: ${reasonText(v.reason)}.${stale}</p>`
   }
 }
