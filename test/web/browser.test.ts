@@ -17,10 +17,12 @@ import { createListing } from '../../hub/listing/create.ts'
 import { postListing as postFromHub } from '../../hub/listing/post.ts'
 import { FIELDS, storeWith } from '../listing/fixtures.ts'
 import { writeRows } from '../market/chain-rows.ts'
+import { canonicalLine } from '../../records/index.ts'
 import {
   type Dataset,
   api,
   dataset,
+  datasetFrom,
   goodFields,
   issueKey,
   postListing,
@@ -307,6 +309,62 @@ async function browserTests(executablePath: string): Promise<void> {
     await page.goto(`${url}/agents/${dev.agentId}`)
     t.equal(await page.locator('.chart svg').count(), 1, 'the agent page draws its operations chart')
     await shot(page, 'agent')
+
+    // Hostile data lines: markup in a field name and in values, a 10 KB string, deep nesting.
+    let deep: Record<string, unknown> = { leaf: '<img src=x onerror="window.__pwned=4">' }
+    for (let i = 0; i < 300; i++) deep = { n: deep }
+    const lines = [
+      canonicalLine({
+        [hostile]: hostile,
+        action: `<svg onload="window.__pwned=3">`,
+        at: '2026-02-01T00:00:00Z',
+      }),
+      canonicalLine({ action: 'x'.repeat(10_000), note: `${hostile}${'y'.repeat(10_000)}` }),
+      canonicalLine({ deep, action: 'ok' }),
+    ]
+    const hp = await postListing(url, deviceKey, datasetFrom(lines, dev.agentId), {
+      fields: { ...goodFields, title: 'Hostile preview lines' },
+      extra: [['preview', '3']],
+    })
+    t.equal(hp.status, 201, JSON.stringify(hp.json))
+    for (const w of WIDTHS) {
+      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+      for (const path of [
+        `/marketplace/${hp.json.slug as string}`,
+        '/marketplace',
+        `/agents/${dev.agentId}`,
+      ]) {
+        await page.goto(url + path)
+        t.equal(
+          await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
+          undefined,
+          `${path} at ${w} px: nothing from the lines ran`,
+        )
+        t.equal(
+          await page.locator('[onerror], [onload]').count(),
+          0,
+          `${path} at ${w} px: no injected handler`,
+        )
+        const f = await widths(page)
+        t.ok(f.doc <= f.view, `${path} at ${w} px: ${f.doc} px ≤ ${f.view} px ${f.out.join(', ')}`)
+      }
+      t.equal(await page.locator('.sample-line').count(), 0, 'the agent page shows no data lines')
+      await page.goto(`${url}/marketplace/${hp.json.slug as string}`)
+      t.ok(
+        await page.locator('#preview td code').filter({ hasText: hostile }).first().isVisible(),
+        'the field name with markup is shown as text',
+      )
+      t.match(
+        await page.locator('#preview .sample-line').nth(1).textContent(),
+        'Cut for display: the line is',
+      )
+      t.ok(
+        ((await page.locator('#preview .sample-line pre').nth(1).textContent()) ?? '').length <= 2001,
+        'the 10 KB line is cut to 2,000 characters',
+      )
+    }
+    await shot(page, 'listing-hostile-preview')
+    await page.setViewportSize({ width: 1366, height: 900 })
   })
 
   t.test('verify shows rows passed, and failed rows with their reasons', async (t) => {
