@@ -23,6 +23,11 @@ export interface MarketChainConfig {
   /** Verify: rows per eth_call (or per JSON-RPC batch) and how many may be in flight. */
   batchSize: number
   concurrency: number
+  /**
+   * Dev chains only (the chain file names its anvil accounts): the funded buyer account the
+   * website's "Buy on the local chain" guide gives. Absent on a real network.
+   */
+  devBuyer?: { address: Address; privateKey: string }
 }
 
 export interface MarketConfig {
@@ -65,6 +70,8 @@ export interface MarketConfig {
   /** `[verify] intervalSeconds`: how often every listing is verified again in the background; 0 = never. */
   reverifySeconds: number
   samples: boolean
+  /** A block explorer's origin (e.g. https://testnet.monadexplorer.com): receipts link `<explorerUrl>/tx/<hash>`. */
+  explorerUrl: string | null
   rateLimits: {
     challenges: RateLimit
     keys: RateLimit
@@ -93,6 +100,7 @@ export function defaultConfig(dataDir: string): MarketConfig {
     attestor: null,
     reverifySeconds: 600,
     samples: true,
+    explorerUrl: null,
     rateLimits: {
       challenges: { max: 20, windowSeconds: 60 },
       keys: { max: 20, windowSeconds: 60 },
@@ -184,6 +192,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'attestor',
         'verify',
         'samples',
+        'explorerUrl',
         'rateLimit',
       ],
       '',
@@ -219,6 +228,20 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
       }
       const blocks = str(doc.store, 'blocksDir', 'store.')
       if (blocks) c.blocksDir = abs(blocks)
+    }
+    const explorer = str(doc, 'explorerUrl', '')
+    if (explorer !== undefined) {
+      let u: URL | null = null
+      try {
+        u = new URL(explorer)
+      } catch {
+        // reported below
+      }
+      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+        throw new ConfigError(
+          'explorerUrl must be an absolute http(s) URL, like https://testnet.monadexplorer.com',
+        )
+      c.explorerUrl = u.href.replace(/\/+$/, '')
     }
     if (doc.session !== undefined) {
       if (!isTable(doc.session)) throw new ConfigError('[session] must be a table')
@@ -348,6 +371,7 @@ export function chainFromInfo(config: MarketConfig, info: ChainInfo, file = 'cha
     payout: getAddress(payout),
     batchSize: o?.batchSize ?? 500,
     concurrency: o?.concurrency ?? 2,
+    ...(info.accounts ? { devBuyer: { ...info.accounts.buyer } } : {}),
   }
   return { ok: true, config: { ...config, chain } }
 }

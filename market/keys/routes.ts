@@ -10,6 +10,7 @@ import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
 import { newAgentKey } from './agent-key.ts'
 import { revokeStaleKeys } from './revoke.ts'
+import { keyRevokeRoute } from './revoke-route.ts'
 import type { ChallengeRecord, KeyRecord } from '../store/records.ts'
 import { Err } from '../http/schemas.ts'
 import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
@@ -17,6 +18,7 @@ import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
 export const keyRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
+    await app.register(keyRevokeRoute(ctx))
     const rl = (n: 'challenges' | 'keys') => ({
       max: ctx.config.rateLimits[n].max,
       timeWindow: ctx.config.rateLimits[n].windowSeconds * 1000,

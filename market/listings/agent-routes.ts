@@ -24,7 +24,7 @@ export const agentListingRoutes =
         schema: {
           tags: ['listings'],
           summary:
-            'List a dataset (multipart: title, summary, description, machineType, license, priceNative, manifest, data, image)',
+            'List a dataset (multipart: title, summary, description, machineType, license, priceNative, preview, manifest, data, image)',
           consumes: ['multipart/form-data'],
           security: [{ agentKey: [] }],
           response: {
@@ -59,7 +59,7 @@ export const agentListingRoutes =
     ): Promise<Created> {
       const c = checkListingUpload(upload, key.agentId)
       if (!c.ok) throw badRequest(c.error)
-      const { fields, manifest, data, manifestBytes, image } = c.value
+      const { fields, manifest, data, manifestBytes, image, preview } = c.value
       const slug = makeSlug(fields.title)
       const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
         const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
@@ -94,6 +94,7 @@ export const agentListingRoutes =
         status: 'listed',
         sample: false,
         createdAt: ctx.now(),
+        preview,
       }
       // marketplace-api: the body carries no CIDs; they are given to buyers only.
       const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }

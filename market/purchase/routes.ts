@@ -12,6 +12,7 @@ import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
 import { Access, accessFor } from './access.ts'
 import { checkPayment } from './check-payment.ts'
+import { receiptRoutes } from './receipts.ts'
 import type { PurchaseRecord, UsedTxRecord } from '../store/records.ts'
 import { Err, Hash, HexString, Slug } from '../http/schemas.ts'
 
@@ -28,6 +29,7 @@ const Body = Type.Object(
 export const purchaseRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
+    await app.register(receiptRoutes(ctx))
     const lim = ctx.config.rateLimits.purchase
     app.post<{ Params: { slug: string }; Body: Static<typeof Body> }>(
       '/api/marketplace/listings/:slug/purchase',
@@ -83,7 +85,16 @@ export const purchaseRoutes =
         if (!c.ok) throw new HttpError(c.status, c.error)
         const now = ctx.now()
         const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
-        const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
+        // The receipt the buyer's purchases page shows: checkPayment passed, so the payment is mined.
+        const mined = pay.state === 'mined' ? pay : null
+        const bought: PurchaseRecord = {
+          slug: listing.slug,
+          buyer: signer,
+          txHash,
+          at: now,
+          ...(mined ? { block: mined.blockNumber.toString(), valueWei: mined.value.toString() } : {}),
+          priceWei: listing.priceWei,
+        }
         // The lock only queues this process's attempts with one hash; the store decides.
         const won = await ctx.locks.run(`tx:${txHash}`, () => ctx.db.recordPurchase(used, bought))
         if (!won) throw conflict(`txHash: ${txHash} was already used for a purchase`)

@@ -303,5 +303,11 @@ export async function agentStatsLevel(ix: ListingIndex, agentId: string, since: 
     const e = v as Entry
     recent.push({ createdAt: e.c, rows: e.r })
   }
-  return { listings: c.n, rows: c.rows, recent }
+  // The agent's index is newest first: its two ends are the newest and the oldest listing.
+  const end = async (reverse: boolean): Promise<number | null> => {
+    for await (const v of ix.index.values({ gte: p, lt: p + END, reverse, limit: 1 })) return (v as Entry).c
+    return null
+  }
+  const [lastAt, firstAt] = await Promise.all([end(false), end(true)])
+  return { listings: c.n, rows: c.rows, recent, firstAt, lastAt }
 }

@@ -14,10 +14,11 @@ import {
   browseLevel,
   listingOps,
 } from './leveldb-listings.ts'
-import type { KeyRecord, ListingRecord } from './records.ts'
+import type { KeyRecord, ListingRecord, PurchaseRecord } from './records.ts'
 import type { MarketStore, Sub } from './store.ts'
 
-const INDEX_VERSION = 1
+// 2: purchases by buyer (the receipts page).
+const INDEX_VERSION = 2
 
 type Root = Level<string, unknown>
 
@@ -51,6 +52,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
     counts: sub<never>(root, 'listingCounts'),
     usedTx: sub<unknown>(root, 'usedTx'),
     purchases: sub<unknown>(root, 'purchases'),
+    buyerIndex: sub<string>(root, 'purchasesByBuyer'),
     verifications: sub<unknown>(root, 'verifications'),
     idem: sub<unknown>(root, 'listingIdempotency'),
     meta: sub<number>(root, 'meta'),
@@ -66,6 +68,14 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
       key: `${a}!${k.id}`,
       value: k.id,
     }))
+
+  // A buyer's purchases, newest first: `<buyer>!<inverted time>!<slug>` → the purchase's key.
+  const buyerIndexOp = (p: PurchaseRecord) => ({
+    type: 'put',
+    sublevel: s.buyerIndex,
+    key: `${p.buyer}!${String(Number.MAX_SAFE_INTEGER - p.at).padStart(16, '0')}!${p.slug}`,
+    value: `${p.slug}!${p.buyer}`,
+  })
 
   const putListing = (rec: ListingRecord, extra: unknown[] = []): Promise<void> =>
     lock.run('listings', async () => {
@@ -113,6 +123,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
         await batch([
           { type: 'put', sublevel: s.usedTx, key: used.txHash, value: used },
           { type: 'put', sublevel: s.purchases, key: `${bought.slug}!${bought.buyer}`, value: bought },
+          buyerIndexOp(bought),
         ])
         return true
       }),
@@ -128,6 +139,11 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
         await putListing(rec, [{ type: 'put', sublevel: s.idem, key: idem.slot, value: idem.body }])
         return idem.body
       })
+    },
+    async purchasesOf(buyer) {
+      const keys: string[] = []
+      for await (const k of s.buyerIndex.values({ gte: `${buyer}!`, lt: `${buyer}!\xff` })) keys.push(k)
+      return (await s.purchases.getMany(keys)).filter((p): p is PurchaseRecord => p !== undefined)
     },
     async keysOf(address) {
       const ids = new Set<string>()
@@ -160,10 +176,12 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
     await s.index.clear()
     await s.counts.clear()
     await s.keyIndex.clear()
+    await s.buyerIndex.clear()
     for await (const l of s.listings.values())
       await lock.run('listings', async () => batch(await listingOps(ix, [{ old: undefined, rec: l }])))
     const ops: BatchOp[] = []
     for await (const k of s.keys.values()) ops.push(...(keyIndexOps(k) as never[]))
+    for await (const p of s.purchases.values()) ops.push(buyerIndexOp(p as PurchaseRecord) as never)
     if (ops.length) await batch(ops)
     await s.meta.put('indexVersion', INDEX_VERSION, { sync: true })
   }

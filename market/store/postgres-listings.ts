@@ -135,7 +135,7 @@ export async function agentListingsPg(
 }
 
 export async function agentStatsPg(pool: pg.Pool, agentId: string, since: number): Promise<AgentStats> {
-  const [c, recent] = await Promise.all([
+  const [c, recent, span] = await Promise.all([
     pool.query<{ n: string; row_sum: string }>('select n, row_sum from listing_counts where k = $1', [
       `a=${agentId}`,
     ]),
@@ -143,10 +143,16 @@ export async function agentStatsPg(pool: pg.Pool, agentId: string, since: number
       'select created_at, row_count from listings where agent_id = $1 and not sample and created_at >= $2 order by created_at desc',
       [agentId, since],
     ),
+    pool.query<{ first: string | null; last: string | null }>(
+      'select min(created_at) as first, max(created_at) as last from listings where agent_id = $1 and not sample',
+      [agentId],
+    ),
   ])
   return {
     listings: Number(c.rows[0]?.n ?? 0),
     rows: Number(c.rows[0]?.row_sum ?? 0),
     recent: recent.rows.map((r) => ({ createdAt: Number(r.created_at), rows: Number(r.row_count) })),
+    firstAt: span.rows[0]?.first != null ? Number(span.rows[0].first) : null,
+    lastAt: span.rows[0]?.last != null ? Number(span.rows[0].last) : null,
   }
 }

@@ -5,7 +5,7 @@
 import pg from 'pg'
 import { migrate } from './migrate.ts'
 import { agentListingsPg, agentStatsPg, browsePg } from './postgres-listings.ts'
-import type { KeyRecord, ListingRecord } from './records.ts'
+import type { KeyRecord, ListingRecord, PurchaseRecord } from './records.ts'
 import type { MarketStore, Sub } from './store.ts'
 
 /** The URL without its password, for messages and logs. */
@@ -177,6 +177,13 @@ export async function openPgStore(url: string, o: PgStoreOptions = {}): Promise<
       if (r !== false) return r
       return (await pool.query<{ doc: B }>('select doc from listing_idempotency where k = $1', [idem.slot]))
         .rows[0]?.doc
+    },
+    async purchasesOf(buyer) {
+      const r = await pool.query<{ doc: PurchaseRecord }>(
+        "select doc from purchases where doc->>'buyer' = $1 order by (doc->>'at')::bigint desc, k",
+        [buyer],
+      )
+      return r.rows.map((x) => x.doc)
     },
     async keysOf(address) {
       const r = await pool.query<{ doc: KeyRecord }>(

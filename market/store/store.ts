@@ -68,6 +68,9 @@ export interface AgentStats {
   rows: number
   /** Each listing since `since`: when and how many rows (the chart). */
   recent: { createdAt: number; rows: number }[]
+  /** When its oldest and newest listings were made (ms); null without listings. */
+  firstAt: number | null
+  lastAt: number | null
 }
 
 export interface MarketStore {
@@ -102,6 +105,8 @@ export interface MarketStore {
   createListing<B>(rec: ListingRecord, idem?: { slot: string; body: B }): Promise<B | undefined>
   /** Many listings in one step, indexes and counts included (imports, benchmarks); slugs distinct. */
   putListings(recs: ListingRecord[]): Promise<void>
+  /** A buyer's purchases (address lowercase), newest first: from an index, not a scan. */
+  purchasesOf(buyer: string): Promise<PurchaseRecord[]>
   /** Keys asked for by `address` or held by it as wallet, oldest first. */
   keysOf(address: string): Promise<KeyRecord[]>
   browse(q: BrowseQuery): Promise<BrowsePage>

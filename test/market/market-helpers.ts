@@ -146,6 +146,15 @@ export function dataset(n: number, agentId: string, pad = 0): Dataset {
   const lines = Array.from({ length: n }, (_, i) =>
     canonicalLine({ action: 'vend', i, run, ...(pad > 0 ? { pad: 'x'.repeat(pad) } : {}) }),
   )
+  return datasetFrom(lines, agentId, run)
+}
+
+/** A dataset of the given canonical lines, with made-up request hashes unique to `run`. */
+export function datasetFrom(
+  lines: string[],
+  agentId: string,
+  run = `${process.pid}-${Date.now()}-${seq++}`,
+): Dataset {
   const requestHashes = lines.map((l, i) => keccak256(toHex(`req:${run}:${i}:${l}`)))
   return {
     lines,
