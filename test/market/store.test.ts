@@ -211,7 +211,9 @@ async function contract(t: Test, open: () => Promise<MarketStore>) {
         .map((l) => l.createdAt)
         .sort(),
     )
-    t.same(await store.agentStats('99', 0), { listings: 0, rows: 0, recent: [] })
+    t.equal(s.firstAt, Math.min(...mine.map((l) => l.createdAt)), 'the oldest listing')
+    t.equal(s.lastAt, Math.max(...mine.map((l) => l.createdAt)), 'the newest listing')
+    t.same(await store.agentStats('99', 0), { listings: 0, rows: 0, recent: [], firstAt: null, lastAt: null })
   })
 
   t.test('a listing keeps fields the store does not know', async (t) => {
@@ -223,6 +225,21 @@ async function contract(t: Test, open: () => Promise<MarketStore>) {
       p.listings.find((x) => x.slug === 'extra-fields'),
       l,
     )
+  })
+
+  t.test("a buyer's purchases, newest first, nobody else's", async (t) => {
+    const buy = (tx: string, slug: string, buyer: string, at: number) =>
+      store.recordPurchase({ txHash: tx, slug, buyer, at }, { slug, buyer, txHash: tx, at, block: '7' })
+    await buy('0xp1', 'a', '0xbuyer', 1000)
+    await buy('0xp2', 'b', '0xother', 2000)
+    await buy('0xp3', 'c', '0xbuyer', 3000)
+    await buy('0xp4', 'd', '0xbuyer', 2000)
+    t.same(
+      (await store.purchasesOf('0xbuyer')).map((p) => `${p.slug}@${p.at}`),
+      ['c@3000', 'd@2000', 'a@1000'],
+    )
+    t.equal((await store.purchasesOf('0xbuyer'))[0]!.block, '7', 'the receipt fields come back')
+    t.same(await store.purchasesOf('0xnobody'), [])
   })
 
   t.test('once-only steps: of 100 concurrent callers exactly one wins', async (t) => {
@@ -362,14 +379,11 @@ t.test('PostgreSQL', { skip: pgWhy ?? false }, async (t) => {
     const applied = await Promise.all(pools.map((p) => migrate(p)))
     t.same(
       applied.map((a) => a.length).sort(),
-      [0, 0, 1],
-      'one instance applied the migration, the others found it done',
+      [0, 0, 2],
+      'one instance applied the migrations, the others found them done',
     )
     const r = await pools[0]!.query('select name from schema_migrations')
-    t.same(
-      r.rows.map((x) => x.name),
-      ['001_store.sql'],
-    )
+    t.same(r.rows.map((x) => x.name).sort(), ['001_store.sql', '002_purchases_by_buyer.sql'])
   })
 
   t.test('an unreachable database: one line, no password', async (t) => {

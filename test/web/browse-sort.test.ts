@@ -25,7 +25,7 @@ const made: ListingRecord[] = Array.from({ length: 60 }, (_, i) => ({
 for (const l of made) await market.ctx.db.listings.put(l.slug, l)
 
 const titles = (html: string): string[] =>
-  [...html.matchAll(/<h2>(Walrus readings \d+)<\/h2>/g)].map((m) => m[1]!)
+  [...html.matchAll(/<h2>(?:<a [^>]*>)?(Walrus readings \d+)(?:<\/a>)?<\/h2>/g)].map((m) => m[1]!)
 const href = (html: string, rel: 'next' | 'prev'): string | null => {
   const m = new RegExp(`<a href="([^"]+)" rel="${rel}">`).exec(html)
   return m ? m[1]!.replaceAll('&amp;', '&') : null
@@ -38,7 +38,11 @@ t.test('sort by price: three pages by cursor, then back', async (t) => {
   const p1 = await api(url, '/marketplace?q=walrus&sort=price')
   t.equal(p1.status, 200)
   t.match(p1.text, '<option value="price" selected>Price, lowest first</option>', 'the sort stays selected')
-  t.match(p1.text, /<label>Sort <select name="sort">/, 'a labelled sort control in the filter form')
+  t.match(
+    p1.text,
+    /<label class="sort">Sort <select name="sort">/,
+    'a labelled sort control in the filter form',
+  )
   t.equal(href(p1.text, 'prev'), null)
   const n1 = href(p1.text, 'next')!
   t.match(n1, /^\/marketplace\?q=walrus&sort=price&cursor=[A-Za-z0-9_-]+&offset=24$/)
@@ -75,9 +79,11 @@ t.test('sort by rows and newest; a bad sort or cursor is a 400 page naming it', 
 t.test("the agent page: totals of all the agent's listings, a page of them, and More", async (t) => {
   const p = await api(url, '/agents/7')
   t.equal(p.status, 200)
+  // The totals count every listing of the agent, not the 48 shown.
+  t.match(p.text, '<dt>Listings</dt><dd>60 listings</dd>')
   t.match(
     p.text,
-    `60 listings with ${made.reduce((n, l) => n + l.rows, 0).toLocaleString('en')} operation rows`,
+    `<dt>Attested lines</dt><dd>${made.reduce((n, l) => n + l.rows, 0).toLocaleString('en')} lines listed in all`,
   )
   t.equal(titles(p.text).length, 48)
   const more = /<a href="([^"]+)" rel="next">More listings<\/a>/.exec(p.text)![1]!
