@@ -24,7 +24,8 @@ import { listingReadRoutes } from './listings/read-routes.ts'
 import { purchaseRoutes } from './purchase/routes.ts'
 import { type Reverifier, startReverifier } from './verify/reverify.ts'
 import { verifyRoutes } from './verify/routes.ts'
-import { openMarketDb } from './store/db.ts'
+import { openMarketStore } from './store/open.ts'
+import type { MarketStore } from './store/store.ts'
 import { KeyedLock } from './store/keyed-lock.ts'
 
 export interface MarketAppOptions {
@@ -48,8 +49,11 @@ export interface MarketApp {
   close(): Promise<void>
 }
 
-async function cookieSecret(config: MarketConfig): Promise<string> {
+async function cookieSecret(config: MarketConfig, db: MarketStore): Promise<string> {
   if (config.cookieSecret) return config.cookieSecret
+  // Several instances on one database must sign cookies alike: the database holds the key.
+  const shared = await db.sharedSecret('cookie', randomBytes(32).toString('base64url'))
+  if (shared) return shared
   const file = join(config.dataDir, 'cookie.secret')
   try {
     const s = (await readFile(file, 'utf8')).trim()
@@ -66,14 +70,14 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
   const config = o.config
   if (!config.chain) throw new Error('market config has no chain: resolve it first')
   await mkdir(config.dataDir, { recursive: true })
-  const db = await openMarketDb(join(config.dataDir, 'market.db'))
+  const db = await openMarketStore(config)
   const now = o.now ?? Date.now
   const ctx: MarketContext = {
     config,
     chainConfig: config.chain,
     db,
     chain: o.chain ?? viemMarketChain(config.chain),
-    blocks: fsBlockStore(join(config.dataDir, 'blocks')),
+    blocks: fsBlockStore(config.blocksDir ?? join(config.dataDir, 'blocks')),
     locks: new KeyedLock(),
     session: { db, sessionSeconds: config.sessionSeconds, publicUrl: config.publicUrl, now },
     now,
@@ -87,7 +91,7 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
   })
   try {
     installErrorHandler(app)
-    await app.register(cookie, { secret: await cookieSecret(config) })
+    await app.register(cookie, { secret: await cookieSecret(config, db) })
     await app.register(rateLimit, {
       global: false,
       errorResponseBuilder: (_req, c) =>

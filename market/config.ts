@@ -23,6 +23,11 @@ export interface MarketChainConfig {
   /** Verify: rows per eth_call (or per JSON-RPC batch) and how many may be in flight. */
   batchSize: number
   concurrency: number
+  /**
+   * Dev chains only (the chain file names its anvil accounts): the funded buyer account the
+   * website's "Buy on the local chain" guide gives. Absent on a real network.
+   */
+  devBuyer?: { address: Address; privateKey: string }
 }
 
 export interface MarketConfig {
@@ -35,6 +40,13 @@ export interface MarketConfig {
   /** Trust X-Forwarded-* from a reverse proxy (needed for Secure cookies behind HTTPS). */
   trustProxy: boolean
   dataDir: string
+  /**
+   * `[store] url`: a PostgreSQL URL (postgres://…) for several market processes on one database;
+   * null: LevelDB in `<dataDir>/market.db`. SVC_MARKET_STORE, when set, wins over the file.
+   */
+  storeUrl: string | null
+  /** `[store] blocksDir`: the pinned files' blocks; instances sharing a database share this folder too. */
+  blocksDir: string | null
   sessionSeconds: number
   /** Secret that signs the session cookie; when empty one is made and kept in `<dataDir>/cookie.secret`. */
   cookieSecret: string | null
@@ -58,6 +70,8 @@ export interface MarketConfig {
   /** `[verify] intervalSeconds`: how often every listing is verified again in the background; 0 = never. */
   reverifySeconds: number
   samples: boolean
+  /** A block explorer's origin (e.g. https://testnet.monadexplorer.com): receipts link `<explorerUrl>/tx/<hash>`. */
+  explorerUrl: string | null
   rateLimits: {
     challenges: RateLimit
     keys: RateLimit
@@ -75,6 +89,8 @@ export function defaultConfig(dataDir: string): MarketConfig {
     publicUrl: null,
     trustProxy: false,
     dataDir,
+    storeUrl: null,
+    blocksDir: null,
     sessionSeconds: 7 * 24 * 3600,
     cookieSecret: null,
     challengeSeconds: 600,
@@ -84,6 +100,7 @@ export function defaultConfig(dataDir: string): MarketConfig {
     attestor: null,
     reverifySeconds: 600,
     samples: true,
+    explorerUrl: null,
     rateLimits: {
       challenges: { max: 20, windowSeconds: 60 },
       keys: { max: 20, windowSeconds: 60 },
@@ -133,6 +150,19 @@ function checkKeys(t: Table, allowed: string[], where: string): void {
     if (!allowed.includes(k)) throw new ConfigError(`${where}${k} is not a known setting`)
 }
 
+/** Why a store URL cannot be used (no password in the message), or null. */
+export function storeUrlProblem(url: string): string | null {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    return 'must be a postgres://user@host:port/database URL'
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:')
+    return `must be a postgres:// URL (got ${u.protocol}//…); omit it for the embedded LevelDB store`
+  return null
+}
+
 /** Parse market.toml text. `file` is used in messages and to resolve relative paths. */
 export function parseMarketConfig(text: string, file: string, defaultDataDir: string): ConfigResult {
   let doc: Table
@@ -154,6 +184,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'publicUrl',
         'trustProxy',
         'dataDir',
+        'store',
         'session',
         'challenge',
         'chain',
@@ -161,6 +192,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         'attestor',
         'verify',
         'samples',
+        'explorerUrl',
         'rateLimit',
       ],
       '',
@@ -185,6 +217,32 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     const dd = str(doc, 'dataDir', '')
     if (dd) c.dataDir = abs(dd)
     c.samples = bool(doc, 'samples', '') ?? c.samples
+    if (doc.store !== undefined) {
+      if (!isTable(doc.store)) throw new ConfigError('[store] must be a table')
+      checkKeys(doc.store, ['url', 'blocksDir'], 'store.')
+      const url = str(doc.store, 'url', 'store.')
+      if (url !== undefined) {
+        const problem = storeUrlProblem(url)
+        if (problem) throw new ConfigError(`store.url ${problem}`)
+        c.storeUrl = url
+      }
+      const blocks = str(doc.store, 'blocksDir', 'store.')
+      if (blocks) c.blocksDir = abs(blocks)
+    }
+    const explorer = str(doc, 'explorerUrl', '')
+    if (explorer !== undefined) {
+      let u: URL | null = null
+      try {
+        u = new URL(explorer)
+      } catch {
+        // reported below
+      }
+      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:'))
+        throw new ConfigError(
+          'explorerUrl must be an absolute http(s) URL, like https://testnet.monadexplorer.com',
+        )
+      c.explorerUrl = u.href.replace(/\/+$/, '')
+    }
     if (doc.session !== undefined) {
       if (!isTable(doc.session)) throw new ConfigError('[session] must be a table')
       checkKeys(doc.session, ['lifetimeSeconds', 'cookieSecret'], 'session.')
@@ -313,6 +371,7 @@ export function chainFromInfo(config: MarketConfig, info: ChainInfo, file = 'cha
     payout: getAddress(payout),
     batchSize: o?.batchSize ?? 500,
     concurrency: o?.concurrency ?? 2,
+    ...(info.accounts ? { devBuyer: { ...info.accounts.buyer } } : {}),
   }
   return { ok: true, config: { ...config, chain } }
 }

@@ -3,7 +3,7 @@ import type { MarketChainConfig, MarketConfig } from './config.ts'
 import type { MarketChain } from './chain/market-chain.ts'
 import type { BlockStore } from './files/blockstore.ts'
 import type { SessionOptions } from './auth/session.ts'
-import type { MarketDb } from './store/db.ts'
+import type { MarketDb } from './store/store.ts'
 import type { KeyedLock } from './store/keyed-lock.ts'
 
 export interface MarketContext {

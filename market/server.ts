@@ -10,6 +10,7 @@ import {
   defaultConfig,
   parseMarketConfig,
   resolveChain,
+  storeUrlProblem,
 } from './config.ts'
 
 export interface LoadOptions {
@@ -17,6 +18,8 @@ export interface LoadOptions {
   file?: string
   /** SVC_HOME: default data dir `<home>/market`, default chain file `<home>/chain.json`. */
   home: string
+  /** The environment to read SVC_MARKET_STORE from (default: none). */
+  env?: NodeJS.ProcessEnv
 }
 
 export async function loadMarketConfig(o: LoadOptions): Promise<ConfigResult> {
@@ -37,6 +40,13 @@ export async function loadMarketConfig(o: LoadOptions): Promise<ConfigResult> {
       ? { ok: true, config: defaultConfig(defaultDataDir) }
       : parseMarketConfig(text, file, defaultDataDir)
   if (!parsed.ok) return parsed
+  // The database URL may carry a password: it can come from the environment instead of the file.
+  const env = o.env?.SVC_MARKET_STORE
+  if (env) {
+    const problem = storeUrlProblem(env)
+    if (problem) return { ok: false, error: `SVC_MARKET_STORE ${problem}` }
+    parsed.config.storeUrl = env
+  }
   return resolveChain(parsed.config, chainFilePath(o.home))
 }
 

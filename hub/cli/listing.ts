@@ -3,6 +3,7 @@
 import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
+import { MAX_PREVIEW_LINES } from '../../records/preview-field.ts'
 import { intOption, parseOptions } from './options.ts'
 import { loadConfig } from '../daemon/config.ts'
 import { readChainSection } from '../daemon/real-parts.ts'
@@ -21,6 +22,7 @@ commands:
            --title T --summary S --description D --machine-type vending|arm|drone|amr|sensor|humanoid|other
            --license research|commercial|audit --price P (native currency, e.g. 0.05)
            [--image FILE]      cover image (JPEG, PNG or WebP)
+           [--preview N]       publish the first N lines (0-5) as samples on the listing page
            [--from N --to M]   only attested lines N..M (1-based, inclusive; default all)
            [--market URL]      market origin (default: the one stored by svc key set --market)
            [--agent ID]        agent id (default: [chain] agent_id in hub.toml, else the chain file)
@@ -44,6 +46,7 @@ const SPEC = {
   license: { type: 'string' },
   price: { type: 'string' },
   image: { type: 'string' },
+  preview: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
   market: { type: 'string' },
@@ -84,6 +87,11 @@ function summaryLines(s: ListingSyncSummary): string[] {
 }
 
 async function create(io: CliIo, v: Values): Promise<number> {
+  const preview = intOption(v.preview, 'preview', 0)
+  if (preview !== undefined && preview > MAX_PREVIEW_LINES)
+    throw new UsageError(
+      `--preview must be a whole number from 0 to ${MAX_PREVIEW_LINES} (got "${v.preview}")`,
+    )
   const from = intOption(v.from, 'from', 1)
   const to = intOption(v.to, 'to', 1)
   if (from !== undefined && to !== undefined && to < from)
@@ -116,6 +124,7 @@ async function create(io: CliIo, v: Values): Promise<number> {
       },
       range: { ...(from !== undefined ? { from: from - 1 } : {}), ...(to !== undefined ? { to } : {}) },
       market: market.url,
+      ...(preview !== undefined ? { preview } : {}),
       ...(v.image !== undefined
         ? { imagePath: isAbsolute(v.image) ? v.image : resolve(io.cwd, v.image) }
         : {}),

@@ -18,7 +18,9 @@ export const MARKET_HELP = `usage: svc market [options]
 
 Runs the marketplace: SIWE sign-in, agent keys, listings, verify, purchase and file download
 over HTTP, LevelDB storage and a content-addressed blockstore under the data dir, chain reads
-against the configured RPC (by default the chain file written by \`svc chain dev\`). With an
+against the configured RPC (by default the chain file written by \`svc chain dev\`). With
+[store] url in market.toml, or $SVC_MARKET_STORE (postgres://…), the store is PostgreSQL and
+several market processes may share it (market/README.md). With an
 [attestor] table in market.toml it also serves the attestor (/api/attestor/…), as svc start
 does; its key: [attestor] keyFile, else $SVC_ATTESTOR_KEY, else the dev chain file's.
 
@@ -52,7 +54,11 @@ export const command: Command = async (argv, io) => {
       : isAbsolute(values.config)
         ? values.config
         : resolve(io.cwd, values.config)
-  const loaded = await loadMarketConfig({ home: svcPaths(io.env).home, ...(file ? { file } : {}) })
+  const loaded = await loadMarketConfig({
+    home: svcPaths(io.env).home,
+    env: io.env,
+    ...(file ? { file } : {}),
+  })
   if (!loaded.ok) throw new UserError(loaded.error)
   const config = {
     ...loaded.config,

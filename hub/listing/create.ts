@@ -5,6 +5,7 @@
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import type { AttestStore } from '../attest/store.ts'
+import { previewCount } from '../../records/preview-field.ts'
 import { buildListingFiles } from './build.ts'
 import { checkImage, checkListingText } from './fields.ts'
 import { listingsDir, newListingId, saveEntry } from './queue.ts'
@@ -16,6 +17,8 @@ export interface CreateInput {
   range: ListingRange
   market: string
   imagePath?: string
+  /** Sample lines to publish (the first N), 0 to MAX_PREVIEW_LINES; default 0. */
+  preview?: number
   /** null: the store is busy (the hub holds it): queue a draft for the hub to build. */
   store: AttestStore | null
   /** Needed to build now; a draft is built by the hub for its own agent. */
@@ -28,6 +31,8 @@ export type CreateResult = { ok: true; entry: ListingEntry; dir: string } | { ok
 export async function createListing(i: CreateInput): Promise<CreateResult> {
   const text = checkListingText(i.fields)
   if (!text.ok) return text
+  const preview = previewCount(i.preview === undefined ? undefined : String(i.preview))
+  if (!preview.ok) return { ok: false, error: `--${preview.error}` }
   let image: { bytes: Uint8Array; type: string; ext: string } | null = null
   if (i.imagePath !== undefined) {
     let bytes: Uint8Array
@@ -55,6 +60,7 @@ export async function createListing(i: CreateInput): Promise<CreateResult> {
     market: i.market,
     image: image ? { file: `image${image.ext}`, type: image.type } : null,
     rows: null,
+    ...(preview.value > 0 ? { preview: preview.value } : {}),
     attempts: 0,
     lastError: null,
     nextAttemptAt: null,

@@ -70,6 +70,7 @@ async function formFor(dir: string, entry: ListingEntry): Promise<FormData> {
   form.set('machineType', f.machineType)
   form.set('license', f.license)
   form.set('priceNative', f.priceNative)
+  if (entry.preview) form.set('preview', String(entry.preview))
   form.set(
     'manifest',
     new Blob([await readFile(join(dir, MANIFEST_FILE))], { type: 'application/json' }),

@@ -36,6 +36,11 @@ export interface ListingEntry {
   /** File name of the cover image copied into the listing folder, and its MIME type. */
   image: { file: string; type: string } | null
   rows: number | null
+  /**
+   * Sample lines published on the listing page: the first N lines of the data (the market's
+   * `preview` field, 0 to 5). Absent on entries written before it existed: none.
+   */
+  preview?: number
   attempts: number
   lastError: string | null
   nextAttemptAt: string | null

@@ -80,12 +80,7 @@ export const authRoutes =
           throw unauthorized(`signature: signed by ${signer}, not by ${fields.address}`)
         // The nonce is consumed only by a valid sign-in, atomically, so a replay finds it gone.
         const nonce = fields.nonce
-        const ok = await ctx.locks.run(`nonce:${nonce}`, async () => {
-          const rec = await ctx.db.nonces.get(nonce)
-          if (!rec || rec.expiresAt <= ctx.now()) return false
-          await ctx.db.nonces.del(nonce, { sync: true })
-          return true
-        })
+        const ok = await ctx.locks.run(`nonce:${nonce}`, () => ctx.db.consumeNonce(nonce, ctx.now()))
         if (!ok)
           throw unauthorized('message: unknown, used or expired nonce; ask /api/auth/nonce for a new one')
         const s = await startSession(req, reply, fields.address, ctx.session)

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import '@fastify/cookie'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { unauthorized } from '../http/errors.ts'
-import type { MarketDb } from '../store/db.ts'
+import type { MarketDb } from '../store/store.ts'
 import type { SessionRecord } from '../store/records.ts'
 import { assertSameOrigin } from './origin.ts'
 

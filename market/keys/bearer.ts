@@ -3,7 +3,7 @@
 import type { FastifyRequest } from 'fastify'
 import type { MarketChain } from '../chain/market-chain.ts'
 import { chainUnreachable, forbidden, unauthorized } from '../http/errors.ts'
-import type { MarketDb } from '../store/db.ts'
+import type { MarketDb } from '../store/store.ts'
 import type { KeyRecord } from '../store/records.ts'
 import { hashKey, isKeyShaped } from './agent-key.ts'
 

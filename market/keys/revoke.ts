@@ -2,10 +2,10 @@
 // the agent NFT", done as part of any key-issue call. One ownerOf read per distinct agent.
 import type { MarketChain } from '../chain/market-chain.ts'
 import { chainUnreachable } from '../http/errors.ts'
-import { allValues, type MarketDb } from '../store/db.ts'
+import type { MarketDb } from '../store/store.ts'
 import type { KeyRecord } from '../store/records.ts'
 
-/** Revokes the active keys of `agentIds` and of `account` whose wallet no longer owns their agent. */
+/** Revokes `account`'s active keys (only those of `agentIds` when given) whose wallet no longer owns their agent. */
 export async function revokeStaleKeys(
   db: MarketDb,
   chain: MarketChain,
@@ -13,9 +13,9 @@ export async function revokeStaleKeys(
   agentIds: string[],
   now: number,
 ): Promise<KeyRecord[]> {
-  const keys = (await allValues(db.keys)).filter(
-    (k) =>
-      k.revokedAt === null && (k.account === account || k.wallet === account || agentIds.includes(k.agentId)),
+  // The account's own keys (asked for or held as wallet), by index; `agentIds` narrows further.
+  const keys = (await db.keysOf(account)).filter(
+    (k) => k.revokedAt === null && (agentIds.length === 0 || agentIds.includes(k.agentId)),
   )
   const agents = [...new Set(keys.map((k) => k.agentId))]
   const owners = new Map<string, string | null>()
@@ -39,7 +39,7 @@ export async function revokeStaleKeys(
           ? `agent ${k.agentId} no longer exists`
           : `wallet ${k.wallet} no longer holds agent ${k.agentId}`,
     }
-    await db.keys.put(k.id, r, { sync: true })
+    await db.keys.put(k.id, r)
     revoked.push(r)
   }
   return revoked

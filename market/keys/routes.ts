@@ -10,7 +10,7 @@ import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
 import { newAgentKey } from './agent-key.ts'
 import { revokeStaleKeys } from './revoke.ts'
-import { type Sub, allValues, syncPut } from '../store/db.ts'
+import { keyRevokeRoute } from './revoke-route.ts'
 import type { ChallengeRecord, KeyRecord } from '../store/records.ts'
 import { Err } from '../http/schemas.ts'
 import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
@@ -18,6 +18,7 @@ import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
 export const keyRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
+    await app.register(keyRevokeRoute(ctx))
     const rl = (n: 'challenges' | 'keys') => ({
       max: ctx.config.rateLimits[n].max,
       timeWindow: ctx.config.rateLimits[n].windowSeconds * 1000,
@@ -148,16 +149,11 @@ export const keyRoutes =
           revokedReason: null,
         }
         // Single use, atomically: the first call to commit marks the challenge; others see it used.
-        const won = await ctx.locks.run(`challenge:${ch.id}`, async () => {
-          const again = await ctx.db.challenges.get(ch.id)
-          if (!again || again.usedAt !== null) return false
-          await syncPut(ctx.db, [
-            { sub: ctx.db.challenges as Sub<unknown>, key: ch.id, value: { ...again, usedAt: ctx.now() } },
-            { sub: ctx.db.keys as Sub<unknown>, key: rec.id, value: rec },
-            { sub: ctx.db.keyHashes as Sub<unknown>, key: rec.hash, value: rec.id },
-          ])
-          return true
-        })
+        // The store consumes it (a unique key in PostgreSQL, shared by every instance); the lock
+        // only queues this process's own concurrent attempts.
+        const won = await ctx.locks.run(`challenge:${ch.id}`, () =>
+          ctx.db.useChallenge(ch.id, ctx.now(), rec),
+        )
         if (!won) throw conflict('challengeId: challenge already used; ask for a new one')
         return reply
           .status(201)
@@ -176,11 +172,7 @@ export const keyRoutes =
       },
       async (req) => {
         const account = await requireAccount(req, ctx.session)
-        const keys = (await allValues(ctx.db.keys)).filter(
-          (k) => k.account === account || k.wallet === account,
-        )
-        keys.sort((a, b) => a.createdAt - b.createdAt)
-        return { keys: keys.map(keyView) }
+        return { keys: (await ctx.db.keysOf(account)).map(keyView) }
       },
     )
   }

@@ -12,7 +12,6 @@ import { requireAgentKey } from '../keys/bearer.ts'
 import { checkListingUpload } from './check.ts'
 import { makeSlug } from './slug.ts'
 import { readUpload } from './upload.ts'
-import { type Sub, syncPut } from '../store/db.ts'
 import type { ListingRecord } from '../store/records.ts'
 import { Err } from '../http/schemas.ts'
 
@@ -25,7 +24,7 @@ export const agentListingRoutes =
         schema: {
           tags: ['listings'],
           summary:
-            'List a dataset (multipart: title, summary, description, machineType, license, priceNative, manifest, data, image)',
+            'List a dataset (multipart: title, summary, description, machineType, license, priceNative, preview, manifest, data, image)',
           consumes: ['multipart/form-data'],
           security: [{ agentKey: [] }],
           response: {
@@ -40,29 +39,27 @@ export const agentListingRoutes =
         const idem = idempotencyKey(req.headers['idempotency-key'])
         const upload = await readUpload(req)
         if (idem === null) return reply.status(201).send(await createListing(key, upload))
-        const done = ctx.db.root.sublevel<string, Created>('listingIdempotency', {
-          valueEncoding: 'json',
-        }) as unknown as Sub<Created>
         const slot = `${key.id}!${idem}`
-        // Serialised per key, so two concurrent retries cannot both create a listing.
+        // The store takes the slot and lists in one step, so two concurrent retries (on any
+        // instances) cannot both create a listing; the lock spares this process the second pin.
         const body = await ctx.locks.run(`listing-idem:${slot}`, async () => {
-          const first = await done.get(slot)
+          const first = await ctx.db.idempotent<Created>(slot)
           if (first !== undefined) return first
-          return createListing(key, upload, { sub: done, key: slot })
+          return createListing(key, upload, slot)
         })
         return reply.status(201).send(body)
       },
     )
 
-    /** `remember`: also store the answer under the idempotency slot, in the same atomic batch. */
+    /** `slot`: also take the idempotency slot, in the same step; its first answer wins. */
     async function createListing(
       key: AgentKeyOf,
       upload: Awaited<ReturnType<typeof readUpload>>,
-      remember?: { sub: Sub<Created>; key: string },
+      slot?: string,
     ): Promise<Created> {
       const c = checkListingUpload(upload, key.agentId)
       if (!c.ok) throw badRequest(c.error)
-      const { fields, manifest, data, manifestBytes, image } = c.value
+      const { fields, manifest, data, manifestBytes, image, preview } = c.value
       const slug = makeSlug(fields.title)
       const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
         const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
@@ -97,14 +94,15 @@ export const agentListingRoutes =
         status: 'listed',
         sample: false,
         createdAt: ctx.now(),
+        preview,
       }
       // marketplace-api: the body carries no CIDs; they are given to buyers only.
       const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }
-      await syncPut(ctx.db, [
-        { sub: ctx.db.listings, key: slug, value: rec },
-        ...(remember ? [{ sub: remember.sub, key: remember.key, value: created }] : []),
-      ])
-      return created
+      if (slot === undefined) {
+        await ctx.db.createListing(rec)
+        return created
+      }
+      return (await ctx.db.createListing(rec, { slot, body: created })) ?? created
     }
   }
 

@@ -3,6 +3,9 @@
 // problem, naming the field, or everything the route needs to pin and store.
 import { type Manifest, checkManifest, checkManifestAgainstData } from '../../records/index.ts'
 import { type ListingFields, checkListingFields, sniffImage } from '../../records/listing-fields.ts'
+import { previewCount } from '../../records/preview-field.ts'
+import { splitLines } from '../../records/index.ts'
+import { type ListingPreview, buildPreview } from './preview.ts'
 import type { Upload } from './upload.ts'
 
 export interface CheckedListing {
@@ -11,6 +14,7 @@ export interface CheckedListing {
   data: Buffer
   manifestBytes: Buffer
   image: { bytes: Buffer; type: string } | null
+  preview: ListingPreview
 }
 
 export type ListingCheck = { ok: true; value: CheckedListing } | { ok: false; error: string }
@@ -20,6 +24,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck {
   const f = checkListingFields(u.fields)
   if (!f.ok) return f
+  const pc = previewCount(u.fields.preview)
+  if (!pc.ok) return pc
   const manifestBytes = u.files.manifest
   if (!manifestBytes) return { ok: false, error: 'manifest: required (a JSON file)' }
   const data = u.files.data
@@ -64,5 +70,6 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
     if (!type) return { ok: false, error: 'image: not a JPEG, PNG or WebP image (judged by its content)' }
     image = { bytes: u.files.image, type }
   }
-  return { ok: true, value: { fields: f.value, manifest: m.value, data, manifestBytes, image } }
+  const preview = buildPreview(splitLines(text), m.value.rows, pc.value)
+  return { ok: true, value: { fields: f.value, manifest: m.value, data, manifestBytes, image, preview } }
 }

@@ -1,12 +1,14 @@
-// Listing reads for the website: a filtered, searchable list and one listing by slug. Public;
-// no CIDs (those are what a purchase buys).
+// Listing reads for the website: a filtered, searchable, sorted list and one listing by slug.
+// Public; no CIDs (those are what a purchase buys). The list is one indexed read of the store
+// (market/store/), paged by cursor: its cost does not grow with the number of listings.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { parseEther } from 'viem'
 import type { MarketContext } from '../context.ts'
 import { badRequest, notFound } from '../http/errors.ts'
 import { LICENSES, MACHINE_TYPES } from '../../records/listing-fields.ts'
-import { allValues } from '../store/db.ts'
+import { decodeCursor, encodeCursor, words } from '../store/browse-order.ts'
+import { SORTS, type Sort } from '../store/store.ts'
 import { Err, Slug } from '../http/schemas.ts'
 import { ListingView, listingView } from './view.ts'
 
@@ -16,8 +18,12 @@ const Query = Type.Object({
   minPrice: Type.Optional(Type.String({ maxLength: 40 })),
   maxPrice: Type.Optional(Type.String({ maxLength: 40 })),
   q: Type.Optional(Type.String({ maxLength: 200 })),
+  sort: Type.Optional(Type.String()),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
-  offset: Type.Optional(Type.Integer({ minimum: 0 })),
+  /** The `next` (or `prev`, with `before`) of the previous answer. */
+  cursor: Type.Optional(Type.String({ maxLength: 400 })),
+  before: Type.Optional(Type.String({ maxLength: 400 })),
+  offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000 })),
 })
 
 function price(name: string, v: string | undefined): bigint | null {
@@ -36,10 +42,15 @@ export const listingReadRoutes =
         schema: {
           tags: ['listings'],
           summary:
-            'Listings, newest first; filter by machineType, license, price range (native units); q searches titles',
+            'Listings, newest first (sort: newest, price, rows); filter by machineType, license, price range (native units); q searches title and summary words; page with cursor',
           querystring: Query,
           response: {
-            200: Type.Object({ total: Type.Integer(), listings: Type.Array(ListingView) }),
+            200: Type.Object({
+              total: Type.Integer(),
+              listings: Type.Array(ListingView),
+              next: Type.Union([Type.String(), Type.Null()]),
+              prev: Type.Union([Type.String(), Type.Null()]),
+            }),
             '4xx': Err,
           },
         },
@@ -52,22 +63,39 @@ export const listingReadRoutes =
           throw badRequest(`license: must be one of ${LICENSES.join(', ')}`)
         const min = price('minPrice', q.minPrice)
         const max = price('maxPrice', q.maxPrice)
-        const words = (q.q ?? '').toLowerCase().split(/\s+/).filter(Boolean)
-        const all = (await allValues(ctx.db.listings)).filter((l) => {
-          if (q.machineType && l.machineType !== q.machineType) return false
-          if (q.license && l.license !== q.license) return false
-          const p = BigInt(l.priceWei)
-          if (min !== null && p < min) return false
-          if (max !== null && p > max) return false
-          const t = l.title.toLowerCase()
-          return words.every((w) => t.includes(w))
+        const sort = (q.sort ?? 'newest') as Sort
+        if (!(SORTS as readonly string[]).includes(sort))
+          throw badRequest(`sort: must be one of ${SORTS.join(', ')}`)
+        if (q.cursor !== undefined && q.before !== undefined)
+          throw badRequest('cursor: give cursor (the next page) or before (the previous page), not both')
+        const cursorParam = (name: 'cursor' | 'before', v: string | undefined) => {
+          if (v === undefined) return undefined
+          const c = decodeCursor(v)
+          if (!c) throw badRequest(`${name}: not a cursor from this list; start again without it`)
+          if (c.sort !== sort) throw badRequest(`${name}: made for sort=${c.sort}, not sort=${sort}`)
+          return c
+        }
+        const after = cursorParam('cursor', q.cursor)
+        const before = cursorParam('before', q.before)
+        const r = await ctx.db.browse({
+          ...(q.machineType ? { machineType: q.machineType } : {}),
+          ...(q.license ? { license: q.license } : {}),
+          ...(min !== null ? { minWei: min } : {}),
+          ...(max !== null ? { maxWei: max } : {}),
+          words: words(q.q ?? ''),
+          sort,
+          limit: q.limit ?? 24,
+          ...(after ? { after } : {}),
+          ...(before ? { before } : {}),
+          ...(q.offset && !after && !before ? { offset: q.offset } : {}),
         })
-        all.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
-        const offset = q.offset ?? 0
-        const limit = q.limit ?? 24
-        const page = all.slice(offset, offset + limit)
-        const checks = await Promise.all(page.map((l) => ctx.db.verifications.get(l.slug)))
-        return { total: all.length, listings: page.map((l, i) => listingView(l, checks[i])) }
+        const checks = await ctx.db.verifications.getMany(r.listings.map((l) => l.slug))
+        return {
+          total: r.total,
+          listings: r.listings.map((l, i) => listingView(l, checks[i])),
+          next: r.next ? encodeCursor(r.next) : null,
+          prev: r.prev ? encodeCursor(r.prev) : null,
+        }
       },
     )
 

@@ -12,6 +12,7 @@ export const TEXT_FIELDS = [
   'machineType',
   'license',
   'priceNative',
+  'preview',
 ] as const
 export const FILE_FIELDS = ['manifest', 'data', 'image'] as const
 type FileField = (typeof FILE_FIELDS)[number]

@@ -38,6 +38,20 @@ export const ListingView = Type.Object({
     checkedAt: Type.Union([Type.String(), Type.Null()]),
     reason: Type.Union([Type.String(), Type.Null()]),
   }),
+  /**
+   * What the data preview says in short (the browse card): how many fields the lines carry, the
+   * time range of their records, how many sample lines the seller published. Null for listings
+   * made before previews existed.
+   */
+  preview: Type.Union([
+    Type.Object({
+      fields: Type.Integer(),
+      from: Type.Union([Type.String(), Type.Null()]),
+      to: Type.Union([Type.String(), Type.Null()]),
+      samples: Type.Integer(),
+    }),
+    Type.Null(),
+  ]),
 })
 
 export type Verification = Static<typeof ListingView>['verification']
@@ -73,5 +87,13 @@ export function listingView(l: ListingRecord, v?: VerificationRecord): Static<ty
     sample: l.sample,
     createdAt: new Date(l.createdAt).toISOString(),
     verification: verificationView(l, v),
+    preview: l.preview
+      ? {
+          fields: l.preview.fields.length + l.preview.moreFields,
+          from: l.preview.from,
+          to: l.preview.to,
+          samples: l.preview.samples.length,
+        }
+      : null,
   }
 }

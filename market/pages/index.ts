@@ -2,10 +2,14 @@
 // small module scripts for the wallet steps. Mounted by buildMarketApp({ pages: marketPages }).
 //   GET /                   → /marketplace
 //   GET /marketplace        browse with filters and search (the read API's query, rendered)
-//   GET /marketplace/:slug  one listing: verify, buy, download
-//   GET /agents/:agentId    one machine agent: operations over time and its listings
-//   GET /keys               machine owners' agent keys
-//   GET /assets/:name       the scripts and the stylesheet
+//   GET /marketplace/:slug  one listing: verify, buy, download, the data preview
+//   GET /agents/:agentId    one machine agent: owner, totals, operations over time, its listings
+//   GET /keys               machine owners' agent keys (issue, revoke)
+//   GET /purchases          the signed-in buyer's receipts
+//   GET /licenses[/:kind]   the licence texts
+//   GET /api/docs           the API reference, from /api/openapi.json
+//   GET /guide/local-chain  buying on the dev chain (only when the market runs on one)
+//   GET /assets/:name       the scripts, the stylesheet and the favicon
 //   GET /auth/siwe-message  the EIP-4361 sign-in message for an address and a nonce, built here
 //   GET /auth/unlock-message  the four Unlock lines for a listing and a payment, built here
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
@@ -14,12 +18,17 @@ import { createSiweMessage } from 'viem/siwe'
 import { unlockMessage } from '../auth/messages.ts'
 import { ownOrigin } from '../auth/origin.ts'
 import { currentSession } from '../auth/session.ts'
-import { allValues } from '../store/db.ts'
+import { decodeCursor, encodeCursor } from '../store/browse-order.ts'
 import type { MarketContext } from '../context.ts'
 import { purchaseKey } from '../purchase/access.ts'
 import { listingView } from '../listings/view.ts'
-import { agentMain } from './agent.ts'
+import { activity, agentMain } from './agent.ts'
+import { type OpenApiDoc, apiDocsMain } from './api-docs.ts'
 import { assetRoutes } from './assets.ts'
+import { localChainMain } from './guide.ts'
+import { LICENSE_TEXTS, isLicense, licenseMain, licensesIndex } from './licenses.ts'
+import { purchasesMain } from './purchases.ts'
+import { receiptsOf } from '../purchase/receipts.ts'
 import { type BrowseResult, apiQuery, browseMain, browseQuery } from './browse.ts'
 import { dailyRows } from './chart.ts'
 import { type Html, html } from './html.ts'
@@ -35,6 +44,7 @@ const CSP =
   "default-src 'self'; img-src 'self' data:; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 
 const SLUG = /^[a-z0-9-]{1,120}$/
+const AGENT_PAGE = 48
 
 export const marketPages =
   (ctx: MarketContext): FastifyPluginAsync =>
@@ -42,6 +52,7 @@ export const marketPages =
     await app.register(assetRoutes)
     await app.register((await import('./enrol.ts')).enrolPage(ctx))
 
+    const devBuyer = ctx.chainConfig.devBuyer
     const send = (
       reply: FastifyReply,
       status: number,
@@ -54,7 +65,15 @@ export const marketPages =
         .header('x-content-type-options', 'nosniff')
         .header('referrer-policy', 'same-origin')
         .header('cache-control', 'no-store')
-        .send(page({ ...s, displayName: ctx.config.displayName, chainId: ctx.chainConfig.chainId }).value)
+        .send(
+          page({
+            ...s,
+            displayName: ctx.config.displayName,
+            chainId: ctx.chainConfig.chainId,
+            devChain: devBuyer !== undefined,
+            url: ctx.config.publicUrl && reply.request.url ? ctx.config.publicUrl + reply.request.url : null,
+          }).value,
+        )
 
     const account = async (req: FastifyRequest): Promise<string | null> => {
       const s = await currentSession(req, ctx.session)
@@ -124,16 +143,29 @@ export const marketPages =
         const b = browseQuery(req.query)
         // The read API owns filtering and its messages; the page renders its answer.
         const res = await app.inject({ method: 'GET', url: `/api/marketplace/listings?${apiQuery(b)}` })
-        const body = res.json() as { total?: number; listings?: ListingSummary[]; error?: string }
+        const body = res.json() as {
+          total?: number
+          listings?: ListingSummary[]
+          next?: string | null
+          prev?: string | null
+          error?: string
+        }
         const r: BrowseResult =
           res.statusCode === 200
-            ? { ok: true, total: body.total ?? 0, listings: body.listings ?? [] }
+            ? {
+                ok: true,
+                total: body.total ?? 0,
+                listings: body.listings ?? [],
+                next: body.next ?? null,
+                prev: body.prev ?? null,
+              }
             : { ok: false, error: body.error ?? `listing query failed (${res.statusCode})` }
         return send(reply, r.ok ? 200 : 400, {
           title: 'Datasets',
           account: await account(req),
           nav: 'browse',
-          main: browseMain(b, r, CURRENCY),
+          main: browseMain(b, r, CURRENCY, ctx.now()),
+          scripts: ['browse.js'],
         })
       },
     )
@@ -142,9 +174,14 @@ export const marketPages =
       '/marketplace/:slug',
       { schema: { hide: true } },
       async (req, reply) => {
-        const who = await account(req)
         const slug = req.params.slug
-        const rec = SLUG.test(slug) ? await ctx.db.listings.get(slug) : undefined
+        const ok = SLUG.test(slug)
+        // Read together: the page waits on the store, not on its own rendering (bench: website).
+        const [who, rec, check] = await Promise.all([
+          account(req),
+          ok ? ctx.db.listings.get(slug) : undefined,
+          ok ? ctx.db.verifications.get(slug) : undefined,
+        ])
         if (!rec) return notFoundPage(reply, who, `There is no listing "${slug.slice(0, 120)}".`)
         let access: Access = 'none'
         if (who) {
@@ -152,18 +189,19 @@ export const marketPages =
           if (a === rec.ownerWallet || a === rec.ownerAccount) access = 'owner'
           else if (await ctx.db.purchases.get(purchaseKey(rec.slug, a))) access = 'buyer'
         }
-        const l = listingView(rec, await ctx.db.verifications.get(rec.slug))
+        const l = listingView(rec, check)
         return send(reply, 200, {
           title: l.title,
+          description: l.summary,
           account: who,
           nav: 'none',
-          main: listingMain(l, access, who !== null, CURRENCY),
+          main: listingMain(l, access, who !== null, CURRENCY, rec.preview, ctx.now()),
           scripts: ['listing.js'],
         })
       },
     )
 
-    app.get<{ Params: { agentId: string } }>(
+    app.get<{ Params: { agentId: string }; Querystring: { cursor?: string } }>(
       '/agents/:agentId',
       { schema: { hide: true } },
       async (req, reply) => {
@@ -176,12 +214,39 @@ export const marketPages =
             `"${id.slice(0, 80)}" is not an agent id: agent ids are whole numbers like 0.`,
           )
         // Sample listings are demo data, not the agent's operations.
-        const recs = (await allValues(ctx.db.listings)).filter((l) => l.agentId === id && !l.sample)
-        recs.sort((a, b) => b.createdAt - a.createdAt || a.slug.localeCompare(b.slug))
-        const checks = await Promise.all(recs.map((l) => ctx.db.verifications.get(l.slug)))
-        const views = recs.map((l, i) => listingView(l, checks[i]))
-        const main = agentMain(id, dailyRows(recs, ctx.now()), views, CURRENCY)
-        return send(reply, 200, { title: `Agent ${id}`, account: who, nav: 'none', main })
+        // From the store's agent index and counters, a page of listings at a time.
+        const after = typeof req.query.cursor === 'string' ? decodeCursor(req.query.cursor) : null
+        const [page, stats, owner] = await Promise.all([
+          ctx.db.agentListings(id, AGENT_PAGE, after?.sort === 'newest' ? after : undefined),
+          ctx.db.agentStats(id, ctx.now() - 31 * 86_400_000),
+          ctx.chain.ownerOf(BigInt(id)),
+        ])
+        // Unknown: not registered on chain (a definite answer, not an unreachable chain) and
+        // nothing listed here. An agent with listings keeps its page even if the chain forgot it.
+        if (!owner.ok && owner.kind !== 'unreachable' && stats.listings === 0)
+          return notFoundPage(
+            reply,
+            who,
+            `There is no agent ${id} on chain ${ctx.chainConfig.chainId}, and no listing from it.`,
+          )
+        const checks = await ctx.db.verifications.getMany(page.listings.map((l) => l.slug))
+        const views = page.listings.map((l, i) => listingView(l, checks[i]))
+        const more = page.next ? `/agents/${id}?cursor=${encodeCursor(page.next)}` : null
+        const main = agentMain(
+          { agentId: id, owner: owner.ok ? getAddress(owner.value) : null, ...activity(views, stats) },
+          dailyRows(stats.recent, ctx.now()),
+          views,
+          CURRENCY,
+          { ...stats, more },
+          ctx.now(),
+        )
+        return send(reply, 200, {
+          title: `Agent ${id}`,
+          description: `Machine agent ${id}: ${stats.listings} listings of attested operation lines.`,
+          account: who,
+          nav: 'none',
+          main,
+        })
       },
     )
 
@@ -189,6 +254,7 @@ export const marketPages =
       const who = await account(req)
       let keys: KeyRow[] = []
       let main: Html
+      const origin = ownOrigin(req, ctx.config.publicUrl)
       if (who) {
         const res = await app.inject({
           method: 'GET',
@@ -196,14 +262,95 @@ export const marketPages =
           headers: { cookie: req.headers.cookie ?? '' },
         })
         if (res.statusCode === 200) keys = (res.json() as { keys: KeyRow[] }).keys
-        main = keysMain(who, keys)
-      } else main = keysMain(null, [])
+        main = keysMain(who, keys, origin, devBuyer !== undefined)
+      } else main = keysMain(null, [], origin, devBuyer !== undefined)
       return send(reply, 200, {
         title: 'Machine keys',
+        description: 'Machine owners issue and revoke the bearer keys their devices list datasets with.',
         account: who,
         nav: 'keys',
         main,
         scripts: ['keys.js'],
       })
     })
+
+    app.get('/purchases', { schema: { hide: true } }, async (req, reply) => {
+      const who = await account(req)
+      return send(reply, 200, {
+        title: 'My purchases',
+        account: who,
+        nav: 'purchases',
+        main: purchasesMain(who, who ? await receiptsOf(ctx, who) : [], CURRENCY, ctx.config.explorerUrl),
+      })
+    })
+
+    app.get('/licenses', { schema: { hide: true } }, async (req, reply) =>
+      send(reply, 200, {
+        title: 'Licences',
+        account: await account(req),
+        nav: 'none',
+        main: licensesIndex(),
+      }),
+    )
+
+    app.get<{ Params: { kind: string } }>(
+      '/licenses/:kind',
+      { schema: { hide: true } },
+      async (req, reply) => {
+        const who = await account(req)
+        const kind = req.params.kind
+        if (!isLicense(kind))
+          return notFoundPage(
+            reply,
+            who,
+            `There is no licence "${kind.slice(0, 40)}": see the list of licences.`,
+          )
+        return send(reply, 200, {
+          title: LICENSE_TEXTS[kind].name,
+          description: LICENSE_TEXTS[kind].short,
+          account: who,
+          nav: 'none',
+          main: licenseMain(kind),
+        })
+      },
+    )
+
+    app.get('/api/docs', { schema: { hide: true } }, async (req, reply) => {
+      const doc = (await app.inject({ method: 'GET', url: '/api/openapi.json' })).json() as OpenApiDoc
+      return send(reply, 200, {
+        title: 'API reference',
+        description: 'Every route of the marketplace API, from its OpenAPI document.',
+        account: await account(req),
+        nav: 'api',
+        main: apiDocsMain(doc),
+      })
+    })
+
+    app.get('/guide/local-chain', { schema: { hide: true } }, async (req, reply) => {
+      const who = await account(req)
+      if (!devBuyer)
+        return notFoundPage(
+          reply,
+          who,
+          'This market runs on a real network: there is no local chain to buy on.',
+        )
+      return send(reply, 200, {
+        title: 'Buy on the local chain',
+        description:
+          "The network, RPC URL, chain id and funded dev buyer account of this market's local chain.",
+        account: who,
+        nav: 'none',
+        main: localChainMain({
+          rpcUrl: ctx.chainConfig.rpcUrl,
+          chainId: ctx.chainConfig.chainId,
+          currency: CURRENCY,
+          buyer: devBuyer,
+        }),
+      })
+    })
+
+    // Browsers ask for /favicon.ico before reading the page's <link rel="icon">.
+    app.get('/favicon.ico', { schema: { hide: true } }, async (_req, reply) =>
+      reply.redirect('/assets/favicon.svg', 301),
+    )
   }

@@ -1,6 +1,12 @@
-// One listing: cover, description, facts, the Verify control and the Buy flow (or the download
-// links when the signed-in account owns or bought it). Pure: given the listing, returns markup.
+// One listing: title, summary and the last verification's badge, with Verify and Buy beside them
+// (above the fold on a phone too), the facts, the cover image only when the seller sent one, the
+// data Preview and the description as Markdown. The Buy panel becomes the download links when the
+// signed-in account owns or bought it. Pure: given the listing, returns markup.
 import { type Html, html } from './html.ts'
+import type { ListingPreview } from '../listings/preview.ts'
+import { LICENSE_TEXTS, isLicense } from './licenses.ts'
+import { markdown } from './markdown.ts'
+import { cachedPreviewSection } from './preview.ts'
 import { verificationLine } from './verification.ts'
 import type { ListingSummary } from './view-types.ts'
 
@@ -24,7 +30,7 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   if (access !== 'none')
     return html`<section aria-labelledby="buy-h" class="panel">
   <h2 id="buy-h">Files</h2>
-  <p>${access === 'owner' ? 'You listed this dataset.' : 'You bought this dataset.'}</p>
+  <p>${access === 'owner' ? 'You listed this dataset.' : html`You bought this dataset (<a href="/purchases">receipt</a>).`}</p>
   ${downloads(l.slug)}
 </section>`
   if (l.sample)
@@ -35,12 +41,6 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   return html`<section aria-labelledby="buy-h" class="panel" id="buy" data-slug="${l.slug}" data-price-wei="${l.priceWei}" data-price="${l.priceNative}" data-payout="${l.payout}">
   <h2 id="buy-h">Buy</h2>
   <p>Price: <strong>${l.priceNative} ${currency}</strong>, paid from your wallet to <code>${l.payout}</code>.</p>
-  <ol class="steps">
-    <li>${signedIn ? 'Signed in' : 'Sign in with your wallet'}</li>
-    <li>Send the payment from your wallet</li>
-    <li>Sign the unlock message</li>
-    <li>Download the data and the manifest</li>
-  </ol>
   ${
     l.verification.state === 'failed'
       ? html`<p class="warn">The last verification of these rows failed (see above): what you would buy is not what the chain attests.</p>
@@ -50,35 +50,58 @@ function buySection(l: ListingSummary, access: Access, signedIn: boolean, curren
   <button type="button" id="buy-button">Buy for ${l.priceNative} ${currency}</button>
   <div id="buy-status" role="status" aria-live="polite"></div>
   <div id="buy-result"></div>
+  <details class="steps"><summary>What happens when you buy</summary>
+  <ol>
+    <li>${signedIn ? 'You are signed in' : 'Sign in with your wallet'}</li>
+    <li>Send the payment from your wallet</li>
+    <li>Sign the unlock message</li>
+    <li>Download the data and the manifest; the receipt is under <a href="/purchases">My purchases</a></li>
+  </ol>
+  </details>
 </section>`
 }
 
-export function listingMain(l: ListingSummary, access: Access, signedIn: boolean, currency: string): Html {
+export function listingMain(
+  l: ListingSummary,
+  access: Access,
+  signedIn: boolean,
+  currency: string,
+  preview?: ListingPreview,
+  now?: number,
+): Html {
+  const license = isLicense(l.license) ? LICENSE_TEXTS[l.license] : null
   return html`<p class="crumbs"><a href="/marketplace">← All datasets</a></p>
-<article class="listing">
+<div class="listing-top">
+<header class="listing-head">
   <h1>${l.title}</h1>
   <p class="summary">${l.summary}</p>
-  ${verificationLine(l.verification)}
-  ${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : html`<div class="cover ph" role="img" aria-label="No cover image">${l.machineType}</div>`}
-  <dl class="facts">
-    <dt>Machine type</dt><dd>${l.machineType}</dd>
-    <dt>License</dt><dd>${l.license}</dd>
-    <dt>Price</dt><dd>${l.priceNative} ${currency}</dd>
-    <dt>Rows</dt><dd id="row-count">${l.rows.toLocaleString('en')}</dd>
-    <dt>Data size</dt><dd>${bytes(l.dataBytes)}</dd>
-    <dt>Agent</dt><dd>${l.sample ? l.agentId : html`<a href="/agents/${l.agentId}">${l.agentId}</a> (operations over time)`}</dd>
-    <dt>Listed</dt><dd><time datetime="${l.createdAt}">${l.createdAt.slice(0, 10)}</time></dd>
-    ${l.sample ? html`<dt>Status</dt><dd>sample (demo data)</dd>` : ''}
-  </dl>
-  <h2>Description</h2>
-  <div class="description">${l.description}</div>
-</article>
+  ${verificationLine(l.verification, now)}
+</header>
+<div class="listing-actions">
 <section aria-labelledby="verify-h" class="panel" id="verify" data-slug="${l.slug}">
   <h2 id="verify-h">Verify</h2>
-  <p>Check every row of the manifest against the validation registry on chain. No wallet or payment needed.</p>
+  <p>Check every row against the validation registry on chain. No wallet or payment needed.</p>
   <button type="button" id="verify-button">Verify rows</button>
   <div id="verify-status" role="status" aria-live="polite"></div>
-  <div id="verify-result"></div>
 </section>
-${buySection(l, access, signedIn, currency)}`
+${buySection(l, access, signedIn, currency)}
+</div>
+<dl class="facts">
+  <dt>Price</dt><dd>${l.priceNative} ${currency}</dd>
+  <dt>Rows</dt><dd id="row-count">${l.rows.toLocaleString('en')}</dd>
+  <dt>Data size</dt><dd>${bytes(l.dataBytes)}</dd>
+  <dt>Machine type</dt><dd><a href="/marketplace?machineType=${l.machineType}">${l.machineType}</a></dd>
+  <dt>Licence</dt><dd>${license ? html`<a href="/licenses/${l.license}">${license.name}</a>: ${license.short}` : l.license}</dd>
+  <dt>Agent</dt><dd>${l.sample ? l.agentId : html`<a href="/agents/${l.agentId}">${l.agentId}</a> (owner, activity)`}</dd>
+  <dt>Listed</dt><dd><time datetime="${l.createdAt}">${l.createdAt.slice(0, 10)}</time></dd>
+  ${l.sample ? html`<dt>Status</dt><dd>sample (demo data)</dd>` : ''}
+</dl>
+${l.imageUrl ? html`<img class="cover" src="${l.imageUrl}" alt="Cover image of ${l.title}">` : ''}
+<div id="verify-result" class="verify-result"></div>
+</div>
+${cachedPreviewSection(l.slug, preview, l.verification)}
+<section aria-labelledby="description-h" class="description">
+  <h2 id="description-h">Description</h2>
+  ${markdown(l.description)}
+</section>`
 }

@@ -5,6 +5,9 @@ import type { ListingSummary } from './view-types.ts'
 
 type Verification = ListingSummary['verification']
 
+/** A verdict older than this is marked stale: the background re-check should have renewed it. */
+export const STALE_MS = 24 * 3600 * 1000
+
 const LABEL: Record<Verification['state'], string> = {
   preview: 'preview',
   unchecked: 'not checked yet',
@@ -12,21 +15,39 @@ const LABEL: Record<Verification['state'], string> = {
   failed: 'verification failed',
 }
 
-export function verificationBadge(v: Verification): Html {
+const isStale = (v: Verification, now: number | undefined): boolean =>
+  now !== undefined && v.checkedAt !== null && now - Date.parse(v.checkedAt) > STALE_MS
+
+/** `now`: when given, a verdict older than STALE_MS says so. */
+export function verificationBadge(v: Verification, now?: number): Html {
   const title = v.checkedAt ? `checked at block ${v.block}, ${v.checkedAt}` : LABEL[v.state]
-  return html`<span class="tag v-${v.state}" title="${title}">${LABEL[v.state]}</span>`
+  const stale = isStale(v, now)
+  return html`<span class="tag v-${v.state}${stale ? ' v-stale' : ''}" title="${title}">${LABEL[v.state]}${stale ? ' (stale)' : ''}</span>`
+}
+
+/**
+ * The stored reason names the first failing row 0-based (`row 8: …`); the pages number rows from
+ * 1, as the verify tables and `svc attest verify-line --line` do.
+ */
+function reasonText(reason: string | null): string {
+  if (!reason) return 'some rows failed'
+  const m = /^row (\d+): /.exec(reason)
+  return m ? `row ${Number(m[1]) + 1}: ${reason.slice(m[0].length)}` : reason
 }
 
 /** The sentence under the listing's title. */
-export function verificationLine(v: Verification): Html {
+export function verificationLine(v: Verification, now?: number): Html {
+  const stale = isStale(v, now)
+    ? html` <strong>This verdict is over a day old</strong>: press Verify to check again.`
+    : ''
   switch (v.state) {
     case 'preview':
-      return html`<p class="verification">${verificationBadge(v)} Sample data: no chain is read and nothing is claimed.</p>`
+      return html`<p class="verification">${verificationBadge(v, now)} Sample data: no chain is read and nothing is claimed.</p>`
     case 'unchecked':
-      return html`<p class="verification">${verificationBadge(v)} Nobody has verified these rows yet: press Verify below.</p>`
+      return html`<p class="verification">${verificationBadge(v, now)} Nobody has verified these rows yet: press Verify.</p>`
     case 'verified':
-      return html`<p class="verification">${verificationBadge(v)} Every row passed at block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>).</p>`
+      return html`<p class="verification">${verificationBadge(v, now)} Every row passed at block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>).${stale}</p>`
     case 'failed':
-      return html`<p class="verification failed">${verificationBadge(v)} At block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>) these rows did not verify: ${v.reason ?? 'some rows failed'}.</p>`
+      return html`<p class="verification failed">${verificationBadge(v, now)} At block ${v.block} (<time datetime="${v.checkedAt}">${v.checkedAt?.replace('T', ' ').slice(0, 16)} UTC</time>) these rows did not verify: ${reasonText(v.reason)}.${stale}</p>`
   }
 }

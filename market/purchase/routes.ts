@@ -1,7 +1,8 @@
 // POST /api/marketplace/listings/{slug}/purchase (marketplace-api): the buyer proves a payment
-// with a signature over the four Unlock lines. A transaction hash buys once: the used-hash
-// write is checked and made under a per-hash lock in one sync batch, so of many concurrent
-// requests with one hash exactly one succeeds.
+// with a signature over the four Unlock lines. A transaction hash buys once: the store spends it
+// and records the purchase in one step (a unique key in PostgreSQL, a sync batch under a lock in
+// LevelDB), so of many concurrent requests with one hash, on any number of instances, exactly
+// one succeeds.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { type Hex, getAddress, recoverMessageAddress } from 'viem'
@@ -9,9 +10,9 @@ import { unlockMessage } from '../auth/messages.ts'
 import { requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
-import { Access, accessFor, purchaseKey } from './access.ts'
+import { Access, accessFor } from './access.ts'
 import { checkPayment } from './check-payment.ts'
-import { type Sub, syncPut } from '../store/db.ts'
+import { receiptRoutes } from './receipts.ts'
 import type { PurchaseRecord, UsedTxRecord } from '../store/records.ts'
 import { Err, Hash, HexString, Slug } from '../http/schemas.ts'
 
@@ -28,6 +29,7 @@ const Body = Type.Object(
 export const purchaseRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
+    await app.register(receiptRoutes(ctx))
     const lim = ctx.config.rateLimits.purchase
     app.post<{ Params: { slug: string }; Body: Static<typeof Body> }>(
       '/api/marketplace/listings/:slug/purchase',
@@ -81,17 +83,20 @@ export const purchaseRoutes =
           chainId: ctx.chainConfig.chainId,
         })
         if (!c.ok) throw new HttpError(c.status, c.error)
-        const won = await ctx.locks.run(`tx:${txHash}`, async () => {
-          if (await ctx.db.usedTx.get(txHash)) return false
-          const now = ctx.now()
-          const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
-          const bought: PurchaseRecord = { slug: listing.slug, buyer: signer, txHash, at: now }
-          await syncPut(ctx.db, [
-            { sub: ctx.db.usedTx as Sub<unknown>, key: txHash, value: used },
-            { sub: ctx.db.purchases as Sub<unknown>, key: purchaseKey(listing.slug, signer), value: bought },
-          ])
-          return true
-        })
+        const now = ctx.now()
+        const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
+        // The receipt the buyer's purchases page shows: checkPayment passed, so the payment is mined.
+        const mined = pay.state === 'mined' ? pay : null
+        const bought: PurchaseRecord = {
+          slug: listing.slug,
+          buyer: signer,
+          txHash,
+          at: now,
+          ...(mined ? { block: mined.blockNumber.toString(), valueWei: mined.value.toString() } : {}),
+          priceWei: listing.priceWei,
+        }
+        // The lock only queues this process's attempts with one hash; the store decides.
+        const won = await ctx.locks.run(`tx:${txHash}`, () => ctx.db.recordPurchase(used, bought))
         if (!won) throw conflict(`txHash: ${txHash} was already used for a purchase`)
         return { access: accessFor(listing) }
       },

@@ -1,6 +1,8 @@
-// Serialises work per key inside this process, so "check then write" on one transaction hash or
-// one challenge id is atomic: concurrent requests queue, the first to commit wins and the rest
-// see its write. The market is one process per data dir (LevelDB holds an exclusive lock).
+// Serialises work per key inside this process: concurrent requests with one transaction hash or
+// one challenge id queue, and the first to commit wins. The LevelDB engine uses it as its
+// guarantee (one process per data dir: LevelDB holds an exclusive lock); the routes use it in
+// front of either engine only to spare the database work, since on PostgreSQL the guarantee is
+// the database's own (store.ts).
 export class KeyedLock {
   private readonly tails = new Map<string, Promise<unknown>>()
 

@@ -1,6 +1,7 @@
 // What the market stores. Addresses are stored lowercase; amounts in wei as decimal strings
 // (JSON has no bigint).
 import type { ListingFields } from '../../records/listing-fields.ts'
+import type { ListingPreview } from '../listings/preview.ts'
 
 export interface SessionRecord {
   id: string
@@ -67,6 +68,12 @@ export interface ListingRecord extends StoredListingFields {
   /** Sample listings are demo data: verify answers `preview: true` and reads no chain. */
   sample: boolean
   createdAt: number
+  /**
+   * The data preview computed at listing time (market/listings/preview.ts): fields, counts,
+   * time range, action histogram and the sample lines the seller published. Absent on listings
+   * made before it existed; bounded (about 20 KB at most).
+   */
+  preview?: ListingPreview
 }
 
 /** A listing's last verification against the chain (the verify route or the background check). */
@@ -95,4 +102,8 @@ export interface PurchaseRecord {
   buyer: string
   txHash: string
   at: number
+  /** The receipt: the block the payment was mined in (decimal) and what was paid (wei, decimal). Absent on older purchases. */
+  block?: string
+  valueWei?: string
+  priceWei?: string
 }

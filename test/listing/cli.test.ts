@@ -117,6 +117,23 @@ t.test('svc listing create while the hub holds the store: a draft the hub builds
   let all = await loadAll(home)
   t.match(all, [{ ok: true, entry: { state: 'draft', rows: null } }])
 
+  // --preview: the first N lines become samples on the listing page; 0 to 5, else a usage error.
+  r = await svc(...args, '--preview', '9')
+  t.equal(r.code, 2)
+  t.match(r.err, '--preview must be a whole number from 0 to 5 (got "9")')
+  t.equal((await loadAll(home)).length, 1, 'a refused --preview adds nothing')
+  r = await svc(...args, '--preview', '2')
+  t.equal(r.code, 0, r.err)
+  all = await loadAll(home)
+  t.same(
+    all.map((l) => (l.ok ? (l.entry.preview ?? 0) : -1)).sort(),
+    [0, 2],
+    'the entry keeps the sample count it will post as the preview field',
+  )
+  const withPreview = all.find((l) => l.ok && l.entry.preview === 2)!
+  const { rm } = await import('node:fs/promises')
+  await rm(withPreview.dir, { recursive: true })
+
   r = await svc('listing', 'create', ...args.slice(2).map((a) => (a === 'vending' ? 'toaster' : a)))
   t.equal(r.code, 1)
   t.match(r.err, /^svc listing: refused: machineType: must be one of/)

@@ -6,7 +6,7 @@ import t from 'tap'
 import { startDevChain } from '../../chain/dev.ts'
 import { buildMarketApp } from '../../market/app.ts'
 import { chainFromInfo, defaultConfig } from '../../market/config.ts'
-import { allValues } from '../../market/store/db.ts'
+import type { ListingRecord } from '../../market/store/records.ts'
 import { main } from '../../hub/cli/main.ts'
 import { createListing } from '../../hub/listing/create.ts'
 import { issueMarketKey } from '../../hub/listing/issue-key.ts'
@@ -74,7 +74,11 @@ t.test('listing sync with a real market', async (t) => {
   })
 
   const market = await startMarket()
-  const realListings = async () => (await allValues(market.ctx.db.listings)).filter((l) => !l.sample)
+  const realListings = async () => {
+    const out: ListingRecord[] = []
+    for await (const l of market.ctx.db.listings.values()) if (!l.sample) out.push(l)
+    return out
+  }
 
   await t.test('a non-owner cannot get a key: 403 from the market', async (t) => {
     const r = await issueMarketKey(marketUrl, dev.accounts.buyer.privateKey, dev.agentId)

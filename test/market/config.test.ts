@@ -112,3 +112,43 @@ t.test('chain from a chain file; market.toml overrides payout and attestor', asy
     t.equal(c.config.chain?.attestor, '0x90F79bf6EB2c4f870365E785982E1f101E93b906')
   }
 })
+
+t.test(
+  'explorerUrl: absent is null; an http(s) URL is kept without a trailing slash; else named',
+  async (t) => {
+    const none = parse('')
+    t.equal(none.ok && none.config.explorerUrl, null)
+    const r = parse('explorerUrl = "https://testnet.monadexplorer.com/"')
+    t.equal(r.ok && r.config.explorerUrl, 'https://testnet.monadexplorer.com')
+    for (const bad of ['"ftp://x"', '"not a url"', '3'])
+      t.match(parse(`explorerUrl = ${bad}`), { ok: false, error: /explorerUrl must be/ }, bad)
+  },
+)
+
+t.test(
+  'a dev chain file names the funded buyer for the website guide; a real network does not',
+  async (t) => {
+    const info = {
+      version: 1 as const,
+      rpcUrl: 'http://127.0.0.1:8545',
+      chainId: 10143 as const,
+      identityRegistry: '0x5fbdb2315678afecb367f032d93f642f64180aa3' as const,
+      validationRegistry: '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512' as const,
+      agentId: '0',
+      attestorAddress: '0x90F79bf6EB2c4f870365E785982E1f101E93b906' as const,
+    }
+    const { devAccounts } = await import('../../chain/accounts.ts')
+    const accounts = devAccounts()
+    const dev = chainFromInfo(defaultConfig('/d'), { ...info, accounts })
+    t.same(dev.ok && dev.config.chain?.devBuyer, accounts.buyer)
+    const base = defaultConfig('/d')
+    base.chainOverrides = {
+      attestor: undefined,
+      payout: accounts.payout.address,
+      batchSize: 500,
+      concurrency: 2,
+    }
+    const real = chainFromInfo(base, info)
+    t.equal(real.ok && real.config.chain?.devBuyer, undefined)
+  },
+)

@@ -377,6 +377,49 @@ t.test('listing reads: filters, search, paging', async (t) => {
   t.equal((await api(url, '/api/marketplace/listings?limit=101')).status, 400)
 })
 
+t.test('listing reads: sort and cursor paging', async (t) => {
+  for (const [title, price] of [
+    ['Okapi sort one', '0.3'],
+    ['Okapi sort two', '0.1'],
+    ['Okapi sort three', '0.2'],
+  ] as const)
+    await accepted(t, title, { fields: f({ title, priceNative: price }) })
+  const cheap = await api(url, '/api/marketplace/listings?q=okapi&sort=price')
+  t.same(
+    (cheap.json.listings as { priceNative: string }[]).map((l) => l.priceNative),
+    ['0.1', '0.2', '0.3'],
+    'sort=price: cheapest first',
+  )
+  const newest = await api(url, '/api/marketplace/listings?q=okapi')
+  t.same(
+    (newest.json.listings as { title: string }[]).map((l) => l.title),
+    ['Okapi sort three', 'Okapi sort two', 'Okapi sort one'],
+    'newest first by default',
+  )
+  // Page by cursor: one at a time, forward then back.
+  const p1 = await api(url, '/api/marketplace/listings?q=okapi&sort=price&limit=1')
+  t.equal(p1.json.prev, null)
+  const p2 = await api(url, `/api/marketplace/listings?q=okapi&sort=price&limit=1&cursor=${p1.json.next}`)
+  const p3 = await api(url, `/api/marketplace/listings?q=okapi&sort=price&limit=1&cursor=${p2.json.next}`)
+  t.same(
+    [p1, p2, p3].map((p) => (p.json.listings as { priceNative: string }[])[0]!.priceNative),
+    ['0.1', '0.2', '0.3'],
+  )
+  t.equal(p3.json.next, null, 'the last page has no next')
+  t.equal(p3.json.total, 3)
+  const back = await api(url, `/api/marketplace/listings?q=okapi&sort=price&limit=1&before=${p3.json.prev}`)
+  t.same((back.json.listings as { priceNative: string }[])[0]!.priceNative, '0.2', 'before: the page before')
+  const bad = async (query: string, re: RegExp) => {
+    const r = await api(url, `/api/marketplace/listings?${query}`)
+    t.equal(r.status, 400, query)
+    t.match(r.json.error, re, query)
+  }
+  await bad('sort=cheapest', /^sort: must be one of newest, price, rows/)
+  await bad('cursor=%21%21', /^cursor: not a cursor from this list/)
+  await bad(`sort=rows&cursor=${p1.json.next}`, /^cursor: made for sort=price, not sort=rows/)
+  await bad(`cursor=${p1.json.next}&before=${p1.json.next}&sort=price`, /^cursor: give cursor .* or before/)
+})
+
 t.test('OpenAPI document lists every route', async (t) => {
   const r = await api(url, '/api/openapi.json')
   t.equal(r.status, 200)

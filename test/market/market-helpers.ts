@@ -11,6 +11,7 @@ import { chainFromInfo, defaultConfig, type MarketConfig } from '../../market/co
 import { canonicalLine, lineHash } from '../../records/index.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { testStoreUrl } from './store-engine.ts'
 
 export interface Running {
   url: string
@@ -39,6 +40,8 @@ export async function startMarket(
   const dir = await tempDir(t, 'svc-market-')
   const base = defaultConfig(join(dir, 'data'))
   base.samples = true
+  // LevelDB in the data dir, or a fresh PostgreSQL database (store-engine.ts).
+  base.storeUrl = await testStoreUrl()
   // Generous limits so only the rate-limit test trips them.
   for (const k of Object.keys(base.rateLimits) as (keyof MarketConfig['rateLimits'])[])
     base.rateLimits[k] = { max: 100_000, windowSeconds: 60 }
@@ -143,6 +146,15 @@ export function dataset(n: number, agentId: string, pad = 0): Dataset {
   const lines = Array.from({ length: n }, (_, i) =>
     canonicalLine({ action: 'vend', i, run, ...(pad > 0 ? { pad: 'x'.repeat(pad) } : {}) }),
   )
+  return datasetFrom(lines, agentId, run)
+}
+
+/** A dataset of the given canonical lines, with made-up request hashes unique to `run`. */
+export function datasetFrom(
+  lines: string[],
+  agentId: string,
+  run = `${process.pid}-${Date.now()}-${seq++}`,
+): Dataset {
   const requestHashes = lines.map((l, i) => keccak256(toHex(`req:${run}:${i}:${l}`)))
   return {
     lines,

@@ -13,11 +13,16 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { anvilAccount } from '../../chain/accounts.ts'
 import { publicClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
+import { createListing } from '../../hub/listing/create.ts'
+import { postListing as postFromHub } from '../../hub/listing/post.ts'
+import { FIELDS, storeWith } from '../listing/fixtures.ts'
 import { writeRows } from '../market/chain-rows.ts'
+import { canonicalLine } from '../../records/index.ts'
 import {
   type Dataset,
   api,
   dataset,
+  datasetFrom,
   goodFields,
   issueKey,
   postListing,
@@ -26,6 +31,9 @@ import {
 import { findChromium, launchChromium, screenshot, wantScreenshots } from './browser.ts'
 import { type TestWallet, type WalletBehaviour, injectWallet } from './wallet.ts'
 import { startWebMarket } from './web-helpers.ts'
+
+const PHONE = 390
+const WIDTHS = [1366, PHONE] as const
 
 // The smallest valid PNG: one pixel.
 const PNG_1X1 = Buffer.from(
@@ -60,6 +68,7 @@ async function browserTests(executablePath: string): Promise<void> {
   const goodListing = await postListing(url, deviceKey, good, {
     fields: { ...goodFields, title: 'Attested vends, all rows' },
     image: PNG_1X1,
+    extra: [['preview', '3']],
   })
   if (goodListing.status !== 201) throw new Error(`listing failed: ${JSON.stringify(goodListing.json)}`)
   const goodSlug = goodListing.json.slug as string
@@ -76,6 +85,22 @@ async function browserTests(executablePath: string): Promise<void> {
     fields: { ...goodFields, title: 'Vends with two bad rows', machineType: 'sensor' },
   })
   const mixedSlug = mixedListing.json.slug as string
+  // A listing made by the hub's own code (svc listing create --preview 2): attested lines from a
+  // real attestation store, built, queued and posted with the device key.
+  const hubStore = await storeWith(t, ['attested', 'attested', 'attested', 'attested'])
+  const hubMade = await createListing({
+    home: hubStore.home,
+    fields: { ...FIELDS, title: 'Made by the hub' },
+    range: {},
+    market: url,
+    store: hubStore.store,
+    agentId: dev.agentId,
+    preview: 2,
+  })
+  if (!hubMade.ok) throw new Error(hubMade.error)
+  const hubPosted = await postFromHub(hubMade.dir, hubMade.entry, deviceKey)
+  if (hubPosted.kind !== 'posted') throw new Error(`hub listing not posted: ${JSON.stringify(hubPosted)}`)
+  const hubSlug = hubPosted.slug
 
   const ctx: BrowserContext = await launchChromium(t, executablePath)
 
@@ -101,9 +126,46 @@ async function browserTests(executablePath: string): Promise<void> {
     })
     return { page, wallet }
   }
+  /** With SVC_SCREENSHOTS=1: the page as it is now at 1366 px and at 390 px (a phone). */
   const shot = async (page: Page, name: string): Promise<void> => {
-    if (wantScreenshots()) await screenshot(page, name)
+    if (!wantScreenshots()) return
+    const was = page.viewportSize()
+    for (const w of WIDTHS) {
+      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+      await screenshot(page, `${name}-${w}`)
+    }
+    if (was) await page.setViewportSize(was)
   }
+  /** The document's width against the viewport's: a page must never scroll sideways. */
+  const widths = (page: Page) =>
+    page.evaluate(() => {
+      const view = window.innerWidth
+      // When it does, which elements stick out (the innermost ones), to say what to fix.
+      const out = Array.from(document.body.querySelectorAll('*'))
+        .filter((e) => e.getBoundingClientRect().right > view + 0.5 && e.children.length === 0)
+        .slice(0, 3)
+        .map(
+          (e) =>
+            `${e.tagName.toLowerCase()}.${e.className} right ${Math.round(e.getBoundingClientRect().right)}`,
+        )
+      return { doc: document.documentElement.scrollWidth, view, out }
+    })
+  /** Visible controls shorter than 44 px (WCAG 2.5.5): buttons, fields, summaries, nav links. */
+  const smallTargets = (page: Page): Promise<string[]> =>
+    page.evaluate(() => {
+      const out: string[] = []
+      const sel =
+        'button, input:not([type=checkbox]):not([type=hidden]), select, summary, .top nav a, .foot nav a, .pager a, .crumbs a'
+      for (const el of Array.from(document.querySelectorAll(sel))) {
+        const r = el.getBoundingClientRect()
+        if (r.width === 0 && r.height === 0) continue
+        if (r.height < 43.5)
+          out.push(
+            `${el.tagName.toLowerCase()} "${(el.textContent ?? '').trim().slice(0, 30)}" ${Math.round(r.height)}px`,
+          )
+      }
+      return out
+    })
   const text = async (page: Page, sel: string, has: string | RegExp): Promise<string> => {
     const loc = page.locator(sel).filter({ hasText: has })
     await loc.first().waitFor()
@@ -144,7 +206,14 @@ async function browserTests(executablePath: string): Promise<void> {
       '/marketplace/sample-arm-picks',
       `/agents/${dev.agentId}`,
       '/keys',
+      '/purchases',
+      '/licenses',
+      '/licenses/commercial',
+      '/api/docs',
+      '/guide/local-chain',
+      `/marketplace/${hubSlug}`,
       '/marketplace/nope',
+      '/agents/999',
     ]) {
       await page.goto(url + path)
       t.same(await a11y(page), [], path)
@@ -198,7 +267,15 @@ async function browserTests(executablePath: string): Promise<void> {
       const cover = page.locator('img.cover')
       t.equal(await cover.getAttribute('alt'), 'Cover image of Attested vends, all rows')
       t.equal(await cover.evaluate((img: HTMLImageElement) => img.naturalWidth), 1, 'the cover image loads')
-      await page.click('#sign-in')
+      await page.goto(`${url}/keys`)
+      t.match(
+        await page.locator('main').textContent(),
+        'How a machine lists its data',
+        'the keys page explains agents and keys',
+      )
+      t.equal(await page.locator('main button.sign-in-here').count(), 1, 'with its own sign-in button')
+      await shot(page, 'keys-no-wallet')
+      await page.click('main button.sign-in-here')
       t.match(
         await text(page, '#session-status', 'No wallet'),
         'No wallet found. To sign in, install a browser wallet (EIP-1193). Browsing and verifying need no wallet.',
@@ -232,6 +309,62 @@ async function browserTests(executablePath: string): Promise<void> {
     await page.goto(`${url}/agents/${dev.agentId}`)
     t.equal(await page.locator('.chart svg').count(), 1, 'the agent page draws its operations chart')
     await shot(page, 'agent')
+
+    // Hostile data lines: markup in a field name and in values, a 10 KB string, deep nesting.
+    let deep: Record<string, unknown> = { leaf: '<img src=x onerror="window.__pwned=4">' }
+    for (let i = 0; i < 300; i++) deep = { n: deep }
+    const lines = [
+      canonicalLine({
+        [hostile]: hostile,
+        action: `<svg onload="window.__pwned=3">`,
+        at: '2026-02-01T00:00:00Z',
+      }),
+      canonicalLine({ action: 'x'.repeat(10_000), note: `${hostile}${'y'.repeat(10_000)}` }),
+      canonicalLine({ deep, action: 'ok' }),
+    ]
+    const hp = await postListing(url, deviceKey, datasetFrom(lines, dev.agentId), {
+      fields: { ...goodFields, title: 'Hostile preview lines' },
+      extra: [['preview', '3']],
+    })
+    t.equal(hp.status, 201, JSON.stringify(hp.json))
+    for (const w of WIDTHS) {
+      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+      for (const path of [
+        `/marketplace/${hp.json.slug as string}`,
+        '/marketplace',
+        `/agents/${dev.agentId}`,
+      ]) {
+        await page.goto(url + path)
+        t.equal(
+          await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned),
+          undefined,
+          `${path} at ${w} px: nothing from the lines ran`,
+        )
+        t.equal(
+          await page.locator('[onerror], [onload]').count(),
+          0,
+          `${path} at ${w} px: no injected handler`,
+        )
+        const f = await widths(page)
+        t.ok(f.doc <= f.view, `${path} at ${w} px: ${f.doc} px ≤ ${f.view} px ${f.out.join(', ')}`)
+      }
+      t.equal(await page.locator('.sample-line').count(), 0, 'the agent page shows no data lines')
+      await page.goto(`${url}/marketplace/${hp.json.slug as string}`)
+      t.ok(
+        await page.locator('#preview td code').filter({ hasText: hostile }).first().isVisible(),
+        'the field name with markup is shown as text',
+      )
+      t.match(
+        await page.locator('#preview .sample-line').nth(1).textContent(),
+        'Cut for display: the line is',
+      )
+      t.ok(
+        ((await page.locator('#preview .sample-line pre').nth(1).textContent()) ?? '').length <= 2001,
+        'the 10 KB line is cut to 2,000 characters',
+      )
+    }
+    await shot(page, 'listing-hostile-preview')
+    await page.setViewportSize({ width: 1366, height: 900 })
   })
 
   t.test('verify shows rows passed, and failed rows with their reasons', async (t) => {
@@ -241,6 +374,11 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal((await text(page, '#verify-status', 'Verified')).trim(), 'Verified: all 12 rows passed.')
     t.equal(await page.locator('#verify-result tbody tr').count(), 8, 'the first eight rows are shown')
     t.equal(await page.locator('#verify-result td.ok').count(), 8)
+    t.same(
+      await page.locator('#preview .sample-head span').allTextContents(),
+      ['Passed just now.', 'Passed just now.', 'Passed just now.'],
+      'each published sample line shows its own verdict',
+    )
     t.equal(
       await page.locator('p.verification .tag').textContent(),
       'verified',
@@ -288,7 +426,16 @@ async function browserTests(executablePath: string): Promise<void> {
     )
     const key = await page.inputValue('#new-key-value')
     t.match(key, /^svc_[A-Za-z0-9_-]{43}$/)
+    t.equal(
+      await page.locator('#key-command').textContent(),
+      `npx svc key set ${key} --market ${url}`,
+      'the page says what to run on the device',
+    )
     await shot(page, 'keys-issued')
+    await page.setViewportSize({ width: PHONE, height: 844 })
+    const issued = await widths(page)
+    t.ok(issued.doc <= issued.view, `the issued key fits a phone: ${issued.doc} px ${issued.out.join(', ')}`)
+    await page.setViewportSize({ width: 1366, height: 900 })
     await page.click('#copy-key')
     t.equal(await text(page, '#copy-status', /./), 'Copied to the clipboard.')
     t.equal(await page.evaluate(() => navigator.clipboard.readText()), key, 'the clipboard holds the key')
@@ -310,6 +457,18 @@ async function browserTests(executablePath: string): Promise<void> {
       2,
       'this account has two keys: one from the setup and this one',
     )
+    // Revoke the new key from the page: the device can no longer list with it.
+    page.once('dialog', (d) => void d.accept())
+    await page.click(`button.revoke[aria-label="Revoke key svc_${key.slice(4, 12)}…"]`)
+    t.equal(
+      (await text(page, '#revoke-status', 'revoked')).trim(),
+      `Key svc_${key.slice(4, 12)}… revoked: it can no longer list.`,
+    )
+    t.match(await text(page, '#key-rows tr', 'revoked by its owner'), `svc_${key.slice(4, 12)}…`)
+    const refused = await postListing(url, key, dataset(1, dev.agentId))
+    t.equal(refused.status, 403, 'a revoked key can no longer list')
+    t.match(refused.json.error, 'was revoked: revoked by its owner')
+    t.equal(await page.locator('button.revoke').count(), 1, 'only the setup key is still revocable')
   })
 
   t.test('a wallet that does not own the agent is told so', async (t) => {
@@ -348,6 +507,10 @@ async function browserTests(executablePath: string): Promise<void> {
       t.equal(wallet!.calls.filter((c) => c === 'eth_sendTransaction').length, 1, 'one payment')
       t.equal(wallet!.calls.filter((c) => c === 'personal_sign').length, 2, 'sign-in and unlock signatures')
       await shot(page, 'listing-bought')
+      await page.setViewportSize({ width: PHONE, height: 844 })
+      const bought = await widths(page)
+      t.ok(bought.doc <= bought.view, `the receipt fits a phone: ${bought.doc} px ${bought.out.join(', ')}`)
+      await page.setViewportSize({ width: 1366, height: 900 })
       const [data] = await Promise.all([page.waitForEvent('download'), page.click('text=Download data')])
       t.equal(await readFile((await data.path())!, 'utf8'), good.data, 'the data file is the listed data')
       const [man] = await Promise.all([page.waitForEvent('download'), page.click('text=Download manifest')])
@@ -356,9 +519,23 @@ async function browserTests(executablePath: string): Promise<void> {
         good.manifest,
         'the manifest is the listed manifest',
       )
+      const tx = ((await page.locator('#buy-result .receipt code').textContent()) ?? '') as `0x${string}`
+      t.match(tx, /^0x[0-9a-f]{64}$/, 'the page shows the receipt: the payment transaction')
       await page.reload()
-      t.match(await page.locator('#buy-h + p').textContent(), 'You bought this dataset.')
+      t.match(await page.locator('#buy-h + p').textContent(), 'You bought this dataset (receipt).')
       t.equal(await page.locator('.downloads a').count(), 2)
+      // My purchases lists it with the transaction hash, the block it was mined in and the price.
+      const rcpt = await pub.getTransactionReceipt({ hash: tx })
+      await page.click('text=receipt')
+      await page.waitForURL(`${url}/purchases`)
+      const row = page.locator(`tr[data-tx="${tx}"]`)
+      t.equal(await row.count(), 1, 'the purchase is listed by its transaction hash')
+      t.equal(await row.locator('code').getAttribute('title'), tx)
+      t.match(await row.textContent(), 'Attested vends, all rows')
+      t.match(await row.textContent(), `${rcpt.blockNumber}`)
+      t.match(await row.textContent(), '0.05 MON')
+      t.equal(rcpt.from.toLowerCase(), buyer.address.toLowerCase(), 'paid by the buyer')
+      await shot(page, 'purchases')
     },
   )
 
@@ -450,4 +627,130 @@ async function browserTests(executablePath: string): Promise<void> {
       )
     },
   )
+
+  t.test('the Preview section shows the fields and sample lines of a listing made by the hub', async (t) => {
+    const { page } = await open(t, 'preview')
+    await page.goto(`${url}/marketplace/${hubSlug}`)
+    const fields = await page.locator('#preview table.fields tbody td:first-child code').allTextContents()
+    t.same(fields.sort(), ['action', 'board', 'n', 'slot'], 'the fields of the attested lines')
+    t.match(await page.locator('#preview .preview-facts').textContent(), '4 lines · 4 fields')
+    t.same(
+      await page
+        .locator('#preview table.hist tbody tr')
+        .allTextContents()
+        .then((r) => r.map((x) => x.replace(/\s+/g, ' ').trim())),
+      ['vend.dispense 4'],
+      'the action histogram',
+    )
+    const samples = await page.locator('#preview .sample-line pre').allTextContents()
+    t.equal(samples.length, 2, 'svc listing create --preview 2 published two lines')
+    const data = await readFile(`${hubMade.dir}/operations.jsonl`, 'utf8')
+    t.same(samples, data.split('\n').slice(0, 2), 'the first two lines of the data file, as listed')
+    t.match(await page.locator('#sample-verdict-0').textContent(), 'Not checked yet')
+    await page.click('#verify-button')
+    await text(page, '#verify-status', 'Not verified')
+    // The fixture's lines were never attested on this chain: each sample says so for itself.
+    t.match(await page.locator('#sample-verdict-0').textContent(), /^Failed just now: requestHash: unknown/)
+    await shot(page, 'listing-preview')
+  })
+
+  t.test('badges on the cards and at the top of the listing page match the verify route', async (t) => {
+    const { page } = await open(t, 'badges')
+    for (const slug of [goodSlug, mixedSlug]) {
+      const v = await api(url, `/api/marketplace/listings/${slug}/verify`, { method: 'POST' })
+      const view = await api(url, `/api/marketplace/listings/${slug}`)
+      const want = v.json.verified ? 'verified' : 'verification failed'
+      const block = (view.json.verification as { block: string }).block
+      await page.goto(`${url}/marketplace/${slug}`)
+      t.equal(
+        await page.locator('.listing-head p.verification .tag').textContent(),
+        want,
+        `${slug}: listing badge`,
+      )
+      t.match(await page.locator('.listing-head p.verification').textContent(), `block ${block}`)
+      await page.goto(`${url}/marketplace`)
+      const card = page.locator('.card').filter({ has: page.locator(`a[href="/marketplace/${slug}"]`) })
+      t.equal(await card.locator('.card-top .tag').textContent(), want, `${slug}: card badge`)
+    }
+    // Verify and Buy sit above the fold on a phone, before the facts and the preview.
+    await page.setViewportSize({ width: PHONE, height: 844 })
+    await page.goto(`${url}/marketplace/${goodSlug}`)
+    for (const id of ['#verify-button', '#buy-button']) {
+      const box = await page.locator(id).boundingBox()
+      t.ok(
+        box && box.y + box.height <= 844,
+        `${id} is above the fold at 390×844 (bottom ${box && Math.round(box.y + box.height)})`,
+      )
+    }
+    t.equal(await page.locator('img.cover').count(), 1, 'the seller sent a cover: shown')
+    await page.goto(`${url}/marketplace/${mixedSlug}`)
+    t.equal(await page.locator('img.cover, .cover').count(), 0, 'no cover sent: no placeholder')
+    t.match(
+      await page.locator('.listing-head p.verification').getAttribute('class'),
+      'failed',
+      'a failed listing is marked',
+    )
+  })
+
+  t.test('every page fits the viewport at 1366 and 390 px, with touch targets of 44 px', async (t) => {
+    const { page } = await open(t, 'widths', dev.accounts.buyer.privateKey)
+    await page.goto(`${url}/marketplace`)
+    await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
+    const pages: [string, string][] = [
+      ['browse', '/marketplace'],
+      ['listing-verified', `/marketplace/${goodSlug}`],
+      ['listing-failed', `/marketplace/${mixedSlug}`],
+      ['listing-hub', `/marketplace/${hubSlug}`],
+      ['listing-sample', '/marketplace/sample-vending-sales'],
+      ['agent', `/agents/${dev.agentId}`],
+      ['keys-signed-in', '/keys'],
+      ['purchases-signed-in', '/purchases'],
+      ['licenses', '/licenses'],
+      ['license-research', '/licenses/research'],
+      ['api-docs', '/api/docs'],
+      ['guide-local-chain', '/guide/local-chain'],
+      ['not-found', '/agents/999'],
+    ]
+    for (const w of WIDTHS) {
+      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+      for (const [name, path] of pages) {
+        await page.goto(url + path)
+        if (path.startsWith('/marketplace/')) {
+          // After Verify, the widest state: the rows tables.
+          await page.click('#verify-button')
+          await page.locator('#verify-result table').first().waitFor()
+        }
+        const f = await widths(page)
+        t.ok(
+          f.doc <= f.view,
+          `${path} at ${w} px: document ${f.doc} px ≤ viewport ${f.view} px ${f.out.join(', ')}`,
+        )
+        t.same(await smallTargets(page), [], `${path} at ${w} px: touch targets ≥ 44 px`)
+        if (wantScreenshots()) await screenshot(page, `page-${name}-${w}`)
+      }
+      await page.goto(`${url}/marketplace`)
+      t.equal(
+        await page.locator('details.more').evaluate((d: HTMLDetailsElement) => d.open),
+        w !== PHONE,
+        `the filters are ${w === PHONE ? 'folded on a phone' : 'open on a wide screen'}`,
+      )
+    }
+    // Signed out: the keys and purchases pages explain and offer sign-in; they fit too.
+    await ctx.clearCookies()
+    for (const w of WIDTHS) {
+      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+      for (const [name, path] of [
+        ['keys-signed-out', '/keys'],
+        ['purchases-signed-out', '/purchases'],
+      ] as const) {
+        await page.goto(url + path)
+        const f = await widths(page)
+        t.ok(
+          f.doc <= f.view,
+          `${path} signed out at ${w} px: document ${f.doc} px ≤ viewport ${f.view} px ${f.out.join(', ')}`,
+        )
+        if (wantScreenshots()) await screenshot(page, `page-${name}-${w}`)
+      }
+    }
+  })
 }

@@ -50,7 +50,7 @@ export async function launchChromium(t: T, executablePath: string): Promise<Brow
     headless: true,
     args: ARGS,
     acceptDownloads: true,
-    viewport: { width: 1200, height: 900 },
+    viewport: { width: 1366, height: 900 },
   })
   t.teardown(() => ctx.close())
   return ctx

@@ -58,6 +58,9 @@ t.test('browse query: strings only, trimmed and capped; paging links keep the fi
     license: '',
     minPrice: '',
     maxPrice: '',
+    sort: '',
+    cursor: '',
+    before: '',
     offset: 24,
   })
   t.equal(browseQuery({ q: 'x'.repeat(500) }).q.length, 200)
@@ -145,8 +148,11 @@ t.test('a listing from a device is escaped everywhere it appears', async (t) => 
   t.match(page.text, 'Description with markup', 'description shown')
   t.match(page.text, '0.25 MON', 'price shown')
   t.match(page.text, /<dt>Rows<\/dt><dd id="row-count">3<\/dd>/, 'row count shown')
-  t.match(page.text, /<dt>Machine type<\/dt><dd>vending<\/dd>/)
-  t.match(page.text, /<dt>License<\/dt><dd>commercial<\/dd>/)
+  t.match(
+    page.text,
+    /<dt>Machine type<\/dt><dd><a href="\/marketplace\?machineType=vending">vending<\/a><\/dd>/,
+  )
+  t.match(page.text, /<dt>Licence<\/dt><dd><a href="\/licenses\/commercial">Commercial licence<\/a>/)
   t.match(page.text, 'id="verify-button"', 'verify button')
   t.match(page.text, 'id="buy-button"', 'buy button for a visitor')
   t.match(
@@ -200,8 +206,10 @@ t.test('agent page: operations over time and the agent listings, samples left ou
   )
   t.match(r.text, 'Vends &lt;script&gt;', 'the listing is shown, escaped')
   t.notMatch(r.text, 'Sample:', 'sample listings are not the agent operations')
+  // An agent the chain does not know and nothing was listed from: 404, not an empty chart.
   const none = await api(url, '/agents/999')
-  t.match(none.text, 'This agent has no listings.')
+  t.equal(none.status, 404, 'an unknown agent is a 404')
+  t.match(none.text, 'There is no agent 999 on chain 10143, and no listing from it.')
   const bad = await api(url, `/agents/${encodeURIComponent('<x>')}`)
   t.equal(bad.status, 404)
   t.match(bad.text, '&quot;&lt;x&gt;&quot; is not an agent id')

@@ -1,6 +1,17 @@
-// The machine-keys page: sign a key challenge, show the new key once with a copy button,
-// refresh the list. Values from the API are set as text.
+// The machine-keys page: sign a key challenge, show the new key once with a copy button and the
+// command to store it on the device, refresh the list, revoke a key. Values from the API are set
+// as text.
 import { api, connect, ensureChain, personalSign, say, showError } from './wallet.js'
+
+function revokeButton(k) {
+  const b = document.createElement('button')
+  b.type = 'button'
+  b.className = 'revoke secondary'
+  b.dataset.id = k.id
+  b.textContent = 'Revoke'
+  b.setAttribute('aria-label', `Revoke key svc_${k.prefix}…`)
+  return b
+}
 
 const form = document.getElementById('issue-form')
 if (form) {
@@ -17,7 +28,7 @@ if (form) {
     if (keys.length === 0) {
       const tr = document.createElement('tr')
       const td = document.createElement('td')
-      td.colSpan = 6
+      td.colSpan = 7
       td.textContent = 'No keys yet.'
       tr.append(td)
       tbody.append(tr)
@@ -41,6 +52,9 @@ if (form) {
         } else td.textContent = c
         tr.append(td)
       })
+      const act = document.createElement('td')
+      if (k.status === 'active') act.append(revokeButton(k))
+      tr.append(act)
       tbody.append(tr)
     }
   }
@@ -69,6 +83,8 @@ if (form) {
         json: { challengeId: ch.id, signature },
       })
       value.value = k.key
+      const origin = document.getElementById('issue')?.dataset.origin ?? location.origin
+      document.getElementById('key-command').textContent = `npx svc key set ${k.key} --market ${origin}`
       box.hidden = false
       copyStatus.textContent = ''
       say(
@@ -83,6 +99,24 @@ if (form) {
       showError(status, err)
     } finally {
       btn.disabled = false
+    }
+  })
+
+  // Revoke: one key, after a confirmation; the list is read again from the market.
+  const revokeStatus = document.getElementById('revoke-status')
+  document.getElementById('key-rows').addEventListener('click', async (e) => {
+    const b = e.target.closest('button.revoke')
+    if (!b) return
+    const label = b.getAttribute('aria-label')?.replace(/^Revoke key /, '') ?? 'this key'
+    if (!window.confirm(`Revoke ${label}? A device using it can no longer list.`)) return
+    b.disabled = true
+    try {
+      await api(`/api/marketplace/keys/${encodeURIComponent(b.dataset.id)}`, { method: 'DELETE' })
+      say(revokeStatus, `Key ${label} revoked: it can no longer list.`, 'ok')
+      await refresh()
+    } catch (err) {
+      showError(revokeStatus, err)
+      b.disabled = false
     }
   })
 

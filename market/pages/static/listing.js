@@ -24,7 +24,8 @@ function rowsTable(caption, rows, withResult) {
   const t = el('table', undefined, 'rows')
   t.append(el('caption', caption))
   const head = el('tr')
-  for (const h of ['Row', 'paramsHash', 'requestHash', ...(withResult ? ['Result'] : [])]) {
+  // The result before the hashes: on a phone it is what shows without scrolling the table.
+  for (const h of ['Row', ...(withResult ? ['Result'] : []), 'paramsHash', 'requestHash']) {
     const th = el('th', h)
     th.scope = 'col'
     head.append(th)
@@ -41,15 +42,29 @@ function rowsTable(caption, rows, withResult) {
     const q = el('td')
     q.append(el('code', short(r.requestHash)))
     q.title = r.requestHash
-    tr.append(a, p, q)
+    tr.append(a)
     if (withResult)
       tr.append(
         el('td', r.pass ? 'Passed' : `Failed: ${r.reason ?? 'no reason given'}`, r.pass ? 'ok' : 'bad'),
       )
+    tr.append(p, q)
     tb.append(tr)
   }
   t.append(tb)
-  return t
+  // A phone scrolls the table inside its box, never the page.
+  const box = el('div', undefined, 'scroll')
+  box.append(t)
+  return box
+}
+
+// The preview's sample lines are the first rows: each shows its own verdict from this check.
+function showSampleVerdicts(rows) {
+  for (const r of rows) {
+    const span = document.getElementById(`sample-verdict-${r.index}`)
+    if (!span) continue
+    span.className = r.pass ? 'ok' : 'bad'
+    span.textContent = r.pass ? 'Passed just now.' : `Failed just now: ${r.reason ?? 'no reason given'}`
+  }
 }
 
 const verify = document.getElementById('verify')
@@ -79,6 +94,7 @@ if (verify && verifyBtn) {
         v.failed === 0 ? 'ok' : 'error',
       )
       showVerdict(v)
+      showSampleVerdicts(v.rows)
       out.append(rowsTable(`First ${v.rows.length} of ${v.total} rows`, v.rows, true))
       if (v.failures && v.failures.length > 0)
         out.append(
@@ -140,8 +156,13 @@ async function waitReceipt(eth, tx) {
   )
 }
 
-function showAccess(out, access) {
+function showAccess(out, access, tx) {
   out.replaceChildren()
+  const receipt = el('p', undefined, 'receipt')
+  const a = el('a', 'My purchases')
+  a.href = '/purchases'
+  receipt.append('Receipt: transaction ', el('code', tx), '. All your receipts: ', a, '.')
+  out.append(receipt)
   const ul = el('ul', undefined, 'downloads')
   for (const [label, href, cid] of [
     ['Download data', access.dataUrl, access.dataCid],
@@ -209,7 +230,7 @@ if (buy && buyBtn) {
       })
       sessionStorage.removeItem(txKey)
       say(status, 'Unlocked. Download the data and the manifest below.', 'ok')
-      showAccess(out, r.access)
+      showAccess(out, r.access, tx)
       buyBtn.hidden = true
     } catch (err) {
       // A payment the market refused for good is forgotten; one that may still unlock is kept.

@@ -17,6 +17,10 @@ inBtn?.addEventListener('click', async () => {
   }
 })
 
+// A page's own "Sign in with wallet" button (keys, purchases) does what the header's does.
+for (const b of document.querySelectorAll('button.sign-in-here'))
+  b.addEventListener('click', () => inBtn?.click())
+
 function bindSignOut(outBtn) {
   outBtn?.addEventListener('click', async () => {
     outBtn.disabled = true

@@ -1,0 +1,4 @@
+// test/market/keys.test.ts again, with the market's store on PostgreSQL (store-engine.ts).
+import { onPostgres } from '../store-engine.ts'
+
+await onPostgres('keys', () => import('../keys.test.ts'))

@@ -1,0 +1,4 @@
+// test/market/purchase.test.ts again, with the market's store on PostgreSQL (store-engine.ts).
+import { onPostgres } from '../store-engine.ts'
+
+await onPostgres('purchase', () => import('../purchase.test.ts'))
