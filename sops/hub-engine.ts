@@ -34,6 +34,18 @@ export interface RunFilter {
   state?: RunState
   /** Newest first; default 100. */
   limit?: number
+  /** Only runs created at or after this time (ms since the epoch). */
+  since?: number
+  /** Only runs created before this time (ms since the epoch). */
+  until?: number
+  /** Where the previous page ended: `RunPage.next` of the page before, opaque to callers. */
+  cursor?: string
+}
+
+/** One page of run history, newest first; `next` is null on the last page. */
+export interface RunPage {
+  runs: RunSummary[]
+  next: string | null
 }
 
 /**
@@ -60,6 +72,8 @@ export interface HubEngine extends Engine {
   watch(listener: (change: EngineChange) => void): () => void
   getRun(runId: string): Promise<RunRecord | undefined>
   listRuns(filter?: RunFilter): Promise<RunSummary[]>
+  /** A page of run history (finished and live) by the filter, newest first, keyset-paginated. */
+  queryRuns(filter?: RunFilter): Promise<RunPage>
   logs(runId: string): Promise<LogEntry[] | undefined>
   /** Triggers kept by the parallel (deferred) and hold (held) policies, in arrival order. */
   keptTriggers(): KeptTrigger[]

@@ -9,6 +9,7 @@ import type {
   EngineChange,
   HubEngine,
   RunFilter,
+  RunPage,
   RunResult,
   RunSummary,
 } from '../../sops/hub-engine.ts'
@@ -856,6 +857,20 @@ export class Engine implements HubEngine {
     if (filter.state !== undefined) list = list.filter((r) => r.state === filter.state)
     list.sort((a, b) => b.createdAt - a.createdAt)
     return list.slice(0, filter.limit ?? 100)
+  }
+
+  // A scan until the run index lands: the same contract, paged over the filtered list.
+  async queryRuns(filter: RunFilter = {}): Promise<RunPage> {
+    const limit = filter.limit ?? 100
+    const all = (await this.listRuns({ ...filter, limit: Number.MAX_SAFE_INTEGER })).filter(
+      (r) =>
+        (filter.since === undefined || r.createdAt >= filter.since) &&
+        (filter.until === undefined || r.createdAt < filter.until),
+    )
+    const start = filter.cursor ? all.findIndex((r) => r.id === filter.cursor) + 1 : 0
+    const runs = all.slice(start, start + limit)
+    const last = runs.at(-1)
+    return { runs, next: start + limit < all.length && last ? last.id : null }
   }
 
   async logs(runId: string): Promise<LogEntry[] | undefined> {
