@@ -2,7 +2,7 @@
 // activity), its operations over time (rows listed per day) and its listings. Pure.
 import { listingCard } from './browse.ts'
 import { type DayCount, opsChart } from './chart.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import type { ListingSummary } from './view-types.ts'
 
 export interface AgentFacts {

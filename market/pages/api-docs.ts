@@ -1,7 +1,7 @@
 // GET /api/docs: the API reference, rendered on the server from the market's own OpenAPI document
 // (GET /api/openapi.json), so it cannot drift from the routes. Plain HTML and the site's
 // stylesheet: no Swagger UI bundle, nothing from another origin. Pure.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 type Schema = {
   type?: string | string[]

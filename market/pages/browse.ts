@@ -1,7 +1,7 @@
 // The browse page: filters (machine type, license, price range), title search, listing cards
 // and pagination. Pure: given the API's answer, returns markup.
 import { LICENSES, MACHINE_TYPES } from '../../records/listing-fields.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import { verificationBadge } from './verification.ts'
 import type { ListingSummary } from './view-types.ts'
 

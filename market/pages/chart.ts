@@ -1,6 +1,6 @@
 // A device's operations over time: attested rows it listed per UTC day, as a small inline SVG
 // bar chart with the same numbers in a table for screen readers. Pure.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 export interface DayCount {
   /** YYYY-MM-DD (UTC). */

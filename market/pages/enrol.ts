@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { getAddress } from 'viem'
 import { currentSession } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import { page } from './layout.ts'
 
 // As every page (index.ts): scripts and styles only from this origin, no framing.

@@ -1,7 +1,7 @@
 // GET /guide/local-chain: how to buy on the market's local dev chain (`svc chain dev`): the network
 // to add to a wallet, its RPC URL and chain id, and the funded dev buyer account. Served only when
 // the chain file names dev accounts (anvil's well-known keys); a real network has no such page.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 export interface LocalChain {
   rpcUrl: string

@@ -2,7 +2,7 @@
 // are and how to get one; signed in, issue an agent key from a challenge signature, show it once
 // with a copy button and the `npx svc key set …` command to run on the device, list the
 // account's keys and revoke one. Pure: given the keys, returns markup.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 export interface KeyRow {
   id: string

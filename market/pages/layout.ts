@@ -2,7 +2,7 @@
 // a main landmark, the footer, and the page's own scripts. The head carries the favicon, a
 // meta description and Open Graph tags for link previews. No external fonts, CDNs or network
 // assets.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 export interface Shell {
   title: string

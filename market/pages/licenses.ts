@@ -2,7 +2,7 @@
 // text a buyer agrees to, at /licenses/<kind>. The spec names the kinds and leaves their terms
 // open; these short texts are the market's. Pure.
 import type { License } from '../../records/listing-fields.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 interface LicenseText {
   name: string

@@ -2,7 +2,7 @@
 // (above the fold on a phone too), the facts, the cover image only when the seller sent one, the
 // data Preview and the description as Markdown. The Buy panel becomes the download links when the
 // signed-in account owns or bought it. Pure: given the listing, returns markup.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import type { ListingPreview } from '../listings/preview.ts'
 import { LICENSE_TEXTS, isLicense } from './licenses.ts'
 import { markdown } from './markdown.ts'

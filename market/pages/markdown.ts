@@ -5,7 +5,7 @@
 // anyway) and is shown as its text. Links keep micromark's safe protocols only (http, https,
 // mailto…), so `javascript:` links lose their target.
 import { micromark } from 'micromark'
-import { Html } from './html.ts'
+import { Html } from '../../web/html.ts'
 
 const NO_HTML_NO_IMAGES = { disable: { null: ['htmlFlow', 'htmlText', 'labelStartImage'] } }
 

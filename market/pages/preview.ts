@@ -4,7 +4,7 @@
 // from a device's data file: the summary is bounded where it is computed (listings/preview.ts)
 // and every value is escaped here by html``.
 import type { ListingPreview, PreviewSample } from '../listings/preview.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import type { ListingSummary } from './view-types.ts'
 
 type Verification = ListingSummary['verification']

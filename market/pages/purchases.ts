@@ -1,7 +1,7 @@
 // "My purchases": the signed-in buyer's receipts (listing, transaction hash, block, price, time),
 // with a link to the block explorer when the market has `explorerUrl`. Pure.
 import type { ReceiptView } from '../purchase/receipts.ts'
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 
 const short = (h: string): string => `${h.slice(0, 10)}…${h.slice(-6)}`
 

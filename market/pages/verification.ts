@@ -1,6 +1,6 @@
 // A listing's last verification as people see it: a badge on browse cards and at the top of the
 // listing page, and the sentence behind it (which block, when, and why a failure failed). Pure.
-import { type Html, html } from './html.ts'
+import { type Html, html } from '../../web/html.ts'
 import type { ListingSummary } from './view-types.ts'
 
 type Verification = ListingSummary['verification']

@@ -88,8 +88,8 @@ t.test('only hub/cli/ assembles hub and market together', async (t) => {
   t.same(offenders(under('market'), under('hub')), [], 'and the market never imports the hub')
 })
 
-t.test('shared folders (records/, chain/, mqtt/, net/) import neither hub/ nor market/', async (t) => {
-  const shared = (f: string) => ['records', 'chain', 'mqtt', 'net'].some((d) => under(d)(f))
+t.test('shared folders (records/, chain/, mqtt/, net/, web/) import neither hub/ nor market/', async (t) => {
+  const shared = (f: string) => ['records', 'chain', 'mqtt', 'net', 'web'].some((d) => under(d)(f))
   t.same(
     offenders(shared, (f) => under('hub')(f) || under('market')(f)),
     [],

@@ -5,7 +5,7 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { startDevChain } from '../../chain/dev.ts'
 import { browseMain, browseQuery } from '../../market/pages/browse.ts'
 import { dailyRows, opsChart } from '../../market/pages/chart.ts'
-import { escapeHtml, html, trusted } from '../../market/pages/html.ts'
+import { escapeHtml, html, trusted } from '../../web/html.ts'
 import { api, dataset, issueKey, postListing, signIn } from '../market/market-helpers.ts'
 import { startWebMarket } from './web-helpers.ts'
 

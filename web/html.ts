@@ -1,3 +1,4 @@
+// Shared by the market's pages and the hub console.
 // Safe HTML building: every interpolated value is escaped unless it is already Html (made by
 // this module). Listings come from devices, so nothing user-supplied reaches a page unescaped.
 
