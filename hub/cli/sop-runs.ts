@@ -2,7 +2,7 @@
 // loopback); `svc sop run` runs one SOP in-process as a dry run (issue 3, item 8).
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Type } from 'typebox'
 import { createOpenAiAgent } from '../agent/openai.ts'
 import { createEngine } from '../engine/index.ts'
@@ -13,8 +13,8 @@ import type { LogEntry, RunRecord } from '../../sops/run/record.ts'
 import { isParked } from '../../sops/run/states.ts'
 import type { Json, Sop } from '../../sops/types.ts'
 import type { Tool, ToolRegistry } from '../../tools/types.ts'
-import { svcPaths } from '../paths.ts'
 import { callHub } from './hub-client.ts'
+import { chooseSopsDir } from './sops-dir.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 
 export const RUNS_HELP = `usage:
@@ -159,8 +159,7 @@ export function recorderTools(sop: Sop, record: (c: RecordedCall) => void): Tool
 
 async function dryRun(f: Flags, io: CliIo): Promise<number> {
   const name = one('run', f, 'SOP name')
-  const chosen = f.sopsDir ?? svcPaths(io.env).sops
-  const sopsDir = isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen)
+  const sopsDir = (await chooseSopsDir(f.sopsDir, io)).dir
   let payload: Json = {}
   if (f.payload !== undefined) {
     try {
