@@ -10,6 +10,19 @@ export async function callHub(
   path: string,
   body?: object,
 ): Promise<unknown> {
+  const r = await requestHub(io, method, path, body)
+  if (r.status >= 400)
+    throw new UserError((r.body as { error?: string }).error ?? `the hub answered ${r.status}`)
+  return r.body
+}
+
+/** The hub's answer whatever its status (a 404 may be an answer, not a failure). */
+export async function requestHub(
+  io: CliIo,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+): Promise<{ status: number; body: unknown; url: string }> {
   const paths = svcPaths(io.env)
   const info = await readApiInfo(paths.apiInfo)
   if (!info.ok) throw new UserError(info.error)
@@ -38,6 +51,5 @@ export async function callHub(
   } catch {
     throw new UserError(`the hub answered ${res.status} with something that is not JSON`)
   }
-  if (!res.ok) throw new UserError((parsed as { error?: string }).error ?? `the hub answered ${res.status}`)
-  return parsed
+  return { status: res.status, body: parsed, url: info.value.url }
 }

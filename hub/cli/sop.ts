@@ -1,5 +1,6 @@
 // `svc sop list|validate|show|graph`: the SOP format on the command line (spec: Endpoints).
-// Read-only, no daemon. Run commands (pending, approve, deny, logs, run) go to sop-runs.ts.
+// Read-only, no daemon. Run commands (pending, approve, deny, run; runs, status, logs, trigger,
+// held via sop-history.ts) go to sop-runs.ts.
 import { isAbsolute, resolve } from 'node:path'
 import { graphText, stepRoutes } from '../../sops/graph.ts'
 import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
@@ -9,19 +10,39 @@ import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, U
 import { runsCommand } from './sop-runs.ts'
 import { chooseSopsDir, type SopsDirChoice } from './sops-dir.ts'
 
-const RUN_COMMANDS = new Set(['pending', 'approve', 'deny', 'logs', 'run'])
+const RUN_COMMANDS = new Set([
+  'pending',
+  'approve',
+  'deny',
+  'logs',
+  'run',
+  'runs',
+  'status',
+  'trigger',
+  'held',
+])
 
 export const SOP_HELP = `usage: svc sop <command> [options]
 
-commands (read SOP directories; no hub needed):
+commands (read SOP directories; no hub needed, but they read the running hub's directory):
   list                     the SOPs in the sops directory, with any load errors
   validate [<name|dir>]    check one SOP (by name, or its directory), a directory of SOPs,
                            or every SOP when none is given; exit 0 valid, 1 invalid
   show <name|dir>          settings, triggers and parsed steps
   graph <name|dir>         the step graph: routes after each step, failures, terminal steps
 
-commands (talk to the running hub):
-  pending, approve <run_id>, deny <run_id>, logs <run_id>, run <name>
+commands (the running hub's runs; svc sop <command> --help for their options):
+  runs                     run history, newest first: --sop, --state, --since 30m|2h|7d|ISO,
+                           a page at a time (--limit, --cursor)
+  status <run_id>          a run whole: trigger payload, steps' input, output, result and
+                           duration, approvals, state
+  logs <run_id>            the run's log
+                           (runs, status, logs also read the stored records when no hub runs)
+  trigger <name>           a real run on the running hub (--payload JSON); prints its id
+  held                     triggers kept by the hold and parallel policies, per SOP, with ages
+  pending                  runs waiting for approval
+  approve <run_id>, deny <run_id>
+  run <name>               a dry run in this process: tools only record their arguments
 
 options:
   --sops-dir DIR   where SOPs live (default: $SVC_SOPS_DIR, else the running hub's directory,
