@@ -2,7 +2,7 @@
 // time in, text out). `--json` prints the records themselves instead.
 import type { RunSummary } from '../../sops/hub-engine.ts'
 import type { SopBacklog } from '../../sops/run/backlog.ts'
-import type { LogEntry, RunRecord, StepRecord } from '../../sops/run/record.ts'
+import { type LogEntry, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import type { Json } from '../../sops/types.ts'
 
 export function age(ms: number): string {
@@ -16,9 +16,10 @@ export function age(ms: number): string {
         : `${Math.floor(s / 86_400)}d`
 }
 
-/** A duration to the tenth of a second under a minute, else as `age`. */
+/** Milliseconds under a second, tenths of a second under a minute, else as `age`. */
 export function took(ms: number): string {
-  return ms < 60_000 ? `${(Math.max(0, ms) / 1000).toFixed(ms < 10_000 ? 2 : 1)}s` : age(ms)
+  const v = Math.max(0, ms)
+  return v < 1000 ? `${Math.round(v)} ms` : v < 60_000 ? `${(v / 1000).toFixed(1)}s` : age(v)
 }
 
 const when = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
@@ -85,12 +86,15 @@ function shown(v: Json | undefined, max = 400): string {
   return s.length <= max ? s : `${s.slice(0, max)}… (${s.length} chars; --json shows it whole)`
 }
 
-function stepLines(rec: StepRecord): string[] {
+function stepLines(rec: StepRecord, gate: RunRecord['gate']): string[] {
   const dur =
     rec.startedAt !== undefined && rec.endedAt !== undefined ? `  ${took(rec.endedAt - rec.startedAt)}` : ''
   const tries = rec.attempts > 0 ? `  ${rec.attempts} failed attempt${rec.attempts === 1 ? '' : 's'}` : ''
   const visits = rec.visits > 1 ? `  visit ${rec.visits}` : ''
-  const out = [`  step ${rec.number}  ${rec.status}${dur}${tries}${visits}`]
+  // A step entered but parked at its gate has not run: say what it waits for.
+  const status =
+    gate?.step === rec.number && rec.status === 'running' ? `waiting for approval (${gate.kind})` : rec.status
+  const out = [`  step ${rec.number}  ${status}${dur}${tries}${visits}`]
   if (rec.reason !== undefined) out.push(`      skipped: ${rec.reason}`)
   if (rec.input !== undefined) out.push(`      input:  ${shown(rec.input)}`)
   if (rec.output !== undefined) out.push(`      output: ${shown(rec.output)}`)
@@ -106,8 +110,12 @@ export function statusText(run: RunRecord, now: number): string {
     `created ${when(run.createdAt)}${end !== undefined ? `  finished ${when(end)}  took ${took(end - run.createdAt)}` : `  (${age(now - run.createdAt)} ago)`}`,
   )
   const t = run.trigger
-  lines.push(`trigger ${t.type} from ${t.source} at ${when(t.at)} (${run.admission})`)
-  lines.push(`  payload: ${shown(typeof t.payload === 'string' ? t.payload : (t.payload as Json))}`)
+  const kept = run.createdAt - t.at
+  lines.push(
+    `trigger ${t.type} from ${t.source} at ${when(t.at)} (${run.admission}${kept >= 1000 ? `, after ${took(kept)} held or deferred` : ''})`,
+  )
+  // A payload that came as text (MQTT, a webhook) is shown as the JSON it parses to, as step 1 reads it.
+  lines.push(`  payload: ${shown(payloadAsInput(t.payload))}`)
   if (run.coalescedCount > 0) lines.push(`  and ${run.coalescedCount} coalesced trigger(s)`)
   if (run.gate) {
     const g = run.gate
@@ -120,7 +128,7 @@ export function statusText(run: RunRecord, now: number): string {
   }
   const steps = Object.values(run.steps).sort((a, b) => a.number - b.number)
   lines.push(steps.length === 0 ? 'steps: none run yet' : 'steps:')
-  for (const s of steps) lines.push(...stepLines(s))
+  for (const s of steps) lines.push(...stepLines(s, run.gate))
   if (run.approvals.length > 0) {
     lines.push('approvals:')
     for (const a of run.approvals)

@@ -117,7 +117,7 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
     t.match(text.out, /payload: \{"n":0\}/)
     t.match(
       text.out,
-      /step 1 {2}completed {2}\d+\.\d+s\n {6}input: {2}\{"n":0\}\n {6}output: \{"waited_ms":1\}/,
+      /step 1 {2}completed {2}(\d+ ms|\d+\.\ds)\n {6}input: {2}\{"n":0\}\n {6}output: \{"waited_ms":1\}/,
     )
     t.match(
       text.out,
