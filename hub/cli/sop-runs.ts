@@ -145,6 +145,11 @@ const parseFlags = (sub: string, argv: string[], allowed: string[]): Flags =>
 // ---- the commands ---------------------------------------------------------------------------
 
 export async function runsCommand(sub: string, argv: string[], io: CliIo): Promise<number> {
+  // Asked for, help is the answer (stdout, exit 0), not a usage error.
+  if (argv.includes('--help') || argv.includes('-h')) {
+    io.out(HISTORY_COMMANDS.has(sub) ? `usage:\n${HISTORY_HELP}` : RUNS_HELP)
+    return EXIT_OK
+  }
   if (HISTORY_COMMANDS.has(sub)) return historyCommand(sub, argv, io)
   switch (sub) {
     case 'pending': {

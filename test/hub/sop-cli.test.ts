@@ -221,6 +221,9 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
       [['status'], 2, /sop status takes exactly one run id/],
       [['held', '--sop', 'x'], 2, /unknown option "--sop" for "sop held"/],
     ]
+    const help = await sop('runs', '--help')
+    t.equal(help.code, 0, 'help asked for is not an error')
+    t.match(help.out, /^usage:\n {2}svc sop runs \[--sop NAME\]/)
     for (const [argv, code, msg] of cases) {
       const r = await sop(...argv)
       t.equal(r.code, code, argv.join(' '))
