@@ -4,6 +4,16 @@ import { readApiInfo, readApiToken } from '../api/token.ts'
 import { svcPaths } from '../paths.ts'
 import { type CliIo, UserError } from './io.ts'
 
+/** Whether the process a hub's info file names is still there (EPERM: it is, owned by another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 export async function callHub(
   io: CliIo,
   method: 'GET' | 'POST',

@@ -8,7 +8,7 @@ import { type RunFilter, RunFilterError, type RunPage } from '../../sops/hub-eng
 import type { RunRecord } from '../../sops/run/record.ts'
 import { readApiInfo } from '../api/token.ts'
 import { svcPaths } from '../paths.ts'
-import { requestHub } from './hub-client.ts'
+import { processAlive, requestHub } from './hub-client.ts'
 import { type CliIo, UsageError, UserError } from './io.ts'
 
 export interface RunSource {
@@ -19,20 +19,11 @@ export interface RunSource {
   close(): Promise<void>
 }
 
-function alive(pid: number | undefined): boolean {
-  if (pid === undefined) return true
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
-}
-
 export async function openRunSource(io: CliIo): Promise<RunSource> {
   const paths = svcPaths(io.env)
   const info = await readApiInfo(paths.apiInfo)
-  if (info.ok && alive(info.value.pid)) return apiSource(io, info.value.url)
+  if (info.ok && (info.value.pid === undefined || processAlive(info.value.pid)))
+    return apiSource(io, info.value.url)
   // The info file of a hub that died names its data folder; else the one `svc hub` would use.
   let dataDir = info.ok ? info.value.dataDir : undefined
   if (dataDir === undefined) {

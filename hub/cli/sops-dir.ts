@@ -7,6 +7,7 @@
 import { isAbsolute, resolve } from 'node:path'
 import { readApiInfo } from '../api/token.ts'
 import { svcPaths } from '../paths.ts'
+import { processAlive } from './hub-client.ts'
 import type { CliIo } from './io.ts'
 
 export interface SopsDirChoice {
@@ -19,18 +20,8 @@ export interface SopsDirChoice {
 export async function runningHubSopsDir(io: CliIo): Promise<{ dir: string; pid: number } | null> {
   const info = await readApiInfo(svcPaths(io.env).apiInfo)
   if (!info.ok || info.value.sopsDir === undefined || info.value.pid === undefined) return null
-  if (!alive(info.value.pid)) return null
+  if (!processAlive(info.value.pid)) return null
   return { dir: info.value.sopsDir, pid: info.value.pid }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    // EPERM: it exists, owned by someone else.
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }
 
 export async function chooseSopsDir(flag: string | undefined, io: CliIo): Promise<SopsDirChoice> {
