@@ -14,7 +14,7 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
-import { forwardOnce } from './forward-once.ts'
+import { forwardOnce, replayOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
 import { reserveStoredPacketIds } from './packet-ids.ts'
@@ -117,7 +117,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
-    persistence: orderedPersistence(aedesPersistenceLevel(db) as object) as unknown,
+    // A queued message already sent live on a connection is not sent from the queue (forward-once.ts).
+    persistence: replayOnce(orderedPersistence(aedesPersistenceLevel(db) as object), once) as unknown,
     preConnect: (client, packet, callback) =>
       once.preConnect(client, packet, (err, ok) =>
         err || !ok ? callback(err, ok) : reserveStoredPacketIds(client, packet, callback),

@@ -16,10 +16,14 @@ import { startEmbeddedBroker } from './embedded-broker.ts'
 
 type Persistence = Record<string, unknown>
 
-/** Replaces one persistence call of a running broker, keeping every other. */
-function replaceCall(broker: EmbeddedBroker, name: string, fn: (...args: unknown[]) => unknown): void {
+type Call = (...args: unknown[]) => unknown
+
+/** Replaces one persistence call of a running broker (`make` gets the original), keeping every other. */
+function replaceCall(broker: EmbeddedBroker, name: string, make: (original: Call) => Call): void {
   const aedes = broker.aedes as unknown as { persistence: Persistence }
   const real = aedes.persistence
+  const original = (real[name] as Call).bind(real)
+  const fn = make(original)
   aedes.persistence = new Proxy(real, {
     get: (target, key, receiver) => (key === name ? fn : Reflect.get(target, key, receiver)),
   })
@@ -66,7 +70,7 @@ t.test('a QoS 1 publish is acknowledged only once it is stored for the offline s
 
   // The write that queues the message for the offline subscriber never finishes: the kill came first.
   let queuing = false
-  replaceCall(first, 'outgoingEnqueueCombi', () => {
+  replaceCall(first, 'outgoingEnqueueCombi', () => () => {
     queuing = true
     return new Promise(() => undefined)
   })
@@ -141,6 +145,55 @@ t.test('a PUBACK for a replayed message never clears a newer one with the same p
     'out/a is cleared by its PUBACK and out/b, never acknowledged, is still queued',
   )
 })
+
+t.test(
+  'a message sent live while its session connects stays queued until the subscriber acknowledges it',
+  async (t) => {
+    const broker = await startEmbeddedBroker(t)
+    const keeper = await mqtt.connectAsync(broker.url, {
+      clientId: 'keeper',
+      clean: false,
+      reconnectPeriod: 0,
+    })
+    await keeper.subscribeAsync('out/#', { qos: 1 })
+    await keeper.endAsync()
+    const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    t.teardown(() => pub.endAsync(true))
+
+    // The session's connection is held between restoring its subscriptions and sending its queue
+    // (the will step), the moment a message published now is both queued and sent live.
+    let release: () => void = () => undefined
+    const held = new Promise<void>((r) => (release = r))
+    let holding = false
+    replaceCall(broker, 'delWill', (original) => async (...args) => {
+      if (!holding) {
+        holding = true
+        await held
+      }
+      return original(...args)
+    })
+    const ready = new Promise<void>((r) =>
+      broker.aedes.on('clientReady', (c: Client) => {
+        if (c.id === 'keeper') r()
+      }),
+    )
+    const two = mqtt.connect(broker.url, { clientId: 'keeper', clean: false, reconnectPeriod: 0 })
+    t.teardown(() => two.endAsync(true))
+    withheldAcks(two)
+    await waitFor(() => holding, 'the session to be connecting')
+    await pub.publishAsync('out/x', 'x', { qos: 1 })
+    release()
+    // Aedes reports the client ready once its queue has been sent.
+    await ready
+    await two.endAsync(true)
+    await waitFor(() => broker.aedes.connectedClients === 1, 'the broker to see the subscriber go')
+    t.same(
+      (await queued(broker, 'keeper')).map((p) => p.topic),
+      ['out/x'],
+      'out/x, sent twice (live and from the queue) and never acknowledged, is still queued',
+    )
+  },
+)
 
 t.test('the DUP flag of a publish is not passed on to subscribers (MQTT 3.1.1 §3.3.1.1)', async (t) => {
   const broker = await startEmbeddedBroker(t)
