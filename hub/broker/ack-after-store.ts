@@ -9,28 +9,72 @@
 // QoS 2 is already safe: Aedes stores the message before its PUBREC.
 //
 // Aedes asks `authorizePublish` before it acknowledges, with the very packet object it then
-// publishes. So the publish is run there, once authorized, and the PUBACK waits for it: stored
-// for every persistent subscription and handed to the online ones. Aedes' own publish of that
-// packet afterwards is then a no-op. The publisher's connection was already held for the whole
-// publish (Aedes reads the next packets only once the current ones are done), so this costs the
-// PUBACK the time of the writes and takes nothing from throughput.
+// publishes. So the publish is started there, once authorized, and the answer (hence the PUBACK)
+// waits until the message is in the queue of every persistent subscription (the persistence's
+// `outgoingEnqueueCombi`, after the retained store): from there a restart sends it again. The
+// hand-over to the online subscribers goes on meanwhile, and Aedes' own publish of the packet
+// afterwards only waits for that publish to finish, so the connection's flow control (Aedes
+// reads its next packets once the current ones are done) is what it was.
 import type { Aedes, Client, PublishPacket } from 'aedes'
 
 type Done = (error?: Error | null) => void
 type Publish = (packet: PublishPacket, client: Client | null, done: Done) => void
 type Authorize = (client: Client | null, packet: PublishPacket, done: Done) => void
+type Enqueue = (subs: unknown[], packet: object) => Promise<unknown>
+
+interface Counted {
+  brokerId?: string
+  brokerCounter?: number
+}
+
+/** A publish started by the authorization step, until Aedes' own publish of the packet. */
+interface Started {
+  finished: boolean
+  error: Error | null
+  onFinish: Done | null
+}
+
+const keyOf = (p: Counted): string => `${p.brokerId}:${p.brokerCounter}`
 
 /** Makes `aedes` store each QoS 1 message a client publishes before it acknowledges it. */
 export function ackAfterStore(aedes: Aedes): void {
-  const broker = aedes as unknown as { publish: Publish; authorizePublish: Authorize }
+  const broker = aedes as unknown as {
+    id: string
+    counter: number
+    persistence: Record<string, unknown>
+    publish: Publish
+    authorizePublish: Authorize
+  }
   const publish: Publish = broker.publish.bind(aedes)
   const authorize: Authorize = broker.authorizePublish.bind(aedes)
-  // Packets already published by the authorization step: Aedes' second publish of each is skipped.
-  const published = new WeakSet<object>()
+  const started = new WeakMap<object, Started>()
+  // Messages whose PUBACK waits for their queue write, by (broker id, counter).
+  const queued = new Map<string, () => void>()
+
+  const persistence = broker.persistence
+  const enqueue = (persistence.outgoingEnqueueCombi as Enqueue).bind(persistence)
+  const enqueueThenAck: Enqueue = (subs, packet) => {
+    const written = enqueue(subs, packet)
+    const key = keyOf(packet as Counted)
+    const ack = queued.get(key)
+    if (ack) {
+      queued.delete(key)
+      written.then(ack, () => undefined)
+    }
+    return written
+  }
+  broker.persistence = new Proxy(persistence, {
+    get: (target, key, receiver) =>
+      key === 'outgoingEnqueueCombi' ? enqueueThenAck : Reflect.get(target, key, receiver),
+  })
 
   broker.publish = ((packet: PublishPacket, client: Client | null | Done, done?: Done) => {
-    if (published.delete(packet)) return (typeof client === 'function' ? client : done)?.(null)
-    return (publish as (...args: unknown[]) => void)(packet, client, done)
+    const s = started.get(packet)
+    if (!s) return (publish as (...args: unknown[]) => void)(packet, client, done)
+    started.delete(packet)
+    const finish = (typeof client === 'function' ? client : done) ?? (() => undefined)
+    if (s.finished) finish(s.error)
+    else s.onFinish = finish
   }) as Publish
 
   broker.authorizePublish = (client, packet, done) => {
@@ -42,11 +86,27 @@ export function ackAfterStore(aedes: Aedes): void {
       packet.dup = false
       // A null client: a will of a session gone before a restart, published by Aedes itself.
       if (packet.qos !== 1 || client === null) return done(null)
+      // The counter Aedes would give the message (aedes-packet), given now so that the queue
+      // write of this very message can be recognised.
+      const counted = packet as PublishPacket & Counted
+      counted.brokerId = broker.id
+      counted.brokerCounter = ++broker.counter
+      let answered = false
+      const answer = (e: Error | null): void => {
+        if (answered) return
+        answered = true
+        queued.delete(keyOf(counted))
+        done(e)
+      }
+      const s: Started = { finished: false, error: null, onFinish: null }
+      started.set(packet, s)
+      queued.set(keyOf(counted), () => answer(null))
       publish(packet, client, (publishErr) => {
+        s.finished = true
+        s.error = publishErr ?? null
+        s.onFinish?.(s.error)
         // Not stored: no PUBACK. Aedes closes the connection and the publisher sends it again.
-        if (publishErr) return done(publishErr)
-        published.add(packet)
-        done(null)
+        answer(s.error)
       })
     })
   }
