@@ -13,9 +13,11 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
-import { forwardOnce } from './forward-once.ts'
+import { ackAfterStore } from './ack-after-store.ts'
+import { forwardOnce, replayOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
+import { reserveStoredPacketIds } from './packet-ids.ts'
 import type { Log } from '../log.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
@@ -115,13 +117,19 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
-    persistence: orderedPersistence(aedesPersistenceLevel(db) as object) as unknown,
-    preConnect: once.preConnect,
+    // A queued message already sent live on a connection is not sent from the queue (forward-once.ts).
+    persistence: replayOnce(orderedPersistence(aedesPersistenceLevel(db) as object), once) as unknown,
+    preConnect: (client, packet, callback) =>
+      once.preConnect(client, packet, (err, ok) =>
+        err || !ok ? callback(err, ok) : reserveStoredPacketIds(client, packet, callback),
+      ),
     authorizeForward: once.authorizeForward,
     authenticate: auth.authenticate,
     authorizePublish: auth.authorizePublish,
     authorizeSubscribe: auth.authorizeSubscribe,
   })
+  // A QoS 1 PUBACK only once the message is stored (ack-after-store.ts).
+  ackAfterStore(aedes)
   // A misbehaving client is its own problem: log it, never let it reach the process. Refusals by
   // the ACL were logged with their reason where they were made.
   aedes.on('clientError', (client, err) => {

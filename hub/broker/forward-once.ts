@@ -9,6 +9,18 @@
 // (broker id, counter) within a bounded window, which still drops what the check exists for (the
 // same stored packet replayed to a reconnected session while it is also delivered live) and no
 // longer drops anything else.
+//
+// The copy to drop is decided when the queue is read, not when the copy is about to be written.
+// Aedes sends a reconnected session its queue (handlers/connect.js `emptyQueue`) by first
+// recording each packet as sent under the id it goes out with (`outgoingUpdate`) and only then
+// asking `authorizeForward`; a refused one is cleared from the queue (`outgoingClearMessageId`),
+// as if acknowledged. For a message published while the session connects (queued, and forwarded
+// live before the queue got to it) that cleared the queue entry of the live copy, which the
+// subscriber had not acknowledged: lost if the connection then died. So `replayOnce` takes a
+// packet already forwarded out of the queue before Aedes sees it, and a packet the queue gets to
+// first is claimed for it, so the live copy after it is the one dropped (a live copy is refused
+// before anything is recorded, and clearing it clears nothing: it has no packet id yet).
+import { Readable } from 'node:stream'
 import type { AedesPublishPacket, Client, ConnectPacket } from 'aedes'
 
 /** How many recent deliveries each connection remembers. A replay overlaps live traffic only
@@ -28,29 +40,82 @@ export interface ForwardOnce {
     callback: (error: Error | null, success: boolean) => void,
   ): void
   authorizeForward(client: Client, packet: AedesPublishPacket): AedesPublishPacket | null
+  /**
+   * For a packet read from a reconnecting session's queue: false when it was already forwarded
+   * live on this connection (then it must not be sent from the queue at all), else true, and the
+   * copy from the queue is the one forwarded (a live copy after it is dropped).
+   */
+  claimReplay(client: Client, packet: AedesPublishPacket): boolean
 }
 
 export function forwardOnce(window = FORWARD_WINDOW): ForwardOnce {
   // Per connection object, so a reconnected session starts empty and gets its stored packets replayed.
   const sent = new WeakMap<Client, Set<string>>()
+  // Queued packets claimed for the replay and not yet past authorizeForward.
+  const claimed = new WeakMap<Client, Set<string>>()
+  const keyOf = (packet: AedesPublishPacket): string | null => {
+    const { brokerId, brokerCounter } = packet as AedesPublishPacket & {
+      brokerId?: string
+      brokerCounter?: number
+    }
+    return brokerId ? `${brokerId}:${brokerCounter}` : null
+  }
+  const remember = (client: Client, key: string): void => {
+    let keys = sent.get(client)
+    if (!keys) sent.set(client, (keys = new Set()))
+    keys.add(key)
+    if (keys.size > window) keys.delete(keys.values().next().value as string)
+  }
   return {
     preConnect(client, _packet, callback) {
       ;(client as unknown as { duplicates: Record<string, number> }).duplicates = neverSeen
       callback(null, true)
     },
     authorizeForward(client, packet) {
-      const { brokerId, brokerCounter } = packet as AedesPublishPacket & {
-        brokerId?: string
-        brokerCounter?: number
-      }
-      if (!brokerId) return packet
-      const key = `${brokerId}:${brokerCounter}`
-      let keys = sent.get(client)
-      if (!keys) sent.set(client, (keys = new Set()))
-      if (keys.has(key)) return null
-      keys.add(key)
-      if (keys.size > window) keys.delete(keys.values().next().value as string)
+      const key = keyOf(packet)
+      if (key === null) return packet
+      if (claimed.get(client)?.delete(key)) return packet
+      if (sent.get(client)?.has(key)) return null
+      remember(client, key)
       return packet
     },
+    claimReplay(client, packet) {
+      const key = keyOf(packet)
+      if (key === null) return true
+      if (sent.get(client)?.has(key)) return false
+      remember(client, key)
+      let keys = claimed.get(client)
+      if (!keys) claimed.set(client, (keys = new Set()))
+      keys.add(key)
+      return true
+    },
   }
+}
+
+interface QueueSource {
+  outgoingStream(client: Client): Readable
+}
+
+/**
+ * Wraps an Aedes persistence so a session's queue, as Aedes reads it to send it on reconnect,
+ * leaves out what `once` has already forwarded on that connection (see the note at the top).
+ */
+export function replayOnce<P extends object>(persistence: P, once: ForwardOnce): P {
+  const source = persistence as unknown as QueueSource
+  const outgoingStream = (client: Client): Readable => {
+    const stream = source.outgoingStream(client)
+    // A lookup of the queue by id alone (packet-ids.ts) is not a connection: nothing to leave out.
+    if (!(client as { broker?: unknown }).broker) return stream
+    return Readable.from(
+      (async function* () {
+        for await (const packet of stream)
+          if (once.claimReplay(client, packet as AedesPublishPacket)) yield packet
+      })(),
+    )
+  }
+  return new Proxy(persistence, {
+    get(target, key, receiver) {
+      return key === 'outgoingStream' ? outgoingStream : Reflect.get(target, key, receiver)
+    },
+  })
 }

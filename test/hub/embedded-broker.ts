@@ -7,12 +7,12 @@ import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
 export async function startEmbeddedBroker(
   t: Teardown,
-  opts: { dbPath?: string; wsPort?: number | null } = {},
+  opts: { dbPath?: string; wsPort?: number | null; port?: number } = {},
 ): Promise<EmbeddedBroker> {
   const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
   const broker = await startBroker({
     host: '127.0.0.1',
-    port: 0,
+    port: opts.port ?? 0,
     wsPort: opts.wsPort ?? null,
     dbPath,
     log: silentLog,
