@@ -124,7 +124,7 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   t.equal((await post('nobody')).status, 404)
 
   // The console line: its URL and a one-time link that signs in; the token is in no log line.
-  await waitFor(() => /^console  http/m.test(stdout), 'the console line')
+  await waitFor(() => /^console {2}http/m.test(stdout), 'the console line')
   const m = /^console {2}(http\S+) {2}\(sign in once with (\S+) ;/m.exec(stdout)
   t.ok(m, 'svc hub prints the console URL and a sign-in link')
   const link = m![2]!
