@@ -5,7 +5,8 @@ import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { type Html, html } from '../../web/html.ts'
 import { assetRoutes } from './assets.ts'
-import { type AuthDeps, authRoutes, requireSession, sessionOf } from './auth/routes.ts'
+import { type AuthDeps, authRoutes, COOKIE, requireSession, sessionOf } from './auth/routes.ts'
+import { sessionKey } from './auth/tokens.ts'
 import type { ConsoleContext, PageSpec } from './context.ts'
 import { parseTopics } from './events.ts'
 import { layout } from './layout.ts'
@@ -62,7 +63,7 @@ export async function buildConsoleApp(
   const signedOut = (reply: FastifyReply, title: string, body: Html, status = 200): FastifyReply =>
     send(reply, status, layout({ title, nav: 'none', body, navItems: NAV, csrf: null }))
   const ctx: ConsoleContext = { ...o.ctx, render }
-  const auth: AuthDeps = { ...o.auth, page: signedOut }
+  const auth: AuthDeps = { ...o.auth, page: signedOut, signedOut: (key) => ctx.events.drop(key) }
 
   app.setNotFoundHandler((req, reply) => {
     const s = sessionOf(req, auth)
@@ -97,7 +98,7 @@ export async function buildConsoleApp(
     scope.get<{ Querystring: { topics?: string } }>('/events', async (req, reply) => {
       const topics = parseTopics(req.query.topics)
       if (!topics.ok) return reply.status(400).send({ error: topics.error })
-      ctx.events.attach(req, reply, topics.topics)
+      ctx.events.attach(req, reply, topics.topics, sessionKey(req.cookies[COOKIE] as string))
       return reply
     })
     for (const register of PAGES) await register(scope, ctx)

@@ -17,13 +17,17 @@ const KEEPALIVE_MS = 25_000
 interface Client {
   res: ServerResponse
   topics: ReadonlySet<Topic>
+  /** The session the stream belongs to (its key, never the cookie), so sign-out can end it. */
+  owner: string
 }
 
 export interface Broadcaster {
   /** Sends `data` (JSON) to every client subscribed to `topic`. */
   publish(topic: Topic, data: unknown): void
   /** Takes over the reply as an event stream until the client goes away or close() is called. */
-  attach(req: FastifyRequest, reply: FastifyReply, topics: ReadonlySet<Topic>): void
+  attach(req: FastifyRequest, reply: FastifyReply, topics: ReadonlySet<Topic>, owner: string): void
+  /** Ends every stream of a session (signed out): a stream outliving its session would go on reporting. */
+  drop(owner: string): void
   clients(): number
   close(): void
 }
@@ -64,7 +68,7 @@ export function createBroadcaster(): Broadcaster {
       const text = `event: ${topic}\ndata: ${JSON.stringify(data)}\n\n`
       for (const c of clients) if (c.topics.has(topic)) write(c, text)
     },
-    attach(req, reply, topics) {
+    attach(req, reply, topics, owner) {
       reply.hijack()
       const res = reply.raw
       res.writeHead(200, {
@@ -75,13 +79,20 @@ export function createBroadcaster(): Broadcaster {
       })
       // retry: how long EventSource waits before reconnecting (§9.2.6): no faster than 1 s.
       res.write('retry: 2000\n\n')
-      const c: Client = { res, topics }
+      const c: Client = { res, topics, owner }
       clients.add(c)
       const drop = (): void => {
         clients.delete(c)
       }
       req.raw.on('close', drop)
       res.on('close', drop)
+    },
+    drop(owner) {
+      for (const c of clients)
+        if (c.owner === owner) {
+          clients.delete(c)
+          c.res.end()
+        }
     },
     clients: () => clients.size,
     close() {

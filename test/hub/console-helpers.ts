@@ -151,6 +151,8 @@ export class ConsoleClient {
 export interface EventStream {
   /** Every event received so far, in order. */
   got: { event: string; data: unknown }[]
+  /** True once the server ended the stream. */
+  ended(): boolean
   close(): void
 }
 
@@ -165,11 +167,15 @@ export async function openEvents(c: ConsoleClient, topics?: string): Promise<Eve
   const got: EventStream['got'] = []
   const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
   let buf = ''
+  let ended = false
   void (async () => {
     try {
       for (;;) {
         const { value, done } = await reader.read()
-        if (done) return
+        if (done) {
+          ended = true
+          return
+        }
         buf += value
         let i = buf.indexOf('\n\n')
         while (i >= 0) {
@@ -185,5 +191,5 @@ export async function openEvents(c: ConsoleClient, topics?: string): Promise<Eve
       // aborted
     }
   })()
-  return { got, close: () => ac.abort() }
+  return { got, ended: () => ended, close: () => ac.abort() }
 }

@@ -100,6 +100,38 @@ t.test('approvals: listed with SOP, step, prompt, payload; approve and deny with
 })
 
 t.test(
+  'approvals: a question for the operator is answered on the card, or the approval is refused',
+  async (t) => {
+    const door: [string, string] = [
+      '[sop]\nname = "door"\ndescription = "Open the door"\nexecution_mode = "auto"\nmax_concurrent = 8\nagent = "a"\n\n[[triggers]]\ntype = "manual"\n',
+      '# door\n\n## Steps\n\n1. **Open**\n   - requires_confirmation: true\n   - prompt: open the door?\n   - call: {"tool":"wait","args":{"ms":1}}\n2. **Close again**\n   - decide: is it raining?\n   - call: {"tool":"wait","args":{"ms":1}}\n',
+    ]
+    const { hub, url } = await startConsoleHub(t, { sops: { door } })
+    const c = await signedIn(url, hub.console!.loginLink())
+    const id = await triggerRun(hub, 'door', {})
+    await waitFor(() => hub.engine.pending().length === 1, 'the run at its gate')
+    const page = await (await c.get('/approvals')).text()
+    t.match(page, /Answer before approving/)
+    t.match(page, /is it raining\?/)
+    t.match(page, /name="q_2" value="yes"/)
+    const csrf = await c.csrf()
+    const unanswered = await c.post(`/approvals/${id}`, { _csrf: csrf, decision: 'approve' })
+    t.equal(unanswered.status, 400)
+    t.match(await unanswered.text(), /needs an answer to step 2&#39;s question/)
+    const odd = await c.post(`/approvals/${id}`, { _csrf: csrf, decision: 'approve', q_2: 'perhaps' })
+    t.equal(odd.status, 400)
+    t.match(await odd.text(), /q_2: answer &quot;yes&quot; or &quot;no&quot;/)
+    t.equal((await hub.engine.getRun(id))?.state, 'waiting_approval', 'still waiting')
+    const ok = await c.post(`/approvals/${id}`, { _csrf: csrf, decision: 'approve', q_2: 'no' })
+    t.equal(ok.status, 303)
+    await waitFor(async () => (await hub.engine.getRun(id))?.state === 'completed', 'the run done')
+    const run = (await hub.engine.getRun(id))!
+    t.equal(run.decisions['2'], false, 'the answer recorded')
+    t.match(run.decidedBy['2'], /owner \(console\)/)
+  },
+)
+
+t.test(
   'runs: history by SOP and state, keyset pages, bad filters named; a run page; unknown run 404',
   async (t) => {
     const { hub, url } = await startConsoleHub(t, { sops: { dispense: APPROVAL_SOP, echo: TEXT_SOP } })
@@ -264,4 +296,9 @@ t.test('live: /events carries run changes and board events; bad topics refused',
     runs.got.every((e) => e.event === 'run'),
     'the run stream got no board events',
   )
+  // Signing out ends the session's streams: nothing more is reported to a signed-out page.
+  const csrf = await c.csrf()
+  t.equal((await c.post('/logout', { _csrf: csrf })).status, 303)
+  await waitFor(() => runs.ended() && boards.ended(), 'both streams ended by the sign-out')
+  t.pass('streams ended')
 })

@@ -9,7 +9,7 @@ import { verifyPassword, PASSWORD_MAX_BYTES } from '../../broker/password.ts'
 import { type Html, html } from '../../../web/html.ts'
 import type { FailureLimiter } from './failures.ts'
 import { readOwnerFile } from './owner-file.ts'
-import type { LoginLinks, SessionStore } from './tokens.ts'
+import { type LoginLinks, type SessionStore, sessionKey } from './tokens.ts'
 
 export const COOKIE = 'svc_console'
 
@@ -21,6 +21,8 @@ export interface AuthDeps {
   /** Secure cookies (HTTPS console, or any bind beyond loopback). */
   secure: boolean
   now: () => number
+  /** Told the session key of each sign-out (the event streams of that session end). */
+  signedOut?(key: string): void
   /** Renders a signed-out page (the layout without navigation). */
   page(reply: FastifyReply, title: string, body: Html, status?: number): FastifyReply
 }
@@ -189,7 +191,10 @@ export function requireSession(app: FastifyInstance, deps: AuthDeps): void {
   })
   app.post('/logout', async (req, reply) => {
     const id = req.cookies?.[COOKIE]
-    if (typeof id === 'string') deps.sessions.delete(id)
+    if (typeof id === 'string') {
+      deps.sessions.delete(id)
+      deps.signedOut?.(sessionKey(id))
+    }
     reply.clearCookie(COOKIE, cookieOptions(deps.secure))
     return reply.redirect('/login', 303)
   })

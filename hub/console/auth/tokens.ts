@@ -4,6 +4,9 @@
 import { createHash, randomBytes } from 'node:crypto'
 
 const hash = (token: string): string => createHash('sha256').update(token).digest('base64url')
+
+/** The key a session is held under (a SHA-256 of its cookie value): safe to keep elsewhere. */
+export const sessionKey = hash
 const newToken = (): string => randomBytes(32).toString('base64url')
 
 export interface Session {
