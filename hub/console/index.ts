@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
-import type { BridgeLike } from '../daemon/parts.ts'
+import type { BridgeStats, Json, SendResult } from '../../bridge/types.ts'
 import type { HubConfig } from '../daemon/config.ts'
 import { loadAll } from '../listing/queue.ts'
 import type { ListingEntry } from '../listing/record.ts'
@@ -20,6 +20,12 @@ import { createLoginLinks, createSessionStore } from './auth/tokens.ts'
 import type { ConsoleAttestation, ConsoleBoard } from './context.ts'
 import { createBroadcaster } from './events.ts'
 
+/** What the console needs of the bridge (hub/daemon/parts.ts BridgeLike has it; not imported: parts.ts imports this file). */
+export interface ConsoleBridge {
+  stats(): BridgeStats
+  send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<SendResult>
+}
+
 export interface ConsoleOptions {
   config: HubConfig['console']
   dataDir: string
@@ -30,7 +36,7 @@ export interface ConsoleOptions {
   diagnostics(): readonly Diagnostic[]
   sopsDir: string
   boards: readonly string[]
-  bridge: BridgeLike | null
+  bridge: ConsoleBridge | null
   boardTimeoutMs: number
   attestation: ConsoleAttestation | null
   log: Log
