@@ -178,6 +178,11 @@ t.test(
     t.match(run, /<p class="took">took \d+ ms<\/p>/, "the step's duration, from the engine's own times")
     t.match(run, /completed: Wait a moment/, 'the log')
 
+    t.match(
+      await (await c.get(`/runs/${waiting}`)).text(),
+      /2\. Confirm with the operator <span class="tag s-waiting_approval">waits for approval<\/span>/,
+      'the parked step says it waits',
+    )
     const csrf = await c.csrf()
     await c.post(`/approvals/${waiting}`, { _csrf: csrf, decision: 'approve', note: 'looks <fine>' })
     await waitFor(async () => (await runState(hub, waiting)) === 'completed', 'approved run done')

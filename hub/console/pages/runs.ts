@@ -158,10 +158,13 @@ function stepBlock(
   title: string,
   s: StepRecord | undefined,
   took: { ms: number; exact: boolean } | undefined,
+  gated: boolean,
 ): Html {
-  const status = s?.status ?? 'not run'
-  return html`<section class="step s-${status}" data-step="${n}">
-<h3>${n}. ${title} <span class="tag s-${status}">${status}</span></h3>
+  // A step parked at its gate is stored as `running`; say what it is doing.
+  const status = gated ? 'waits for approval' : (s?.status ?? 'not run')
+  const key = gated ? 'waiting_approval' : status.replace(' ', '_')
+  return html`<section class="step s-${key}" data-step="${n}">
+<h3>${n}. ${title} <span class="tag s-${key}">${status}</span></h3>
 ${took !== undefined ? html`<p class="took">took ${took.exact ? '' : '≈ '}${duration(took.ms)}</p>` : ''}
 ${s?.reason ? html`<p class="muted">${s.reason}</p>` : ''}
 ${s?.error ? html`<p class="error">${s.error}</p>` : ''}
@@ -199,7 +202,7 @@ ${
 <p>${run.trigger.type} from <code>${run.trigger.source}</code>, ${when(run.trigger.at, now)}</p>
 <pre data-payload>${jsonText(run.trigger.payload)}</pre>
 <h2>Steps</h2>
-${[...numbers].sort((a, b) => a - b).map((n) => stepBlock(n, title(n), run.steps[String(n)], took.get(n)))}
+${[...numbers].sort((a, b) => a - b).map((n) => stepBlock(n, title(n), run.steps[String(n)], took.get(n), run.gate?.step === n))}
 <h2>Approvals</h2>
 ${
   run.approvals.length === 0
