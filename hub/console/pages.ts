@@ -1,0 +1,15 @@
+// The console's pages, in navigation order. A page is a `register(app, ctx)` function
+// (context.ts says how to write one); listing it here is all it takes to serve it signed-in.
+import type { ConsolePage } from './context.ts'
+import type { NavItem } from './layout.ts'
+import { register as approvals } from './pages/approvals.ts'
+import { register as overview } from './pages/overview.ts'
+import { register as runs } from './pages/runs.ts'
+
+export const NAV: readonly NavItem[] = [
+  { key: 'overview', href: '/', label: 'Overview' },
+  { key: 'approvals', href: '/approvals', label: 'Approvals' },
+  { key: 'runs', href: '/runs', label: 'Runs' },
+]
+
+export const PAGES: readonly ConsolePage[] = [overview, approvals, runs]
