@@ -6,7 +6,7 @@
 // attestation, listings) stay separate chunks, loaded only when the config asks for them.
 // Packages with native addons or files of their own stay outside the bundle and load from
 // node_modules, so dist/ must sit in the project folder (or have node_modules beside it).
-import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
+import { cp, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
@@ -53,6 +53,8 @@ export async function buildDist(outDir: string): Promise<DistBuild> {
   }
   await mkdir(outDir, { recursive: true })
   await writeFile(join(outDir, 'package.json'), '{ "type": "module" }\n')
+  // The console's stylesheet and script, where its chunk looks for them (`./static/` beside it).
+  await cp(join(root, 'hub', 'console', 'static'), join(outDir, 'static'), { recursive: true })
   // Outside the project folder the externals need node_modules beside the bundle.
   if (!outDir.startsWith(root)) {
     await symlink(join(root, 'node_modules'), join(outDir, 'node_modules'), 'dir').catch(

@@ -109,6 +109,11 @@ export const command: Command = async (argv, io) => {
     throw new UserError(`could not start: ${msg}`)
   }
   const running = hub
+  // The one line with a secret in it goes to the terminal (or the journal), never to the log.
+  if (hub.console)
+    io.out(
+      `console  ${hub.console.url}  (sign in once with ${hub.console.loginLink()} ; valid 15 min, or set a password: svc hub console-password)`,
+    )
   return new Promise<number>((resolve) => {
     const dispose = installSignalHandlers(running, log, (code) => {
       // 130: a second signal while closing: the operator wants out now.

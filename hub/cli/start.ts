@@ -41,8 +41,9 @@ svc sop approve <run>), and once 3 lines are attested it lists them on the marke
 the listing's URL. Ctrl-C stops everything.
 
 options:
-  --port-base N      ports N (chain RPC), N+1 (market), N+2 (MQTT), N+3 (hub API), N+4 (webhooks)
-  --rpc-port N --market-port N --mqtt-port N --api-port N --webhook-port N
+  --port-base N      ports N (chain RPC), N+1 (market), N+2 (MQTT), N+3 (hub API), N+4 (webhooks),
+                     N+5 (hub console)
+  --rpc-port N --market-port N --mqtt-port N --api-port N --webhook-port N --console-port N
                      one port each (default: free ports)
   --sops DIR         SOP directories to load (default: the examples in sops/examples)
   --lines N          attested lines before the demo lists them (default 3)
@@ -61,6 +62,7 @@ const SPEC = {
   'mqtt-port': { type: 'string' },
   'api-port': { type: 'string' },
   'webhook-port': { type: 'string' },
+  'console-port': { type: 'string' },
   sops: { type: 'string' },
   lines: { type: 'string' },
   'no-demo': { type: 'boolean' },
@@ -78,18 +80,22 @@ export interface StartPorts {
   mqtt: number
   api: number
   webhook: number
+  console: number
 }
 
 export function portsFrom(
   v: Partial<
-    Record<'port-base' | 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port', string>
+    Record<
+      'port-base' | 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port' | 'console-port',
+      string
+    >
   >,
 ): StartPorts {
   const base = intOption(v['port-base'], 'port-base', 1)
-  if (base !== undefined && base + 4 > 65535)
-    throw new UsageError(`--port-base must leave room for 5 ports (at most 65531, got ${base})`)
+  if (base !== undefined && base + 5 > 65535)
+    throw new UsageError(`--port-base must leave room for 6 ports (at most 65530, got ${base})`)
   const one = (
-    name: 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port',
+    name: 'rpc-port' | 'market-port' | 'mqtt-port' | 'api-port' | 'webhook-port' | 'console-port',
     offset: number,
   ): number => {
     const p = intOption(v[name], name)
@@ -103,6 +109,7 @@ export function portsFrom(
     mqtt: one('mqtt-port', 2),
     api: one('api-port', 3),
     webhook: one('webhook-port', 4),
+    console: one('console-port', 5),
   }
 }
 
@@ -252,6 +259,7 @@ async function run(r: RunInput): Promise<void> {
   config.broker.port = r.ports.mqtt
   config.api.port = r.ports.api
   config.webhook.port = r.ports.webhook
+  config.console.port = r.ports.console
   config.chain = {
     rpc_url: info.rpcUrl,
     validation_registry: info.validationRegistry,
@@ -285,6 +293,7 @@ async function run(r: RunInput): Promise<void> {
       `hub API    ${hub.apiUrl ?? 'off'}  (local API; token in ${paths.apiToken})`,
       `MQTT       ${hub.brokerUrl}  (board events on boards/vend1/<signal>)`,
       `webhooks   ${hub.webhookUrl ?? 'off'}`,
+      `console    ${hub.console ? `${hub.console.url}  (sign in once with ${hub.console.loginLink()} ; valid 15 min)` : 'off'}`,
       `device key ${key.prefix}… stored in ${paths.marketKey}; agent ${info.agentId}`,
       'Ctrl-C stops everything.',
     ].join('\n'),

@@ -45,7 +45,7 @@ export interface PrintedConfig {
 /** The config as hub.toml writes it: every default filled in, secrets left out (and named). */
 export function configToToml(c: HubConfig): PrintedConfig {
   const hidden: string[] = []
-  const { file: _file, sopsDir, dataDir, logLevel, broker, webhook, boards, chain, ...rest } = c
+  const { file: _file, sopsDir, dataDir, logLevel, broker, webhook, boards, chain, console, ...rest } = c
   const { tls, password, ...brokerRest } = broker
   if (password !== undefined) hidden.push('broker.password')
   const doc: Doc = {
@@ -67,6 +67,11 @@ export function configToToml(c: HubConfig): PrintedConfig {
   const others = toToml(rest) as Doc
   // Section order as in the README's reference: api, webhook, cron, … then anything newer.
   if (others.api !== undefined) doc.api = others.api
+  const { tls: consoleTls, ...consoleRest } = console
+  doc.console = {
+    ...(toToml(consoleRest) as Doc),
+    ...(consoleTls ? { tls_cert: consoleTls.cert, tls_key: consoleTls.key } : {}),
+  }
   // Webhook paths are keys chosen by the SOP author: kept exactly, never re-spelled.
   doc.webhook = {
     ...(toToml(webhookRest) as Doc),

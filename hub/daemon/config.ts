@@ -82,6 +82,20 @@ export const HubTomlSchema = {
       additionalProperties: false,
     },
     api: { type: 'object', properties: { port: Port }, additionalProperties: false },
+    // The web console (hub/console/): on by default, loopback unless asked; beyond loopback it
+    // needs the owner password (`svc hub console-password`) or the hub refuses to start.
+    console: {
+      type: 'object',
+      properties: {
+        enabled: { type: 'boolean' },
+        host: { type: 'string', minLength: 1 },
+        port: Port,
+        // HTTPS for the console (PEM files); the session cookie is Secure whenever this is set.
+        tls_cert: { type: 'string', minLength: 1 },
+        tls_key: { type: 'string', minLength: 1 },
+      },
+      additionalProperties: false,
+    },
     webhook: {
       type: 'object',
       properties: {
@@ -199,6 +213,8 @@ export interface HubConfig {
     tls: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
   }
   api: { port: number }
+  /** `[console]`: the hub's web console (hub/console/); `tls` = HTTPS with these PEM files. */
+  console: { enabled: boolean; host: string; port: number; tls: { cert: string; key: string } | null }
   /** `rateLimit`: requests per minute per client address, 0 = off. */
   webhook: {
     enabled: boolean
@@ -234,6 +250,8 @@ export const DEFAULTS = {
   brokerHost: '127.0.0.1',
   brokerPort: 1883,
   apiPort: 8786,
+  consoleHost: '127.0.0.1',
+  consolePort: 8788,
   webhookHost: '127.0.0.1',
   webhookPort: 8787,
   webhookBodyLimit: 64 * 1024,
@@ -340,6 +358,12 @@ export function resolveConfig(
   if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
   const amqp = amqpSection(t.amqp, path)
   if (typeof amqp === 'string') return { ok: false, error: `${where}: ${amqp}` }
+  const c = t.console
+  if ((c?.tls_cert === undefined) !== (c?.tls_key === undefined))
+    return {
+      ok: false,
+      error: `${where}: console.tls_cert and console.tls_key: give both (PEM files) or neither`,
+    }
   return {
     ok: true,
     config: {
@@ -358,6 +382,15 @@ export function resolveConfig(
         tls,
       },
       api: { port: t.api?.port ?? DEFAULTS.apiPort },
+      console: {
+        enabled: c?.enabled ?? true,
+        host: c?.host ?? DEFAULTS.consoleHost,
+        port: c?.port ?? DEFAULTS.consolePort,
+        tls:
+          c?.tls_cert !== undefined && c.tls_key !== undefined
+            ? { cert: path(c.tls_cert, c.tls_cert), key: path(c.tls_key, c.tls_key) }
+            : null,
+      },
       webhook: {
         enabled: t.webhook?.enabled ?? true,
         host: t.webhook?.host ?? DEFAULTS.webhookHost,

@@ -40,6 +40,7 @@ import { startBoardCommands } from './board-commands.ts'
 import { startStateTopics, type StateTopics } from '../mqtt-state/publisher.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
 import { SVC_VERSION } from '../version.ts'
+import type { RunningConsole } from '../console/index.ts'
 
 export interface RunningHub {
   config: HubConfig
@@ -55,6 +56,8 @@ export interface RunningHub {
   bridge: BridgeLike | null
   apiUrl: string | null
   webhookUrl: string | null
+  /** The web console, when `[console] enabled` and this build has it. */
+  console: { url: string; loginLink(): string } | null
   /** Reload SOPs from the sops dir (SIGHUP): engine and router swap them in. */
   reload(): Promise<void>
   close(): Promise<void>
@@ -226,6 +229,7 @@ export async function startHub(
     // svc/hub/state and friends (hub/mqtt-state/): started once the engine exists, before any
     // port opens; the bridge's callbacks reach it through this reference.
     let stateTopics: StateTopics | null = null
+    let consoleRef: RunningConsole | null = null
     let bridge: BridgeLike | null = null
     if (config.boards.length > 0) {
       if (!parts.createBridge) throw new Error('boards are configured but this build has no bridge')
@@ -234,6 +238,7 @@ export async function startHub(
         boards: config.boards,
         publish: (topic, payload, o) => {
           stateTopics?.seen(topic, payload, o)
+          consoleRef?.seen(topic, payload, o)
           return publish(topic, payload, o)
         },
         log,
@@ -242,6 +247,7 @@ export async function startHub(
               availability: (board: string, state: 'online' | 'offline') => {
                 a.set(board, state)
                 stateTopics?.board(board, state)
+                consoleRef?.availability(board, state)
               },
             }
           : {}),
@@ -296,6 +302,25 @@ export async function startHub(
         })
     stateTopics = topics
     if (topics) closers.push({ name: 'state topics', fn: () => topics.close() })
+
+    // The console before any trigger or port: it sees every run and every board change.
+    if (parts.console && config.console.enabled) {
+      const c = await parts.console({
+        config: config.console,
+        dataDir: config.dataDir,
+        engine,
+        sops: () => sops,
+        diagnostics: () => diagnostics,
+        sopsDir: config.sopsDir,
+        boards: boardNames,
+        bridge,
+        boardTimeoutMs: config.tools.boardTimeoutMs,
+        attestation: attestation.console ?? null,
+        log,
+      })
+      consoleRef = c
+      closers.push({ name: 'console', fn: () => c.close() })
+    }
 
     // A URL or password that cannot be read stops the start with the field named; a broker that
     // does not answer does not (the amqp source retries it).
@@ -377,6 +402,7 @@ export async function startHub(
         broker: brokerUrl,
         webhook: router.webhookUrl,
         api: apiUrl,
+        console: consoleRef?.url ?? null,
         sops: sops.length,
         boards: config.boards.map((b) => b.name),
       },
@@ -400,6 +426,7 @@ export async function startHub(
       bridge,
       apiUrl,
       webhookUrl: router.webhookUrl,
+      console: consoleRef,
       async reload() {
         const next = await loadAndReport(config.sopsDir, log)
         sops = next.sops

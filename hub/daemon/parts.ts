@@ -11,6 +11,8 @@ import type { Tool } from '../../tools/types.ts'
 import type { AgentAdapter } from '../agent/types.ts'
 import type { Log } from '../log.ts'
 import type { BoardEntry, HubConfig } from './config.ts'
+import type { ConsoleAttestation } from '../console/context.ts'
+import type { ConsoleOptions, RunningConsole } from '../console/index.ts'
 
 /** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
 export interface BridgeLike extends BoardPort {
@@ -53,6 +55,8 @@ export interface HubParts {
     sops: readonly Sop[]
     log: Log
   }) => Promise<AttestationParts>
+  /** The web console (hub/console/), started when `[console] enabled`. */
+  console?: (o: Omit<ConsoleOptions, 'home'>) => Promise<RunningConsole>
 }
 
 /** What the attestation part adds to the hub: tools, a loop started once the hub is up, API routes. */
@@ -63,4 +67,6 @@ export interface AttestationParts {
   /** Routes added to the local API before it listens (the attestation store's status and export). */
   routes?(app: FastifyInstance): void
   close?(): Promise<void>
+  /** The store and sync as the console shows them (counts, status, "sync now"). */
+  console?: ConsoleAttestation
 }

@@ -151,6 +151,11 @@ export async function attestParts(
       tools: [tool],
       store,
       routes: attestRoutes(store, () => sync?.status() ?? null),
+      console: {
+        store,
+        sync: () => sync?.status() ?? null,
+        syncNow: sync ? () => (sync as AttestSync).runOnce() : null,
+      },
       start: () => sync?.start(),
       async close() {
         await sync?.stop()
@@ -191,6 +196,7 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
     },
+    console: async (o) => (await import('../console/index.ts')).startConsole({ ...o, home: paths.home }),
     createBridge: async ({ boards, publish, log, availability }) => {
       const o = { boards, publish, log, ...(availability ? { availability } : {}) }
       // Simulated boards play in-process on their own binding; the bridge never imports boards/.

@@ -70,7 +70,7 @@ t.test(
     const home = await tempDir(t, 'svc-hub-home-')
     await writeFile(
       join(home, 'hub.toml'),
-      `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n${simulated('vend1')}${simulated('vend2')}`,
+      `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n${simulated('vend1')}${simulated('vend2')}`,
     )
     const watch = await watchAvailability(t, mosq.url)
     const hub = await startHubChild(t, home)
@@ -99,7 +99,7 @@ t.test('external broker: a clean stop (SIGTERM) also ends offline', { skip: noMo
   const home = await tempDir(t, 'svc-hub-home-')
   await writeFile(
     join(home, 'hub.toml'),
-    `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n${simulated('vend1')}`,
+    `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n${simulated('vend1')}`,
   )
   const watch = await watchAvailability(t, mosq.url)
   const hub = await startHubChild(t, home)
@@ -116,7 +116,7 @@ t.test('embedded broker: after a SIGKILL, the next start resets availability to 
   const conf = (boards: string) =>
     writeFile(
       join(home, 'hub.toml'),
-      `[broker]\nport = ${port}\n[webhook]\nenabled = false\n[api]\nport = 0\n${boards}`,
+      `[broker]\nport = ${port}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n${boards}`,
     )
   await conf(simulated('vend1') + simulated('old1'))
   const url = `mqtt://127.0.0.1:${port}`

@@ -322,7 +322,10 @@ t.test('a bad accounts file stops the start, naming the file', async (t) => {
 t.test('the hub refuses to start on 0.0.0.0 with no accounts, naming the fix', async (t) => {
   const home = await tempDir(t)
   const toml = join(home, 'hub.toml')
-  await writeFile(toml, '[broker]\nhost = "0.0.0.0"\nport = 0\n[webhook]\nenabled = false\n[api]\nport = 0\n')
+  await writeFile(
+    toml,
+    '[broker]\nhost = "0.0.0.0"\nport = 0\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n',
+  )
   const cfg = parseConfig(await readFile(toml, 'utf8'), toml, { SVC_HOME: home })
   if (!cfg.ok) throw new Error(cfg.error)
   await t.rejects(startHub(cfg.config, recordingLog()), {

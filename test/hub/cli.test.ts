@@ -59,7 +59,10 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
     join(home, 'sops', 'inbox', 'SOP.md'),
     '# inbox\n\n## Steps\n\n1. **Pause**\n   - call: {"tool":"wait","args":{"ms":1}}\n',
   )
-  await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
+  await writeFile(
+    join(home, 'hub.toml'),
+    '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n[console]\nport = 0\n',
+  )
   const child = spawn(
     process.execPath,
     ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'],

@@ -121,7 +121,7 @@ t.test('svc hub config > hub.toml: the hub reads it back unchanged, and starts o
   const home = await tempDir(t)
   await writeFile(
     join(home, 'start.toml'),
-    `[hub]\nsops_dir = "sops"\n[broker]\nport = 0\n[api]\nport = 0\n[webhook]\nport = 0\n[[boards]]\nname = "sim1"\nport = "/dev/svc-sim-sim1"\nline_cap = 512\nsimulate = true\n`,
+    `[hub]\nsops_dir = "sops"\n[broker]\nport = 0\n[api]\nport = 0\n[console]\nport = 0\n[webhook]\nport = 0\n[[boards]]\nname = "sim1"\nport = "/dev/svc-sim-sim1"\nline_cap = 512\nsimulate = true\n`,
   )
   const run = async (args: string[]) => {
     const out: string[] = []

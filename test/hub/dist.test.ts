@@ -46,7 +46,10 @@ t.test(
       tool: 'chain_attest',
       args: { action: 'vend', request_uri: 'svc://o/1', params: { slot: 3 } },
     })
-    await writeFile(join(home, 'hub.toml'), '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n')
+    await writeFile(
+      join(home, 'hub.toml'),
+      '[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n[console]\nport = 0\n',
+    )
     // No --import tsx, no NODE_OPTIONS from the test runner: bare node, as in production.
     const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: home }
     delete env.NODE_OPTIONS

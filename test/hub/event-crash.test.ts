@@ -52,7 +52,7 @@ async function writeHome(home: string, broker: string): Promise<void> {
   await writeFile(join(home, 'sops', 'answer', 'SOP.md'), SOP_MD)
   await writeFile(
     join(home, 'hub.toml'),
-    `[hub]\nsops_dir = "${join(home, 'sops')}"\nlog_level = "warn"\n[broker]\n${broker}\n[webhook]\nenabled = false\n[api]\nport = 0\n`,
+    `[hub]\nsops_dir = "${join(home, 'sops')}"\nlog_level = "warn"\n[broker]\n${broker}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
   )
 }
 

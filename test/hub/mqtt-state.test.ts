@@ -323,7 +323,7 @@ t.test(
     const home = await tempDir(t, 'svc-hub-home-')
     await writeFile(
       join(home, 'hub.toml'),
-      `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n`,
+      `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
     )
     const w = await watch(t, mosq.url, ['svc/hub/state'])
     const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {

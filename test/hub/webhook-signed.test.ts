@@ -282,7 +282,7 @@ t.test(
       delete process.env[name]
     })
     const toml = (secrets: string) =>
-      `[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = 0\n[api]\nport = 0\n[webhook]\nhost = "0.0.0.0"\nport = 0\n${secrets}`
+      `[hub]\nsops_dir = "${sopsDir}"\ndata_dir = "${join(home, 'data')}"\n[broker]\nport = 0\n[api]\nport = 0\n[console]\nport = 0\n[webhook]\nhost = "0.0.0.0"\nport = 0\n${secrets}`
     const unsigned = parseConfig(toml(''), null, { SVC_HOME: home })
     if (!unsigned.ok) throw new Error(unsigned.error)
     await t.rejects(startHub(unsigned.config, silentLog), {

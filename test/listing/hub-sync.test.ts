@@ -55,6 +55,7 @@ t.test('the hub posts queued listings and builds drafts by itself', async (t) =>
       hub: { sops_dir: join(home, 'sops'), data_dir: join(home, 'data'), log_level: 'silent' },
       broker: { port: 0 },
       api: { port: 0 },
+      console: { port: 0 },
       webhook: { enabled: false },
       chain: {
         rpc_url: dev.rpcUrl,
