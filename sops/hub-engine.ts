@@ -42,6 +42,18 @@ export interface RunFilter {
   cursor?: string
 }
 
+/**
+ * A filter the engine cannot serve (an unknown state, a cursor it did not give out, a time that
+ * is not one): the caller's input is wrong, so the local API answers 400 with the message.
+ */
+export class RunFilterError extends Error {
+  readonly code = 'BAD_RUN_FILTER'
+  constructor(message: string) {
+    super(message)
+    this.name = 'RunFilterError'
+  }
+}
+
 /** One page of run history, newest first; `next` is null on the last page. */
 export interface RunPage {
   runs: RunSummary[]
@@ -72,7 +84,10 @@ export interface HubEngine extends Engine {
   watch(listener: (change: EngineChange) => void): () => void
   getRun(runId: string): Promise<RunRecord | undefined>
   listRuns(filter?: RunFilter): Promise<RunSummary[]>
-  /** A page of run history (finished and live) by the filter, newest first, keyset-paginated. */
+  /**
+   * A page of run history (finished and live) by the filter, newest first, keyset-paginated from
+   * the run index. Throws RunFilterError for a filter it cannot serve.
+   */
   queryRuns(filter?: RunFilter): Promise<RunPage>
   logs(runId: string): Promise<LogEntry[] | undefined>
   /** Triggers kept by the parallel (deferred) and hold (held) policies, in arrival order. */

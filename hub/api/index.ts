@@ -5,7 +5,9 @@ import { timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
 import type { Json } from '../../sops/types.ts'
-import type { HubEngine } from '../../sops/hub-engine.ts'
+import { type HubEngine, type RunFilter, RunFilterError } from '../../sops/hub-engine.ts'
+import { backlog } from '../../sops/run/backlog.ts'
+import { parseTimeArg } from './time-arg.ts'
 
 export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo } from './token.ts'
 
@@ -44,6 +46,9 @@ const List = {
     sop: { type: 'string', minLength: 1 },
     state: { type: 'string', enum: [...RUN_STATES] },
     limit: { type: 'integer', minimum: 1, maximum: 1000 },
+    since: { type: 'string', minLength: 1, maxLength: 100 },
+    until: { type: 'string', minLength: 1, maxLength: 100 },
+    cursor: { type: 'string', minLength: 1, maxLength: 200 },
   },
   additionalProperties: false,
 } as const
@@ -102,9 +107,42 @@ export function createLocalApi(opts: {
 
   app.get('/sop/pending', async () => ({ runs: engine.pending() }))
 
-  app.get('/sop/runs', { schema: { querystring: List } }, async (req) => {
-    const q = req.query as { sop?: string; state?: RunState; limit?: number }
-    return { runs: await engine.listRuns(q) }
+  // A page of run history from the run index, newest first; `next` goes back as `cursor`.
+  app.get('/sop/runs', { schema: { querystring: List } }, async (req, reply) => {
+    const q = req.query as {
+      sop?: string
+      state?: RunState
+      limit?: number
+      since?: string
+      until?: string
+      cursor?: string
+    }
+    const now = Date.now()
+    const filter: RunFilter = {
+      ...(q.sop !== undefined ? { sop: q.sop } : {}),
+      ...(q.state !== undefined ? { state: q.state } : {}),
+      ...(q.limit !== undefined ? { limit: q.limit } : {}),
+      ...(q.cursor !== undefined ? { cursor: q.cursor } : {}),
+    }
+    for (const k of ['since', 'until'] as const) {
+      const v = q[k]
+      if (v === undefined) continue
+      const t = parseTimeArg(v, now)
+      if (!t.ok) return reply.code(400).send({ error: `querystring/${k}: ${t.error}` })
+      filter[k] = t.ms
+    }
+    try {
+      return await engine.queryRuns(filter)
+    } catch (err) {
+      if (err instanceof RunFilterError) return reply.code(400).send({ error: err.message })
+      throw err
+    }
+  })
+
+  // Triggers kept by the hold and parallel policies, per SOP (sops/run/backlog.ts).
+  app.get('/sop/held', async () => {
+    const now = Date.now()
+    return { now, sops: backlog(engine.keptTriggers(), now) }
   })
 
   app.get('/sop/runs/:id', { schema: { params: Id } }, async (req, reply) => {

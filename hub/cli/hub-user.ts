@@ -137,7 +137,7 @@ function beyondLoopback(config: HubConfig): boolean {
   return !isLoopbackHost(b.host) || (b.tls !== null && !isLoopbackHost(b.tls.host))
 }
 
-async function readPassword(
+export async function readPassword(
   values: { 'password-stdin'?: boolean; 'password-env'?: string },
   input: PasswordInput,
   io: CliIo,
@@ -169,7 +169,7 @@ async function readPassword(
   return first
 }
 
-async function readStdin(): Promise<string> {
+export async function readStdin(): Promise<string> {
   let text = ''
   for await (const chunk of process.stdin) {
     text += String(chunk)

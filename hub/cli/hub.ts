@@ -12,9 +12,10 @@ import { parseOptions } from './options.ts'
 const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
        svc hub config [--config FILE] [--json]
        svc hub user add|remove|list …   (broker accounts: svc hub user --help)
+       svc hub console-password [--clear] (the web console's owner password: --help)
 
   run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
-                 SOP engine, tools, webhook gateway, local API. Stops on SIGTERM/SIGINT;
+                 SOP engine, tools, webhook gateway, local API, web console. Stops on SIGTERM/SIGINT;
                  SIGHUP reloads the SOPs.
   config         print the effective configuration (defaults filled in) and exit.
 
@@ -79,6 +80,8 @@ export async function resolveCliConfig(
 export const command: Command = async (argv, io) => {
   // `svc hub user …` has options of its own (hub/cli/hub-user.ts).
   if (argv[0] === 'user') return (await import('./hub-user.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'console-password')
+    return (await import('./hub-console-password.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)

@@ -44,29 +44,11 @@ import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
 import { EngineStore, type OnceMark } from './store.ts'
+import { summary } from './summary.ts'
 import type { EngineOptions } from './types.ts'
 import type { Log } from '../log.ts'
 
 const silent: Log = { info() {}, warn() {}, error() {} }
-
-function summary(
-  run: Pick<
-    RunRecord,
-    'id' | 'sop' | 'state' | 'current' | 'createdAt' | 'updatedAt' | 'finishedAt' | 'gate' | 'error'
-  >,
-): RunSummary {
-  return {
-    id: run.id,
-    sop: run.sop,
-    state: run.state,
-    current: run.current,
-    createdAt: run.createdAt,
-    updatedAt: run.updatedAt,
-    ...(run.finishedAt !== undefined ? { finishedAt: run.finishedAt } : {}),
-    ...(run.gate ? { gate: run.gate } : {}),
-    ...(run.error !== undefined ? { error: run.error } : {}),
-  }
-}
 
 export class Engine implements HubEngine {
   private sops = new Map<string, Sop>()
@@ -845,32 +827,12 @@ export class Engine implements HubEngine {
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
-    const out = new Map<string, RunSummary>()
-    for await (const v of this.store.finished()) {
-      const r = v as RunSummary
-      if (filter.sop !== undefined && r.sop !== filter.sop) continue
-      out.set(r.id, r)
-    }
-    for (const r of this.live.values())
-      if (filter.sop === undefined || r.sop === filter.sop) out.set(r.id, summary(r))
-    let list = [...out.values()]
-    if (filter.state !== undefined) list = list.filter((r) => r.state === filter.state)
-    list.sort((a, b) => b.createdAt - a.createdAt)
-    return list.slice(0, filter.limit ?? 100)
+    return (await this.queryRuns(filter)).runs
   }
 
-  // A scan until the run index lands: the same contract, paged over the filtered list.
-  async queryRuns(filter: RunFilter = {}): Promise<RunPage> {
-    const limit = filter.limit ?? 100
-    const all = (await this.listRuns({ ...filter, limit: Number.MAX_SAFE_INTEGER })).filter(
-      (r) =>
-        (filter.since === undefined || r.createdAt >= filter.since) &&
-        (filter.until === undefined || r.createdAt < filter.until),
-    )
-    const start = filter.cursor ? all.findIndex((r) => r.id === filter.cursor) + 1 : 0
-    const runs = all.slice(start, start + limit)
-    const last = runs.at(-1)
-    return { runs, next: start + limit < all.length && last ? last.id : null }
+  /** From the run index (store.ts); the live runs from memory, which may be ahead of the store. */
+  queryRuns(filter: RunFilter = {}): Promise<RunPage> {
+    return this.store.queryRuns(filter, [...this.live.values()].map(summary))
   }
 
   async logs(runId: string): Promise<LogEntry[] | undefined> {

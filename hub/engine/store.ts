@@ -1,11 +1,27 @@
 // The engine's durable state in LevelDB (issue 3, durability): run records, kept triggers
 // (deferred/held), admission decisions and per-SOP cooldown marks. Every state change is one
-// `sync: true` batch shared with concurrent writers (group-commit.ts).
+// `sync: true` batch shared with concurrent writers (group-commit.ts). The run index
+// (run-index.ts) is written in the same batches as the records it points at, so after a crash
+// it never disagrees with them.
 import { Level } from 'level'
+import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import { MAX_LOG_ENTRIES, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
+import {
+  INDEX,
+  INDEX_MARKER,
+  INDEX_VERSION,
+  checkFilter,
+  cursorAt,
+  idOf,
+  indexKeys,
+  position,
+  prefixFor,
+  stateKeys,
+} from './run-index.ts'
+import { summary } from './summary.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
 const RUN = 'run!'
@@ -57,6 +73,8 @@ interface Written {
   /** Each step record as last written: the object and its JSON. */
   steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
   logSeq: number
+  /** The state the run index has the run under. */
+  state: RunRecord['state']
 }
 
 /**
@@ -68,6 +86,8 @@ const settled = (rec: StepRecord): boolean => rec.status !== 'running'
 
 export class EngineStore {
   private seq = 0
+  /** No index marker yet, and no runs to index: the next write carries the marker. */
+  private unmarked = false
   private written = new Map<string, Written>()
   readonly committer: GroupCommitter
 
@@ -100,7 +120,49 @@ export class EngineStore {
   static async open(path: string): Promise<EngineStore> {
     const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
     await db.open()
-    return new EngineStore(db)
+    const store = new EngineStore(db)
+    if ((await db.get(INDEX_MARKER)) !== INDEX_VERSION) {
+      // A store with no runs has nothing to index: its marker rides with its first write, so
+      // opening a fresh store writes nothing.
+      if (await store.hasRuns()) await store.reindex()
+      else store.unmarked = true
+    }
+    return store
+  }
+
+  /**
+   * Builds the run index from the records (a store written before the index, or by another
+   * layout). The marker goes in last: a crash mid-way leaves no marker, and the next open
+   * starts again from nothing.
+   */
+  private async hasRuns(): Promise<boolean> {
+    for (const p of [FIN, OPEN])
+      for await (const _ of this.db.keys({ gt: p, lt: `${p}\xff`, limit: 1 })) return true
+    return false
+  }
+
+  private async reindex(): Promise<void> {
+    let ops: BatchOp[] = []
+    const flush = async (force = false) => {
+      if (ops.length === 0 || (!force && ops.length < 5000)) return
+      await this.write(ops)
+      ops = []
+    }
+    for await (const key of this.db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) {
+      ops.push({ type: 'del', key })
+      await flush()
+    }
+    for await (const v of this.db.values({ gt: FIN, lt: `${FIN}\xff` })) {
+      for (const key of indexKeys(JSON.parse(v) as RunSummary)) ops.push({ type: 'put', key, value: '' })
+      await flush()
+    }
+    for await (const k of this.db.keys({ gt: OPEN, lt: `${OPEN}\xff` })) {
+      const r = await this.replay(k.slice(OPEN.length))
+      if (r) for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '' })
+      await flush()
+    }
+    await flush(true)
+    await this.write([{ type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }])
   }
 
   /**
@@ -116,8 +178,9 @@ export class EngineStore {
     const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
     let json = '{'
     if (!w) {
-      w = { seq: 0, steps: new Map(), logSeq: 0 }
+      w = { seq: 0, steps: new Map(), logSeq: 0, state: run.state }
       this.written.set(run.id, w)
+      for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '' })
       const head: RunHead = {
         id: run.id,
         sop: run.sop,
@@ -128,6 +191,13 @@ export class EngineStore {
       }
       json += `"head":${JSON.stringify(head)},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '' })
+    }
+    if (w.state !== run.state) {
+      // The index moves with the state, in the same batch (run-index.ts).
+      for (const key of stateKeys({ id: run.id, sop: run.sop, createdAt: run.createdAt, state: w.state }))
+        ops.push({ type: 'del', key })
+      for (const key of stateKeys(run)) ops.push({ type: 'put', key, value: '' })
+      w.state = run.state
     }
     json += `"st":${JSON.stringify(st satisfies RunStateRecord)}`
     let changed = ''
@@ -229,8 +299,10 @@ export class EngineStore {
     return { type: 'put', key: LAST + sop, value: String(at) }
   }
 
-  write(ops: BatchOp[]): Promise<void> {
-    return this.committer.write(ops)
+  async write(ops: BatchOp[]): Promise<void> {
+    if (!this.unmarked) return this.committer.write(ops)
+    await this.committer.write([...ops, { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }])
+    this.unmarked = false
   }
 
   /** Replays a run's deltas; also returns how many there were (the next delta's number). */
@@ -260,7 +332,51 @@ export class EngineStore {
     return (await this.replay(id))?.run
   }
 
-  /** Summaries of the finished runs (live ones are in the engine's memory). */
+  /**
+   * A newest-first page from the run index. `live` are the runs in the engine's memory, which may
+   * be ahead of the store: their index entries are skipped and the memory's version merged in.
+   * A run indexed but neither live nor finished (a store read with no engine; a run whose finish
+   * is being written) is replayed from its deltas.
+   */
+  async queryRuns(filter: RunFilter, live: readonly RunSummary[] = []): Promise<RunPage> {
+    const { limit, lower, upper } = checkFilter(filter)
+    const prefix = prefixFor(filter)
+    const liveIds = new Set<string>()
+    const page: { pos: string; run?: RunSummary; id: string }[] = []
+    for (const r of live) {
+      liveIds.add(r.id)
+      if (filter.sop !== undefined && r.sop !== filter.sop) continue
+      if (filter.state !== undefined && r.state !== filter.state) continue
+      const pos = position(r)
+      if (pos >= lower && pos < upper) page.push({ pos, run: r, id: r.id })
+    }
+    let fromStore = 0
+    for await (const k of this.db.keys({ gte: prefix + lower, lt: prefix + upper, reverse: true })) {
+      const id = idOf(k)
+      if (liveIds.has(id)) continue
+      page.push({ pos: k.slice(prefix.length), id })
+      if (++fromStore > limit) break
+    }
+    page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))
+    page.length = Math.min(page.length, limit + 1)
+    const wanted = page.filter((p) => !p.run)
+    const fin = await this.db.getMany(wanted.map((p) => FIN + p.id))
+    for (let i = 0; i < wanted.length; i++) {
+      const v = fin[i]
+      if (v !== undefined) wanted[i]!.run = JSON.parse(v) as RunSummary
+      else {
+        const r = await this.getRun(wanted[i]!.id)
+        if (r) wanted[i]!.run = summary(r)
+      }
+    }
+    const runs = page
+      .slice(0, limit)
+      .map((p) => p.run)
+      .filter((r): r is RunSummary => r !== undefined)
+    return { runs, next: page.length > limit ? cursorAt(page[limit - 1]!.pos) : null }
+  }
+
+  /** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
   async *finished(): AsyncGenerator<unknown> {
     for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) yield JSON.parse(v)
   }
@@ -278,7 +394,7 @@ export class EngineStore {
           { rec, json: JSON.stringify(rec), settled: settled(rec) },
         ]),
       )
-      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
+      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq, state: r.run.state })
     }
     return out
   }

@@ -14,6 +14,7 @@ import { main } from '../../hub/cli/main.ts'
 import type { CliIo } from '../../hub/cli/io.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { waitFor } from '../helpers/wait.ts'
 import { call, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
@@ -40,13 +41,15 @@ async function hub(t: Parameters<typeof startEngine>[0]) {
     step(1, { requiresConfirmation: true, prompt: 'open the door?', calls: [call('echo', { a: 1 })] }),
     step(2, { decide: 'is it raining?', calls: [call('echo', { b: 2 })] }),
   ]
-  const { engine } = await startEngine(t, [sop({ name: 'door', executionMode: 'auto', steps })])
+  // coin: one run at a time, later coins held (SOP-NOTES: admission, hold).
+  const coin = sop({ name: 'coin', admissionPolicy: 'hold', steps: [step(1, { calls: [call('block')] })] })
+  const { engine, tools } = await startEngine(t, [sop({ name: 'door', executionMode: 'auto', steps }), coin])
   const token = await issueApiToken(paths.apiToken)
   const app = createLocalApi({ engine, token })
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   t.teardown(() => app.close())
   await writeApiInfo(url, paths.apiInfo)
-  return { engine, env, paths, token, url, run: cli(env) }
+  return { engine, tools, env, paths, token, url, run: cli(env) }
 }
 
 t.test('token and info files: 0600, fresh per issue, refused when others can read them', async (t) => {
@@ -181,4 +184,99 @@ t.test('with no hub running the commands say so in one line (exit 1)', async (t)
   t.equal(stale.code, 1)
   t.match(stale.err, /no hub is running at http:\/\/127\.0\.0\.1:1/)
   t.equal((await readFile(paths.apiToken, 'utf8')).trim().length, 64)
+})
+
+t.test('GET /sop/runs pages by cursor and time; GET /sop/held counts the backlog', async (t) => {
+  const h = await hub(t)
+  const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
+  const get = async (path: string) => {
+    const r = await fetch(h.url + path, { headers: auth })
+    return {
+      status: r.status,
+      body: (await r.json()) as { runs: { id: string }[]; next: string | null; error?: string },
+    }
+  }
+  const ids: string[] = []
+  for (let i = 0; i < 5; i++) {
+    const r = await fetch(h.url + '/sop/door/trigger', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ payload: { i } }),
+    })
+    ids.push(((await r.json()) as { runId: string }).runId)
+  }
+  await h.engine.idle()
+  const seen: string[] = []
+  let page = await get('/sop/runs?sop=door&limit=2')
+  for (;;) {
+    t.equal(page.status, 200)
+    seen.push(...page.body.runs.map((r) => r.id))
+    if (page.body.next === null) break
+    page = await get(`/sop/runs?sop=door&limit=2&cursor=${encodeURIComponent(page.body.next)}`)
+  }
+  // Runs created in the same millisecond order by id, so compare as sets, then check the order.
+  t.same([...seen].sort(), [...ids].sort(), 'every run once across three pages')
+  const created = await Promise.all(seen.map(async (id) => (await h.engine.getRun(id))!.createdAt))
+  t.same(
+    created,
+    [...created].sort((a, b) => b - a),
+    'newest first',
+  )
+  t.equal((await get('/sop/runs?state=waiting_approval&since=1h')).body.runs.length, 5)
+  t.equal((await get('/sop/runs?since=2999-01-01')).body.runs.length, 0, 'nothing from the future')
+  t.equal(
+    (await get(`/sop/runs?until=${new Date(Date.now() - 3_600_000).toISOString()}`)).body.runs.length,
+    0,
+  )
+
+  for (const [q, msg] of [
+    ['cursor=nope', /cursor "nope" is not one this hub gave out/],
+    ['since=yesterday', /since: "yesterday" is not a time/],
+    ['until=2026-13-45', /until: "2026-13-45" is not a time/],
+    ['state=sleeping', /state.*waiting_approval/],
+    ['limit=0', /limit/],
+  ] as const) {
+    const r = await get(`/sop/runs?${q}`)
+    t.equal(r.status, 400, q)
+    t.match(r.body.error, msg)
+  }
+
+  t.same((await (await fetch(h.url + '/sop/held', { headers: auth })).json()).sops, [], 'no backlog yet')
+  for (let i = 0; i < 3; i++)
+    await fetch(h.url + '/sop/coin/trigger', {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ payload: { i } }),
+    })
+  const held = (await (await fetch(h.url + '/sop/held', { headers: auth })).json()) as {
+    now: number
+    sops: {
+      sop: string
+      count: number
+      held: number
+      deferred: number
+      oldestAt: number
+      newestAt: number
+      oldestAgeMs: number
+    }[]
+  }
+  t.match(
+    held.sops,
+    [{ sop: 'coin', count: 2, held: 2, deferred: 0 }],
+    'two coins held behind the running one',
+  )
+  const b = held.sops[0]!
+  t.ok(b.oldestAt <= b.newestAt && b.oldestAgeMs === held.now - b.oldestAt, 'arrivals and ages agree')
+  // Drain: each release lets the running coin finish and the next held one start.
+  await waitFor(async () => {
+    h.tools.release()
+    const now = (await (await fetch(h.url + '/sop/held', { headers: auth })).json()) as { sops: unknown[] }
+    return (
+      now.sops.length === 0 &&
+      h.tools.blockedCount() === 0 &&
+      h.engine.liveRuns().every((r) => r.sop !== 'coin')
+    )
+  }, 'the held coins to drain')
+  await h.engine.idle()
+  t.equal((await get('/sop/runs?sop=coin&state=completed')).body.runs.length, 3, 'all three coins ran')
 })
