@@ -3,7 +3,11 @@
 import type { ConsolePage } from './context.ts'
 import type { NavItem } from './layout.ts'
 import { register as overview } from './pages/overview.ts'
+import { register as sops } from './pages/sops.ts'
 
-export const NAV: readonly NavItem[] = [{ key: 'overview', href: '/', label: 'Overview' }]
+export const NAV: readonly NavItem[] = [
+  { key: 'overview', href: '/', label: 'Overview' },
+  { key: 'sops', href: '/sops', label: 'SOPs' },
+]
 
-export const PAGES: readonly ConsolePage[] = [overview]
+export const PAGES: readonly ConsolePage[] = [overview, sops]
