@@ -4,10 +4,12 @@ import type { ConsolePage } from './context.ts'
 import type { NavItem } from './layout.ts'
 import { register as overview } from './pages/overview.ts'
 import { register as sops } from './pages/sops.ts'
+import { register as boards } from './pages/boards.ts'
 
 export const NAV: readonly NavItem[] = [
   { key: 'overview', href: '/', label: 'Overview' },
   { key: 'sops', href: '/sops', label: 'SOPs' },
+  { key: 'boards', href: '/boards', label: 'Boards' },
 ]
 
-export const PAGES: readonly ConsolePage[] = [overview, sops]
+export const PAGES: readonly ConsolePage[] = [overview, sops, boards]

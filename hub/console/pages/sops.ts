@@ -8,11 +8,11 @@ import { graphText } from '../../../sops/graph.ts'
 import type { RunSummary } from '../../../sops/hub-engine.ts'
 import { formatDiagnostic } from '../../../sops/parse.ts'
 import { triggerText } from '../../../sops/trigger-text.ts'
-import type { Diagnostic, Json, Sop } from '../../../sops/types.ts'
+import type { Diagnostic, Sop } from '../../../sops/types.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type ConsoleContext, csrfField } from '../context.ts'
 import { heldBacklogView } from '../views/held-backlog.ts'
-import { jsonErrorAt } from '../views/json-where.ts'
+import { parseJsonBox } from '../views/json-where.ts'
 import { sopGraphSvg } from '../views/sop-graph-svg.ts'
 import { groupDiagnostics, shortPath } from '../views/sops-data.ts'
 import { ago } from '../views/time.ts'
@@ -176,23 +176,6 @@ ${runs.length === LAST_RUNS ? html`<p><a href="/runs?sop=${encodeURIComponent(so
 </section>`
 }
 
-/** The payload box's text as the trigger's payload, or why it cannot be. Pure. */
-export function parsePayload(text: string): { ok: true; payload: Json } | { ok: false; error: string } {
-  if (Buffer.byteLength(text, 'utf8') > PAYLOAD_MAX)
-    return { ok: false, error: `payload is larger than ${PAYLOAD_MAX / 1024} KiB; nothing was triggered` }
-  if (text.trim() === '') return { ok: true, payload: {} }
-  try {
-    return { ok: true, payload: JSON.parse(text) as Json }
-  } catch (err) {
-    const at = jsonErrorAt(text)
-    const where = at ? ` at line ${at.line}, column ${at.column}` : ''
-    return {
-      ok: false,
-      error: `payload is not JSON${where}: ${(err as Error).message}; nothing was triggered`,
-    }
-  }
-}
-
 export function register(app: FastifyInstance, ctx: ConsoleContext): void {
   const find = (name: string): Sop | undefined => ctx.sops().find((s) => s.name === name)
   const notFound = (req: FastifyRequest, reply: FastifyReply, name: string): FastifyReply =>
@@ -232,15 +215,16 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
     if (!sop) return notFound(req, reply, req.params.name)
     const raw = (req.body as Record<string, unknown> | null)?.payload
     const text = typeof raw === 'string' ? raw : ''
-    const parsed = parsePayload(text)
+    const parsed = parseJsonBox(text, 'payload', PAYLOAD_MAX)
     if (!parsed.ok) {
-      const body = await detailPage(ctx, req, sop, Date.now(), null, { payload: text, error: parsed.error })
+      const error = `${parsed.error}; nothing was triggered`
+      const body = await detailPage(ctx, req, sop, Date.now(), null, { payload: text, error })
       return ctx.render(req, reply, { title: sop.name, nav: 'sops', body, status: 400 })
     }
     const d = await ctx.engine.trigger(sop.name, {
       type: 'manual',
       source: 'console',
-      payload: parsed.payload,
+      payload: parsed.value,
       at: Date.now(),
     })
     ctx.log.info({ sop: sop.name, outcome: d.outcome, run: d.runId }, 'console: triggered by hand')

@@ -3,6 +3,8 @@
 // is not valid JSON"), and in a textarea a person needs the line. A scanner of RFC 8259's
 // grammar that stops at the first byte the grammar does not allow. Pure.
 
+import type { Json } from '../../../sops/types.ts'
+
 export interface JsonWhere {
   /** 0-based offset in the text. */
   offset: number
@@ -127,5 +129,26 @@ export function jsonErrorAt(text: string): JsonWhere | null {
     const before = text.slice(0, at)
     const line = before.split('\n').length
     return { offset: at, line, column: at - (before.lastIndexOf('\n') + 1) + 1 }
+  }
+}
+
+/**
+ * A form box's text as JSON: empty is `{}`; too large or not JSON is an error naming the box and,
+ * for bad JSON, the line and column. Pure.
+ */
+export function parseJsonBox(
+  text: string,
+  name: string,
+  maxBytes: number,
+): { ok: true; value: Json } | { ok: false; error: string } {
+  if (Buffer.byteLength(text, 'utf8') > maxBytes)
+    return { ok: false, error: `${name} is larger than ${Math.floor(maxBytes / 1024)} KiB` }
+  if (text.trim() === '') return { ok: true, value: {} }
+  try {
+    return { ok: true, value: JSON.parse(text) as Json }
+  } catch (err) {
+    const at = jsonErrorAt(text)
+    const where = at ? ` at line ${at.line}, column ${at.column}` : ''
+    return { ok: false, error: `${name} is not JSON${where}: ${(err as Error).message}` }
   }
 }
