@@ -2,14 +2,18 @@
 // (context.ts says how to write one); listing it here is all it takes to serve it signed-in.
 import type { ConsolePage } from './context.ts'
 import type { NavItem } from './layout.ts'
-import { register as overview } from './pages/overview.ts'
-import { register as sops } from './pages/sops.ts'
+import { register as approvals } from './pages/approvals.ts'
 import { register as boards } from './pages/boards.ts'
+import { register as overview } from './pages/overview.ts'
+import { register as runs } from './pages/runs.ts'
+import { register as sops } from './pages/sops.ts'
 
 export const NAV: readonly NavItem[] = [
   { key: 'overview', href: '/', label: 'Overview' },
+  { key: 'approvals', href: '/approvals', label: 'Approvals' },
+  { key: 'runs', href: '/runs', label: 'Runs' },
   { key: 'sops', href: '/sops', label: 'SOPs' },
   { key: 'boards', href: '/boards', label: 'Boards' },
 ]
 
-export const PAGES: readonly ConsolePage[] = [overview, sops, boards]
+export const PAGES: readonly ConsolePage[] = [overview, approvals, runs, sops, boards]

@@ -26,6 +26,8 @@ export interface ConsoleHubOptions {
   sops?: Record<string, [string, string]>
   /** Simulated boards (quiet: they send nothing by themselves). */
   boards?: string[]
+  /** The boards' heartbeat (0 = off): with one, a muted board goes offline. */
+  heartbeatMs?: number
   home?: string
 }
 
@@ -58,7 +60,10 @@ export async function startConsoleHub(t: Teardown, o: ConsoleHubOptions = {}): P
     await writeFile(join(sopsDir, name, 'SOP.md'), md)
   }
   const boards = (o.boards ?? [])
-    .map((b) => `[[boards]]\nname = "${b}"\nport = "/dev/svc-sim-${b}"\nsimulate = true\nheartbeat_ms = 0\n`)
+    .map(
+      (b) =>
+        `[[boards]]\nname = "${b}"\nport = "/dev/svc-sim-${b}"\nsimulate = true\nheartbeat_ms = ${o.heartbeatMs ?? 0}\n`,
+    )
     .join('')
   const env = { ...process.env, SVC_HOME: home }
   const cfg = parseConfig(
@@ -141,4 +146,44 @@ export class ConsoleClient {
     if (!m) throw new Error('no CSRF token on the overview page (not signed in?)')
     return m[1] as string
   }
+}
+
+export interface EventStream {
+  /** Every event received so far, in order. */
+  got: { event: string; data: unknown }[]
+  close(): void
+}
+
+/** Opens /events as EventSource would and collects what arrives. */
+export async function openEvents(c: ConsoleClient, topics?: string): Promise<EventStream> {
+  const ac = new AbortController()
+  const res = await fetch(`${c.url}/events${topics ? `?topics=${topics}` : ''}`, {
+    headers: { accept: 'text/event-stream', cookie: c.cookie },
+    signal: ac.signal,
+  })
+  if (res.status !== 200 || !res.body) throw new Error(`/events answered ${res.status}: ${await res.text()}`)
+  const got: EventStream['got'] = []
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader()
+  let buf = ''
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return
+        buf += value
+        let i = buf.indexOf('\n\n')
+        while (i >= 0) {
+          const block = buf.slice(0, i)
+          buf = buf.slice(i + 2)
+          const event = /^event: (.*)$/m.exec(block)?.[1]
+          const data = /^data: (.*)$/m.exec(block)?.[1]
+          if (event && data !== undefined) got.push({ event, data: JSON.parse(data) })
+          i = buf.indexOf('\n\n')
+        }
+      }
+    } catch {
+      // aborted
+    }
+  })()
+  return { got, close: () => ac.abort() }
 }

@@ -1,0 +1,251 @@
+// The console's pages on a real hub (engine, LevelDB, simulated board, embedded broker): the
+// overview, approving and denying (and forged posts that change nothing), run history with
+// filters and keyset pages, a run's page, unknown runs, and the live event stream.
+import t from 'tap'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { waitFor } from '../helpers/wait.ts'
+import { APPROVAL_SOP, ConsoleClient, openEvents, startConsoleHub, triggerRun } from './console-helpers.ts'
+
+const TEXT_SOP: [string, string] = [
+  '[sop]\nname = "echo"\ndescription = "Echo"\nexecution_mode = "deterministic"\nmax_concurrent = 64\nagent = "a"\n\n[[triggers]]\ntype = "manual"\n',
+  '# echo\n\n## Steps\n\n1. **Wait a moment**\n   - call: {"tool":"wait","args":{"ms":1}}\n',
+]
+
+async function signedIn(url: string, link: string): Promise<ConsoleClient> {
+  const c = new ConsoleClient(url)
+  const r = await c.signInWithLink(link)
+  if (r.status !== 200) throw new Error(`sign-in failed: ${r.status}`)
+  return c
+}
+
+const runState = async (hub: Awaited<ReturnType<typeof startConsoleHub>>['hub'], id: string) =>
+  (await hub.engine.getRun(id))?.state
+
+t.test('approvals: listed with SOP, step, prompt, payload; approve and deny with a comment', async (t) => {
+  const { hub, url } = await startConsoleHub(t, { sops: { dispense: APPROVAL_SOP } })
+  const c = await signedIn(url, hub.console!.loginLink())
+  const a = await triggerRun(hub, 'dispense', { slot: 'A1', amount: 2 })
+  const b = await triggerRun(hub, 'dispense', { slot: 'B7', amount: 1 })
+  await waitFor(() => hub.engine.pending().length === 2, 'two runs at the checkpoint')
+
+  const page = await (await c.get('/approvals')).text()
+  t.match(page, /2 runs wait, oldest first/)
+  t.match(page, /step 2: Confirm with the operator · checkpoint/)
+  t.match(page, /Coin received; dispense the item from the slot\?/)
+  t.match(page, /&quot;slot&quot;: &quot;A1&quot;/, 'the trigger payload, escaped')
+  t.match(page, new RegExp(`action="/approvals/${a}"`))
+
+  const csrf = await c.csrf()
+  // Forged: another origin, no Origin at all, no token, a wrong token. Each changes nothing.
+  const forged = [
+    await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'approve' }, { origin: 'http://evil.example' }),
+    await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'approve' }, { origin: null }),
+    await c.post(`/approvals/${a}`, { decision: 'approve' }),
+    await c.post(`/approvals/${a}`, { _csrf: `${csrf.slice(0, -2)}xx`, decision: 'approve' }),
+  ]
+  for (const r of forged) {
+    t.equal(r.status, 403)
+    t.match(await r.text(), /nothing was changed/)
+  }
+  t.equal(await runState(hub, a), 'paused_checkpoint', 'the forged posts approved nothing')
+  t.equal((await hub.engine.getRun(a))!.approvals.length, 0)
+
+  const bad = await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'maybe' })
+  t.equal(bad.status, 400)
+  t.match(await bad.text(), /decision: must be &quot;approve&quot; or &quot;deny&quot;/)
+  const long = await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'approve', note: 'x'.repeat(1001) })
+  t.equal(long.status, 400)
+  t.equal(await runState(hub, a), 'paused_checkpoint')
+
+  const ok = await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'approve', note: 'slot checked' })
+  t.equal(ok.status, 303)
+  t.equal(ok.headers.get('location'), `/approvals?done=approved&run=${a}`)
+  await waitFor(async () => (await runState(hub, a)) === 'completed', 'the approved run to finish')
+  const ra = (await hub.engine.getRun(a))!
+  t.match(ra.approvals, [{ decision: 'approved', by: 'owner (console)', note: 'slot checked', step: 2 }])
+
+  const denied = await c.post(`/approvals/${b}`, { _csrf: csrf, decision: 'deny', note: 'slot empty' })
+  t.equal(denied.status, 303)
+  t.equal(await runState(hub, b), 'cancelled')
+  t.match((await hub.engine.getRun(b))!.approvals, [
+    { decision: 'denied', by: 'owner (console)', note: 'slot empty' },
+  ])
+
+  const twice = await c.post(`/approvals/${b}`, { _csrf: csrf, decision: 'approve' })
+  t.equal(twice.status, 409)
+  t.match(await twice.text(), /is not waiting for approval \(it is cancelled\)/)
+  const nobody = await c.post('/approvals/00000000-0000-4000-8000-000000000000', {
+    _csrf: csrf,
+    decision: 'approve',
+  })
+  t.equal(nobody.status, 404)
+  t.match(await nobody.text(), /no run with id/)
+  t.match(await (await c.get('/approvals')).text(), /Nothing waits for approval/)
+})
+
+t.test(
+  'runs: history by SOP and state, keyset pages, bad filters named; a run page; unknown run 404',
+  async (t) => {
+    const { hub, url } = await startConsoleHub(t, { sops: { dispense: APPROVAL_SOP, echo: TEXT_SOP } })
+    const c = await signedIn(url, hub.console!.loginLink())
+    const ids: string[] = []
+    for (let i = 0; i < 53; i++) ids.push(await triggerRun(hub, 'echo', `plain text ${i}`))
+    const waiting = await triggerRun(hub, 'dispense', { slot: 'C3' })
+    await waitFor(
+      async () =>
+        (await hub.engine.queryRuns({ sop: 'echo', state: 'completed', limit: 100 })).runs.length === 53,
+      '53 echo runs',
+    )
+
+    const all = await (await c.get('/runs?sop=echo')).text()
+    const rows = (s: string) => [...s.matchAll(/<tr data-run="([^"]+)"/g)].map((m) => m[1])
+    const first = rows(all)
+    t.equal(first.length, 50, 'a page of 50')
+    t.equal(first[0], ids[52], 'newest first')
+    const older = /href="(\/runs\?sop=echo&amp;cursor=[^"]+)" rel="next"/.exec(all)
+    t.ok(older, 'an "Older runs" link carrying the cursor and the filter')
+    const second = rows(await (await c.get(older![1]!.replaceAll('&amp;', '&'))).text())
+    t.same(second, [ids[2], ids[1], ids[0]], 'the rest, no overlap')
+
+    const parked = rows(await (await c.get('/runs?state=paused_checkpoint')).text())
+    t.same(parked, [waiting])
+    t.same(rows(await (await c.get('/runs?sop=echo&since=today')).text()).length, 50)
+    t.same(rows(await (await c.get('/runs?sop=echo&until=2020-01-01')).text()), [])
+
+    for (const [q, msg] of [
+      ['state=exploded', /state: &quot;exploded&quot; is not one of pending/],
+      ['since=yesterday-ish', /from: &quot;yesterday-ish&quot; is not a time/],
+      ['cursor=garbage', /cursor &quot;garbage&quot; is not one this hub gave out/],
+    ] as const) {
+      const r = await c.get(`/runs?${q}`)
+      t.equal(r.status, 400, q)
+      t.match(await r.text(), msg, q)
+    }
+
+    // A run page: a payload that is not JSON is shown as the text it was.
+    const run = await (await c.get(`/runs/${ids[5]}`)).text()
+    t.match(run, /<pre data-payload>plain text 5<\/pre>/)
+    t.match(run, /1\. Wait a moment <span class="tag s-completed">completed<\/span>/)
+    t.match(run, /<pre data-output>/, 'the step output')
+    t.match(run, /completed: Wait a moment/, 'the log')
+
+    const csrf = await c.csrf()
+    await c.post(`/approvals/${waiting}`, { _csrf: csrf, decision: 'approve', note: 'looks <fine>' })
+    await waitFor(async () => (await runState(hub, waiting)) === 'completed', 'approved run done')
+    const done = await (await c.get(`/runs/${waiting}`)).text()
+    t.match(done, /<strong>approved<\/strong> at step 2 \(checkpoint\) by owner \(console\)/)
+    t.match(done, /looks &lt;fine&gt;/, 'the comment, escaped')
+    t.match(done, /3\. Dispense <span class="tag s-completed">/)
+    t.match(done, /&quot;slot&quot;: &quot;C3&quot;/)
+
+    const missing = await c.get('/runs/00000000-0000-4000-8000-00000000abcd')
+    t.equal(missing.status, 404)
+    t.match(await missing.text(), /No run with id <code>00000000-0000-4000-8000-00000000abcd<\/code>/)
+    const odd = await c.get(`/runs/${encodeURIComponent('<script>')}`)
+    t.equal(odd.status, 404)
+    t.notMatch(await odd.text(), /<script>/)
+  },
+)
+
+t.test('overview: boards, approvals, held triggers, runs today, invalid SOPs', async (t) => {
+  const home = (await import('../helpers/tmp.ts')).tempDir
+  const dir = await home(t)
+  // A SOP that does not load: named on the overview with file:line.
+  await mkdir(join(dir, 'sops', 'broken'), { recursive: true })
+  await writeFile(join(dir, 'sops', 'broken', 'SOP.toml'), '[sop]\nname = "broken"\n')
+  await writeFile(join(dir, 'sops', 'broken', 'SOP.md'), '# broken\n')
+  // One run at a time, the rest held: the second trigger waits in the backlog.
+  const held: [string, string] = [
+    APPROVAL_SOP[0].replace('max_concurrent = 8', 'max_concurrent = 1\nadmission_policy = "hold"'),
+    APPROVAL_SOP[1],
+  ]
+  const { hub, url } = await startConsoleHub(t, { home: dir, sops: { dispense: held }, boards: ['vend1'] })
+  const c = await signedIn(url, hub.console!.loginLink())
+  await triggerRun(hub, 'dispense', { slot: 'A1' })
+  await waitFor(() => hub.engine.pending().length === 1, 'a run waits')
+  await hub.engine.trigger('dispense', {
+    type: 'manual',
+    source: 'test',
+    payload: { slot: 'A2' },
+    at: Date.now(),
+  })
+  await waitFor(() => hub.engine.keptTriggers().length === 1, 'a trigger held')
+  await waitFor(
+    async () => /vend1 <span class="state-online"/.test(await (await c.get('/')).text()),
+    'vend1 online',
+  )
+  const page = await (await c.get('/')).text()
+  t.match(page, /<span class="figure" data-count="approvals">1<\/span> run waits/)
+  t.match(page, /href="\/approvals">Review approvals/)
+  t.match(page, /data-count="kept">1<\/span> kept/)
+  t.match(
+    page,
+    /<td><a href="\/runs\?sop=dispense">dispense<\/a><\/td><td>1<\/td><td>0<\/td>/,
+    'held per SOP',
+  )
+  t.match(page, /s-paused_checkpoint">paused checkpoint<\/span><\/a> <span class="figure">1</)
+  t.match(page, /1<\/span> loaded from/)
+  t.match(page, /1 not loaded/)
+  t.match(page, /broken\/SOP\.toml:\d+<\/code>/)
+  t.match(page, /does not attest/)
+})
+
+t.test('live: /events carries run changes and board events; bad topics refused', async (t) => {
+  const { hub, url, bridge } = await startConsoleHub(t, {
+    sops: { dispense: APPROVAL_SOP },
+    boards: ['vend1'],
+    heartbeatMs: 100,
+  })
+  const c = await signedIn(url, hub.console!.loginLink())
+  const bad = await c.get('/events?topics=run,gossip', { accept: 'text/event-stream' })
+  t.equal(bad.status, 400)
+  t.match(((await bad.json()) as { error: string }).error, /unknown topic "gossip"/)
+
+  await waitFor(() => bridge()?.stats().boards.vend1?.state === 'online', 'vend1 online')
+  const runs = await openEvents(c, 'run')
+  const boards = await openEvents(c, 'board,board-event')
+  t.teardown(() => {
+    runs.close()
+    boards.close()
+  })
+  const id = await triggerRun(hub, 'dispense', { slot: 'A1' })
+  await waitFor(
+    () =>
+      runs.got.some(
+        (e) =>
+          (e.data as { id: string; state: string }).id === id &&
+          (e.data as { state: string }).state === 'paused_checkpoint',
+      ),
+    'the parked run on the stream',
+  )
+  t.ok(
+    runs.got.every((e) => e.event === 'run'),
+    'only the topics asked for',
+  )
+
+  const sim = bridge()!.simulated('vend1')!
+  sim.emitEvents(1)
+  await waitFor(() => boards.got.some((e) => e.event === 'board-event'), 'a board event')
+  t.match(boards.got.find((e) => e.event === 'board-event')!.data, { board: 'vend1', signal: String })
+  sim.setMute(true)
+  await waitFor(
+    () =>
+      boards.got.some(
+        (e) => e.event === 'board' && (e.data as { availability: string }).availability === 'offline',
+      ),
+    'vend1 offline',
+  )
+  sim.setMute(false)
+  await waitFor(
+    () =>
+      boards.got.filter((e) => e.event === 'board').at(-1)?.data &&
+      (boards.got.filter((e) => e.event === 'board').at(-1)!.data as { availability: string })
+        .availability === 'online',
+    'vend1 online again',
+  )
+  t.ok(
+    runs.got.every((e) => e.event === 'run'),
+    'the run stream got no board events',
+  )
+})
