@@ -8,7 +8,7 @@ import { type Html, html } from '../../../web/html.ts'
 import { SEND_STATUS } from '../../api/boards.ts'
 import { type ConsoleBoard, type ConsoleContext, csrfField } from '../context.ts'
 import { parseJsonBox } from '../views/json-where.ts'
-import { ago, utcText } from '../views/time.ts'
+import { when } from '../format.ts'
 
 /** bridge/codec/messages.ts CommandName: what a board's line protocol accepts as a command. */
 const CMD_RE = /^[a-z][a-z0-9_]{0,31}$/
@@ -32,9 +32,9 @@ const COUNTERS: [keyof BoardStats, string][] = [
 function boardCard(b: ConsoleBoard, s: BoardStats | undefined, now: number): Html {
   return html`<li class="card" data-board="${b.name}" data-availability="${b.availability}">
 <h2><span class="dot ${b.availability}" aria-hidden="true"></span> ${b.name}</h2>
-<p><span class="state-${b.availability}">${b.availability}</span>${b.since !== null ? html` since ${ago(b.since, now)}` : ''}${s && s.state !== b.availability ? html` <span class="tag">${s.state}</span>` : ''}</p>
+<p><span class="state-${b.availability}">${b.availability}</span>${b.since !== null ? html` since ${when(b.since, now)}` : ''}${s && s.state !== b.availability ? html` <span class="tag">${s.state}</span>` : ''}</p>
 <p class="muted">${s ? html`${s.kind}${s.fw ? html` · firmware <code>${s.fw}</code>` : ''}` : 'no counters yet'}</p>
-<p>last event: ${b.lastEvent ? html`<code>${b.lastEvent.signal}</code> <code class="payload">${b.lastEvent.text}</code> ${ago(b.lastEvent.at, now)}` : html`<span class="muted">none since the hub started</span>`}</p>
+<p>last event: ${b.lastEvent ? html`<code>${b.lastEvent.signal}</code> <code class="payload">${b.lastEvent.text}</code> ${when(b.lastEvent.at, now)}` : html`<span class="muted">none since the hub started</span>`}</p>
 ${
   s
     ? html`<dl class="facts counters">${COUNTERS.map(([k, label]) => html`<dt>${label}</dt><dd data-counter="${k}">${String(s[k])}</dd>`)}</dl>`
@@ -89,7 +89,7 @@ ${
 <p class="muted" id="feed-status">The newest first; the feed follows the hub while this page is open.</p>
 <ol id="board-events" class="events" aria-labelledby="feed-h" data-max="${FEED_MAX}">${feed.map(
     (e) =>
-      html`<li><time datetime="${new Date(e.at).toISOString()}">${utcText(e.at).slice(11)}</time> <strong>${e.board}</strong> <code>${e.signal}</code> <code class="payload">${e.text}</code></li>`,
+      html`<li><time datetime="${new Date(e.at).toISOString()}">${new Date(e.at).toISOString().slice(11, 19)}Z</time> <strong>${e.board}</strong> <code>${e.signal}</code> <code class="payload">${e.text}</code></li>`,
   )}</ol>
 <script type="module" src="/assets/boards.js"></script>`
 }

@@ -11,11 +11,11 @@ import { triggerText } from '../../../sops/trigger-text.ts'
 import type { Diagnostic, Sop } from '../../../sops/types.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type ConsoleContext, csrfField } from '../context.ts'
+import { stateTag, when } from '../format.ts'
 import { heldBacklogView } from '../views/held-backlog.ts'
 import { parseJsonBox } from '../views/json-where.ts'
 import { sopGraphSvg } from '../views/sop-graph-svg.ts'
 import { groupDiagnostics, shortPath } from '../views/sops-data.ts'
-import { ago } from '../views/time.ts'
 
 /** The local API's body limit for a trigger (hub/api/index.ts): a console post gets no more. */
 const PAYLOAD_MAX = 64 * 1024
@@ -31,17 +31,13 @@ function diagnosticList(list: readonly Diagnostic[], sopsDir: string): Html {
   )}</ul>`
 }
 
-function stateTag(state: string): Html {
-  return html`<span class="tag s-${state}">${state.replace('_', ' ')}</span>`
-}
-
 function runsTable(runs: readonly RunSummary[], now: number): Html {
   if (runs.length === 0) return html`<p class="muted">No runs yet.</p>`
   return html`<div class="table-wrap"><table class="runs">
 <thead><tr><th scope="col">run</th><th scope="col">state</th><th scope="col">step</th><th scope="col">started</th><th scope="col" class="hide-narrow">last change</th></tr></thead>
 <tbody>${runs.map(
     (r) =>
-      html`<tr data-run="${r.id}"><td><a href="${runHref(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td><td>${stateTag(r.state)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td>${r.current ?? '–'}</td><td>${ago(r.createdAt, now)}</td><td class="hide-narrow">${ago(r.updatedAt, now)}</td></tr>`,
+      html`<tr data-run="${r.id}"><td><a href="${runHref(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td><td>${stateTag(r.state)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td>${r.current ?? '–'}</td><td>${when(r.createdAt, now)}</td><td class="hide-narrow">${when(r.updatedAt, now)}</td></tr>`,
   )}</tbody></table></div>`
 }
 
@@ -57,7 +53,7 @@ function sopCard(
 <p><span class="tag s-completed">valid</span>${warnings.length ? html` <span class="tag">${warnings.length} warning${warnings.length === 1 ? '' : 's'}</span>` : ''} <span class="tag">${sop.executionMode}</span> <span class="tag">${sop.admissionPolicy}</span></p>
 <p>${sop.description}</p>
 <p class="muted">${sop.steps.length} step${sop.steps.length === 1 ? '' : 's'} · triggers: ${sop.triggers.length ? sop.triggers.map((t) => triggerText(t)).join('; ') : 'none (start it by hand)'}</p>
-<p>last run: ${last ? html`<a href="${runHref(last.id)}">${stateTag(last.state)}</a> ${ago(last.createdAt, now)}` : html`<span class="muted">none yet</span>`}</p>
+<p>last run: ${last ? html`<a href="${runHref(last.id)}">${stateTag(last.state)}</a> ${when(last.createdAt, now)}` : html`<span class="muted">none yet</span>`}</p>
 ${warnings.length ? diagnosticList(warnings, sopsDir) : ''}
 </li>`
 }

@@ -5,7 +5,7 @@
 import type { KeptTrigger } from '../../../sops/engine-api.ts'
 import { backlog } from '../../../sops/run/backlog.ts'
 import { type Html, html } from '../../../web/html.ts'
-import { ageText, utcText } from './time.ts'
+import { age, when } from '../format.ts'
 
 export function heldBacklogView(kept: readonly KeptTrigger[], now: number, opts: { links: boolean }): Html {
   const rows = backlog(kept, now)
@@ -16,6 +16,6 @@ export function heldBacklogView(kept: readonly KeptTrigger[], now: number, opts:
 <thead><tr><th scope="col">SOP</th><th scope="col">held</th><th scope="col">deferred</th><th scope="col">oldest waits</th><th scope="col" class="hide-narrow">newest</th><th scope="col" class="hide-narrow">why</th></tr></thead>
 <tbody>${rows.map(
     (r) =>
-      html`<tr data-sop="${r.sop}"><td>${opts.links ? html`<a href="/sops/${encodeURIComponent(r.sop)}">${r.sop}</a>` : r.sop}</td><td data-held="${r.held}">${r.held}</td><td data-deferred="${r.deferred}">${r.deferred}</td><td><time datetime="${new Date(r.oldestAt).toISOString()}" title="${utcText(r.oldestAt)}">${ageText(r.oldestAgeMs)}</time></td><td class="hide-narrow">${ageText(r.newestAgeMs)} ago</td><td class="hide-narrow">${r.reason}</td></tr>`,
+      html`<tr data-sop="${r.sop}"><td>${opts.links ? html`<a href="/sops/${encodeURIComponent(r.sop)}">${r.sop}</a>` : r.sop}</td><td data-held="${r.held}">${r.held}</td><td data-deferred="${r.deferred}">${r.deferred}</td><td><span title="since ${new Date(r.oldestAt).toISOString()}">${age(r.oldestAgeMs)}</span></td><td class="hide-narrow">${when(r.newestAt, now)}</td><td class="hide-narrow">${r.reason}</td></tr>`,
   )}</tbody></table></div>`
 }
