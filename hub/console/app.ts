@@ -50,7 +50,8 @@ export async function buildConsoleApp(
   app.addHook('onSend', async (_req, reply, payload) => {
     reply.header('content-security-policy', CSP)
     reply.header('x-content-type-options', 'nosniff')
-    reply.header('referrer-policy', 'no-referrer')
+    // same-origin, not no-referrer: with no-referrer Chromium sends `Origin: null` on a form post (Fetch §3.2.5), and the Origin check would refuse every form.
+    reply.header('referrer-policy', 'same-origin')
     reply.header('x-frame-options', 'DENY')
     if (!reply.hasHeader('cache-control')) reply.header('cache-control', 'no-store')
     return payload

@@ -36,7 +36,7 @@ function boardsSection(ctx: ConsoleContext, now: number): Html {
     return html`<p class="muted">No boards configured (<code>[[boards]]</code> in hub.toml, or <code>svc hub --simulate NAME</code>).</p>`
   const counters = (s: BoardStats | undefined): Html | string =>
     s
-      ? html`<p class="muted">${s.events} events · ${s.published} published${s.dropped ? html` · <span class="error">${s.dropped} dropped</span>` : ''}${s.oversized + s.garbage ? ` · ${s.oversized + s.garbage} bad lines` : ''}${s.reconnects ? ` · ${s.reconnects} reconnects` : ''}</p>`
+      ? html`<p class="muted">${s.events} events · ${s.published} published${s.dropped ? html` · <span class="error">${s.dropped} dropped</span>` : ''}${s.oversized + s.garbage ? ` · ${s.oversized + s.garbage} bad lines` : ''}${s.reconnects ? ` · ${s.reconnects} ${s.reconnects === 1 ? 'reconnect' : 'reconnects'}` : ''}</p>`
       : ''
   return html`<ul class="cards">${boards.map(
     (b) => html`<li class="card board" data-board="${b.name}">

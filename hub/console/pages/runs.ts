@@ -84,7 +84,7 @@ function filters(ctx: ConsoleContext, q: RunsQuery): Html {
 
 function runRow(r: RunSummary, now: number): Html {
   return html`<tr data-run="${r.id}">
-<td><a href="/runs/${encodeURIComponent(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td>
+<td class="nowrap"><a href="/runs/${encodeURIComponent(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td>
 <td>${r.sop}</td>
 <td>${stateTag(r.state)}</td>
 <td class="hide-narrow">${r.current ?? ''}</td>
@@ -148,7 +148,8 @@ export function stepTimes(log: readonly LogEntry[]): Map<number, number> {
 function stepBlock(n: number, title: string, s: StepRecord | undefined, took: number | undefined): Html {
   const status = s?.status ?? 'not run'
   return html`<section class="step s-${status}" data-step="${n}">
-<h3>${n}. ${title} <span class="tag s-${status}">${status}</span>${took !== undefined ? html` <span class="muted">took ≈ ${duration(took)}</span>` : ''}</h3>
+<h3>${n}. ${title} <span class="tag s-${status}">${status}</span></h3>
+${took !== undefined ? html`<p class="took">took ≈ ${duration(took)}</p>` : ''}
 ${s?.reason ? html`<p class="muted">${s.reason}</p>` : ''}
 ${s?.error ? html`<p class="error">${s.error}</p>` : ''}
 ${s && s.input !== undefined ? html`<details><summary>Input</summary><pre>${jsonText(s.input)}</pre></details>` : ''}
@@ -199,10 +200,10 @@ ${
 ${
   log.length === 0
     ? html`<p class="muted">No log entries.</p>`
-    : html`<div class="table-wrap"><table class="log"><thead><tr><th>When</th><th>Step</th><th>Level</th><th>Message</th></tr></thead><tbody>${log.map(
+    : html`<ol class="log">${log.map(
         (e) =>
-          html`<tr class="l-${e.level}"><td><time datetime="${new Date(e.at).toISOString()}">${new Date(e.at).toISOString().slice(11, 23)}</time></td><td>${e.step || ''}</td><td>${e.level}</td><td>${e.msg}</td></tr>`,
-      )}</tbody></table></div>`
+          html`<li class="l-${e.level}"><time datetime="${new Date(e.at).toISOString()}" class="muted">${new Date(e.at).toISOString().slice(11, 23)}</time> ${e.step ? html`<span class="muted">step ${e.step}</span> ` : ''}${e.level !== 'info' ? html`<strong>${e.level}</strong> ` : ''}${e.msg}</li>`,
+      )}</ol>`
 }
 </div>`
 }

@@ -106,4 +106,6 @@ function live() {
 }
 
 linkSignIn()
+// A link opened on the sign-in page already open changes only the fragment: no new page load.
+window.addEventListener('hashchange', linkSignIn)
 live()
