@@ -13,12 +13,7 @@ import { startAttestorServer } from '../../market/attestor/server.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { ConsoleClient, startConsoleHub } from './console-helpers.ts'
-
-/** Each run stores one attested line, its params from the trigger. */
-const SALE_SOP: [string, string] = [
-  '[sop]\nname = "sale"\ndescription = "Attest a sale"\nexecution_mode = "deterministic"\nmax_concurrent = 8\n\n[[triggers]]\ntype = "manual"\n',
-  '# sale\n\n## Steps\n\n1. **Attest**\n   - call: {"tool":"chain_attest","args":{"action":"vend","request_uri":"svc://shop/sale","params":{"n":"{{trigger.n}}"}}}\n',
-]
+import { SALE_SOP } from './console-pages-fixtures.ts'
 
 async function signedIn(t: Teardown, toml?: string, home?: string) {
   let store: AttestStore | undefined

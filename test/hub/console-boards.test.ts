@@ -33,12 +33,12 @@ t.test('each board: online, last event, counters; a board text is escaped', asyn
   const page = await (await ch.c.get('/boards')).text()
   t.match(page, /<li class="card" data-board="vend1" data-availability="online">/)
   t.match(page, /<li class="card" data-board="vend2" data-availability="online">/)
-  t.match(page, /<dd data-counter="events">4<\/dd>/, 'the bridge counted four events for vend1')
+  t.match(page, /<strong data-counter="events">4<\/strong>/, 'the bridge counted four events for vend1')
   t.match(page, /<code class="payload">&lt;img src=x onerror=alert\(1\)&gt;<\/code>/, 'escaped')
   t.notMatch(page, /<img/)
   t.match(
     page,
-    /<ol id="board-events"[^>]*><li><time[^>]*>[^<]+<\/time> <strong>vend1<\/strong> <code>note<\/code>/,
+    /<ul id="board-events"[^>]*><li><time[^>]*>[^<]+<\/time> <strong>vend1<\/strong> <code>note<\/code>/,
   )
   t.match(page, /<script type="module" src="\/assets\/boards.js"><\/script>/, 'the live feed, same origin')
   const js = await ch.c.get('/assets/boards.js')

@@ -7,17 +7,7 @@ import { formatDiagnostic } from '../../sops/parse.ts'
 import type { Teardown } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { ConsoleClient, startConsoleHub } from './console-helpers.ts'
-
-/** hold: while one run waits at the checkpoint, later triggers are held (SOP-NOTES: Admission). */
-export const HOLD_SOP: [string, string] = [
-  '[sop]\nname = "vend"\ndescription = "Dispense <b>after</b> a check & a yes"\nexecution_mode = "deterministic"\nadmission_policy = "hold"\nagent = "a"\n\n[[triggers]]\ntype = "manual"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "shop/coin"\ncondition = "$.amount >= 1"\n',
-  '# vend\n\n## Steps\n\n1. **Check the <slot>**\n   - call: {"tool":"wait","args":{"ms":1}}\n2. **Confirm with the operator**\n   - kind: checkpoint\n   - prompt: Dispense?\n3. **Dispense**\n   - call: {"tool":"wait","args":{"ms":1}}\n   - on_failure: retry:2\n   - terminal: true\n',
-]
-/** A SOP that does not load: an execution mode outside the enum. */
-const BROKEN_SOP: [string, string] = [
-  '[sop]\nname = "broken"\ndescription = "d"\nexecution_mode = "sometimes"\n\n[[triggers]]\ntype = "manual"\n',
-  '# broken\n\n## Steps\n\n1. **Only**\n',
-]
+import { BROKEN_SOP, HOLD_SOP } from './console-pages-fixtures.ts'
 
 async function signedIn(t: Teardown) {
   const ch = await startConsoleHub(t, { sops: { vend: HOLD_SOP, broken: BROKEN_SOP } })
@@ -44,7 +34,7 @@ t.test('the list: loaded SOPs with triggers, the broken one with file:line error
   for (const d of errors) {
     t.ok(
       page.includes(
-        `<code title="${formatDiagnostic(d).replace(/"/g, '&quot;')}">broken/SOP.toml:${d.line}</code>`,
+        `<code class="error" title="${formatDiagnostic(d).replace(/"/g, '&quot;')}">broken/SOP.toml:${d.line}</code>`,
       ),
       `shown as file:line: ${formatDiagnostic(d)}`,
     )
@@ -67,7 +57,7 @@ t.test('a SOP page: facts, triggers, the step graph, last runs, the form with it
   t.match(page, /data-terminal="true"/)
   t.match(page, /<pre>vend: 3 steps/, 'the graph as text too')
   t.match(page, new RegExp(`name="_csrf" value="${ch.csrf}"`))
-  t.match(page, /<form method="post" action="\/sops\/vend\/trigger"/)
+  t.match(page, /<form method="post" action="\/sops\/vend\/trigger#run-h"/)
   t.match(page, /No runs yet/)
   const missing = await ch.c.get('/sops/nope')
   t.equal(missing.status, 404)

@@ -41,7 +41,7 @@ function linesTable(rows: readonly AttestRecord[], reason: boolean, now: number)
 <thead><tr><th scope="col">line</th><th scope="col">action</th><th scope="col">state</th>${reason ? html`<th scope="col">reason</th>` : html`<th scope="col" class="hide-narrow">request</th>`}<th scope="col" class="hide-narrow">stored</th></tr></thead>
 <tbody>${rows.map(
     (r) =>
-      html`<tr data-line="${r.seq + 1}" data-state="${r.state}"><td>${r.seq + 1}</td><td><code>${r.action}</code></td><td><span class="tag s-${r.state === 'attested' ? 'completed' : r.state}">${r.state}</span></td>${reason ? html`<td class="error">${r.error ?? 'no reason recorded'}</td>` : html`<td class="hide-narrow">${r.requestTx ? html`<code title="${r.requestTx.hash}">${r.requestTx.hash.slice(0, 10)}…</code> nonce ${r.requestTx.nonce}` : html`<span class="muted">–</span>`}</td>`}<td class="hide-narrow">${when(Date.parse(r.createdAt), now)}</td></tr>`,
+      html`<tr data-line="${r.seq + 1}" data-state="${r.state}"><td>${r.seq + 1}</td><td><code>${r.action}</code></td><td><span class="tag s-${r.state === 'attested' ? 'completed' : r.state}">${r.state === 'pending' ? 'stored' : r.state}</span></td>${reason ? html`<td class="error">${r.error ?? 'no reason recorded'}</td>` : html`<td class="hide-narrow">${r.requestTx ? html`<code title="${r.requestTx.hash}">${r.requestTx.hash.slice(0, 10)}…</code> nonce ${r.requestTx.nonce}` : html`<span class="muted">–</span>`}</td>`}<td class="hide-narrow">${when(Date.parse(r.createdAt), now)}</td></tr>`,
   )}</tbody></table></div>`
 }
 

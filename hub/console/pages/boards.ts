@@ -37,7 +37,7 @@ function boardCard(b: ConsoleBoard, s: BoardStats | undefined, now: number): Htm
 <p>last event: ${b.lastEvent ? html`<code>${b.lastEvent.signal}</code> <code class="payload">${b.lastEvent.text}</code> ${when(b.lastEvent.at, now)}` : html`<span class="muted">none since the hub started</span>`}</p>
 ${
   s
-    ? html`<dl class="facts counters">${COUNTERS.map(([k, label]) => html`<dt>${label}</dt><dd data-counter="${k}">${String(s[k])}</dd>`)}</dl>`
+    ? html`<p class="counters muted">${COUNTERS.map(([k, label], i) => html`${i ? ' · ' : ''}<span>${label}\u00a0<strong data-counter="${k}">${String(s[k])}</strong></span>`)}</p>`
     : ''
 }
 </li>`
@@ -71,7 +71,7 @@ function page(ctx: ConsoleContext, req: FastifyRequest, now: number, form: SendF
 ${queueLine(stats?.queue)}
 </section>
 <h2 id="send-h">Send a command</h2>
-<form method="post" action="/boards/send" class="stack" aria-labelledby="send-h">
+<form method="post" action="/boards/send#send-h" class="stack" aria-labelledby="send-h">
 ${csrfField(req)}
 ${
   form.outcome === null
@@ -87,10 +87,10 @@ ${
 </form>
 <h2 id="feed-h">Events as they arrive</h2>
 <p class="muted" id="feed-status">The newest first; the feed follows the hub while this page is open.</p>
-<ol id="board-events" class="events" aria-labelledby="feed-h" data-max="${FEED_MAX}">${feed.map(
+<ul id="board-events" class="boards events" aria-labelledby="feed-h" data-max="${FEED_MAX}">${feed.map(
     (e) =>
       html`<li><time datetime="${new Date(e.at).toISOString()}">${new Date(e.at).toISOString().slice(11, 19)}Z</time> <strong>${e.board}</strong> <code>${e.signal}</code> <code class="payload">${e.text}</code></li>`,
-  )}</ol>
+  )}</ul>
 <script type="module" src="/assets/boards.js"></script>`
 }
 

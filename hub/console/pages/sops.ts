@@ -20,24 +20,26 @@ import { groupDiagnostics, shortPath } from '../views/sops-data.ts'
 /** The local API's body limit for a trigger (hub/api/index.ts): a console post gets no more. */
 const PAYLOAD_MAX = 64 * 1024
 const LAST_RUNS = 10
+/** A phone's width less the page's margins: a wider diagram scrolls in its box (said under it). */
+const NARROW = 358
 
 const sopHref = (name: string): string => `/sops/${encodeURIComponent(name)}`
 const runHref = (id: string): string => `/runs/${encodeURIComponent(id)}`
 
 function diagnosticList(list: readonly Diagnostic[], sopsDir: string): Html {
-  return html`<ul class="diagnostics">${list.map(
+  return html`<div class="diagnostics">${list.map(
     (d) =>
-      html`<li class="${d.severity === 'error' ? 'error' : 'muted'}"><code title="${formatDiagnostic(d)}">${shortPath(d.file, sopsDir)}:${d.line}</code>: ${d.severity === 'warning' ? 'warning: ' : ''}${d.message}</li>`,
-  )}</ul>`
+      html`<p data-severity="${d.severity}"><code class="${d.severity === 'error' ? 'error' : 'muted'}" title="${formatDiagnostic(d)}">${shortPath(d.file, sopsDir)}:${d.line}</code> ${d.severity === 'warning' ? 'warning: ' : ''}${d.message}</p>`,
+  )}</div>`
 }
 
 function runsTable(runs: readonly RunSummary[], now: number): Html {
   if (runs.length === 0) return html`<p class="muted">No runs yet.</p>`
   return html`<div class="table-wrap"><table class="runs">
-<thead><tr><th scope="col">run</th><th scope="col">state</th><th scope="col">step</th><th scope="col">started</th><th scope="col" class="hide-narrow">last change</th></tr></thead>
+<thead><tr><th scope="col">run</th><th scope="col">state</th><th scope="col" class="hide-narrow">step</th><th scope="col">started</th><th scope="col" class="hide-narrow">last change</th></tr></thead>
 <tbody>${runs.map(
     (r) =>
-      html`<tr data-run="${r.id}"><td><a href="${runHref(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td><td>${stateTag(r.state)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td>${r.current ?? '–'}</td><td>${when(r.createdAt, now)}</td><td class="hide-narrow">${when(r.updatedAt, now)}</td></tr>`,
+      html`<tr data-run="${r.id}"><td><a href="${runHref(r.id)}"><code>${r.id.slice(0, 8)}</code></a></td><td>${stateTag(r.state)}${r.error ? html` <span class="error">${r.error}</span>` : ''}</td><td class="hide-narrow">${r.current ?? '–'}</td><td>${when(r.createdAt, now)}</td><td class="hide-narrow">${when(r.updatedAt, now)}</td></tr>`,
   )}</tbody></table></div>`
 }
 
@@ -127,11 +129,6 @@ async function detailPage(
   const hasManual = sop.triggers.some((t) => t.type === 'manual')
   return html`<p><a href="/sops">← SOPs</a></p>
 <h1>${sop.name}</h1>
-${
-  notice
-    ? html`<p class="${notice.outcome === 'started' || notice.outcome === 'coalesced' ? 'ok' : 'muted'}" role="status" id="trigger-outcome" data-outcome="${notice.outcome}">Triggered by hand: ${notice.run ? html`run <a href="${runHref(notice.run.id)}"><code>${notice.run.id}</code></a> ` : ''}${OUTCOME_TEXT[notice.outcome]}.</p>`
-    : ''
-}
 <p>${sop.description}</p>
 <dl class="facts">
 <dt>validation</dt><dd>${warnings.length ? html`valid, ${warnings.length} warning${warnings.length === 1 ? '' : 's'}${diagnosticList(warnings, ctx.sopsDir)}` : html`<span class="ok">valid</span>`}</dd>
@@ -150,10 +147,16 @@ ${
 }
 <h2 id="graph-h">Steps</h2>
 <div class="table-wrap graph" role="region" aria-labelledby="graph-h" tabindex="0" data-graph-width="${graph.width}">${graph.svg}</div>
+${graph.width > NARROW ? html`<p class="muted">The diagram is ${graph.width} px wide: on a narrow screen, scroll it sideways.</p>` : ''}
 <p class="muted">Arrows are routes after a step completes (a lane for each jump); red dashed ones are failure routes: <em>on failure</em> goes to a step, <em>retry ×N</em> runs the step again, and ✕ means the run fails. A heavy border marks a terminal step. Hover a box or arrow for its full text.</p>
 <details><summary>The graph as text (svc sop graph)</summary><pre>${graphText(sop)}</pre></details>
 <h2 id="run-h">Run by hand</h2>
-<form method="post" action="${sopHref(sop.name)}/trigger" class="stack" aria-labelledby="run-h">
+${
+  notice
+    ? html`<p class="${notice.outcome === 'started' || notice.outcome === 'coalesced' ? 'ok' : 'muted'}" role="status" id="trigger-outcome" data-outcome="${notice.outcome}">Triggered by hand: ${notice.run ? html`run <a href="${runHref(notice.run.id)}"><code>${notice.run.id}</code></a> ` : ''}${OUTCOME_TEXT[notice.outcome]}.</p>`
+    : ''
+}
+<form method="post" action="${sopHref(sop.name)}/trigger#run-h" class="stack" aria-labelledby="run-h">
 ${csrfField(req)}
 ${form.error ? html`<p class="error" role="alert" id="payload-error">${form.error}</p>` : ''}
 <label>Trigger payload (JSON)
@@ -225,6 +228,6 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
     })
     ctx.log.info({ sop: sop.name, outcome: d.outcome, run: d.runId }, 'console: triggered by hand')
     const q = new URLSearchParams({ outcome: d.outcome, ...(d.runId ? { run: d.runId } : {}) })
-    return reply.redirect(`${sopHref(sop.name)}?${q}`, 303)
+    return reply.redirect(`${sopHref(sop.name)}?${q}#run-h`, 303)
   })
 }

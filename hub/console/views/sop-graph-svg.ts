@@ -29,7 +29,7 @@ const PILL_H = 24
 const ATTACH_GAP = 13
 /** Estimated width of one character of 11 px text (labels are sized before a browser measures). */
 const CHAR_W = 6.3
-const TITLE_CHARS = 22
+const TITLE_CHARS = 21
 const LABEL_CHARS = 28
 
 const INK = '#2b3445'
