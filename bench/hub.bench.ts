@@ -203,7 +203,7 @@ async function hubIdleRss(
   await mkdir(home, { recursive: true })
   await writeFile(
     join(home, 'hub.toml'),
-    `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n[console]\nport = 0\n`,
+    `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n[console]\nenabled = false\n`,
   )
   const entry = run.entry ? [run.entry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
   const child = spawn(process.execPath, [...nodeArgs, ...entry, 'hub', '--log-level', 'info'], {

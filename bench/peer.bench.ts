@@ -179,7 +179,7 @@ async function startSvc(dir: string, brokerUrl: string | null): Promise<Running>
   await writeFile(join(sops, 'peer', 'SOP.md'), SOP_MD)
   await writeFile(
     join(home, 'hub.toml'),
-    `[hub]\nsops_dir = "${sops}"\n[broker]\nclient_id = "${clientId}"\n${brokerUrl ? `url = "${brokerUrl}"` : 'port = 0'}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
+    `[hub]\nsops_dir = "${sops}"\n[broker]\nclient_id = "${clientId}"\n${brokerUrl ? `url = "${brokerUrl}"` : 'port = 0'}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nenabled = false\n`,
   )
   // Out of the box: the CLI as users start it, its default log level.
   // PEER_PROFILE=<dir>: the hub writes a V8 CPU profile there when it stops (node --cpu-prof).

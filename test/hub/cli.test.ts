@@ -1,5 +1,6 @@
 // `svc hub` as a user runs it: a real process, stopped by SIGTERM (by pid), exiting 0.
 import t from 'tap'
+import { waitFor } from '../helpers/wait.ts'
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
@@ -121,6 +122,24 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   t.equal(ch.status, 200)
   t.match(await ch.json(), { channel: 'orders', runs: [{ sop: 'inbox', outcome: 'started' }] })
   t.equal((await post('nobody')).status, 404)
+
+  // The console line: its URL and a one-time link that signs in; the token is in no log line.
+  await waitFor(() => /^console {2}http/m.test(stdout), 'the console line')
+  const m = /^console {2}(http\S+) {2}\(sign in once with (\S+) ;/m.exec(stdout)
+  t.ok(m, 'svc hub prints the console URL and a sign-in link')
+  const link = m![2]!
+  const linkToken = link.split('#token=')[1]!
+  t.equal(
+    stdout.split('\n').filter((l) => l.includes(linkToken)).length,
+    1,
+    'the token is printed once, on the console line only',
+  )
+  const signIn = await fetch(`${m![1]}/login/link`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: m![1]! },
+    body: JSON.stringify({ token: linkToken }),
+  })
+  t.equal(signIn.status, 200, 'the link signs in')
 
   const code = await new Promise<number | null>((resolve) => {
     child.on('exit', (code) => resolve(code))

@@ -51,6 +51,21 @@ t.test('approvals: listed with SOP, step, prompt, payload; approve and deny with
   t.equal(await runState(hub, a), 'paused_checkpoint', 'the forged posts approved nothing')
   t.equal((await hub.engine.getRun(a))!.approvals.length, 0)
 
+  // A body that is not JSON (or not a form at all): a clear 400/415, nothing changed.
+  const raw = (type: string, body: string) =>
+    fetch(`${url}/approvals/${a}`, {
+      method: 'POST',
+      headers: { 'content-type': type, origin: c.origin, cookie: c.cookie, 'x-csrf-token': csrf },
+      body,
+    })
+  const notJson = await raw('application/json', '{"decision": approve')
+  t.equal(notJson.status, 400)
+  t.match(await notJson.text(), /not valid JSON/)
+  const xml = await raw('application/xml', '<approve/>')
+  t.equal(xml.status, 415)
+  t.match(await xml.text(), /Unsupported Media Type/i)
+  t.equal(await runState(hub, a), 'paused_checkpoint', 'bodies that are not JSON approved nothing')
+
   const bad = await c.post(`/approvals/${a}`, { _csrf: csrf, decision: 'maybe' })
   t.equal(bad.status, 400)
   t.match(await bad.text(), /decision: must be &quot;approve&quot; or &quot;deny&quot;/)

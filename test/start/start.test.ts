@@ -19,6 +19,7 @@ t.test(
       mqtt: await freePort(),
       api: await freePort(),
       webhook: await freePort(),
+      console: await freePort(),
     }
     const child = startChild(
       t,
@@ -34,6 +35,8 @@ t.test(
         String(ports.api),
         '--webhook-port',
         String(ports.webhook),
+        '--console-port',
+        String(ports.console),
       ],
       { ...process.env, SVC_HOME: home },
     )
@@ -44,6 +47,18 @@ t.test(
     t.match(child.out(), `chain RPC  http://127.0.0.1:${ports.rpc}`, 'chain on the asked port')
     t.match(child.out(), `MQTT       mqtt://127.0.0.1:${ports.mqtt}`, 'MQTT URL printed')
     t.match(child.out(), `hub API    http://127.0.0.1:${ports.api}`, 'hub API URL printed')
+    const link = (await child.waitFor(/^console +http\S+ +\(sign in once with (http\S+)/m, 120_000))[1]!
+    t.match(
+      link,
+      new RegExp(`^http://127\\.0\\.0\\.1:${ports.console}/login#token=[A-Za-z0-9_-]{43}$`),
+      'console link printed',
+    )
+    const signIn = await fetch(`http://127.0.0.1:${ports.console}/login/link`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${ports.console}` },
+      body: JSON.stringify({ token: link.split('#token=')[1] }),
+    })
+    t.equal(signIn.status, 200, 'the printed link signs in to the console')
 
     // Generous bound for a loaded 2-core machine; nothing here asserts speed.
     const url = (await child.waitFor(/^listing +(http\S+)/m, 300_000))[1]!
