@@ -61,9 +61,7 @@ async function cliStatus(env: NodeJS.ProcessEnv, home: string): Promise<Record<s
 }
 
 const figure = (page: string, k: string): number => {
-  const m = new RegExp(`<li class="card" data-count="${k}"><h3>[^<]+</h3><p class="figure">(\\d+)</p>`).exec(
-    page,
-  )
+  const m = new RegExp(`<strong data-figure="${k}">(\\d+)</strong>`).exec(page)
   if (!m) throw new Error(`no ${k} figure on the page`)
   return Number(m[1])
 }

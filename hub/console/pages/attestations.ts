@@ -105,10 +105,12 @@ async function page(
 <h2 id="sync-h">Sync</h2>
 ${syncSection(a, st, req, last, now)}
 <h2>Lines by state</h2>
-<ul class="cards">${STATES.map(
+<div class="table-wrap"><table class="states">
+<thead><tr><th scope="col">state</th><th scope="col">lines</th><th scope="col">meaning</th></tr></thead>
+<tbody>${STATES.map(
     ([k, label, what]) =>
-      html`<li class="card" data-count="${k}"><h3>${label}</h3><p class="figure">${String(st[k])}</p><p class="muted">${what}</p></li>`,
-  )}</ul>
+      html`<tr data-count="${k}"><th scope="row">${label}</th><td><strong data-figure="${k}">${String(st[k])}</strong></td><td class="muted">${what}</td></tr>`,
+  )}</tbody></table></div>
 <p><progress max="100" value="${done}" aria-label="lines attested or failed">${done}%</progress> ${st.attested + st.failed} of <span data-count="total">${st.total}</span> lines settled (attested or failed).</p>
 </section>
 <section id="attest-lines" data-live="attest" aria-labelledby="waiting-h">
