@@ -90,6 +90,13 @@ t.test('send a command: the board answers; bad input and forged posts send nothi
       'the form keeps what was typed',
     )
   }
+  const asObject = await ch.c.post(
+    '/boards/send',
+    { _csrf: ch.csrf, board: 'vend1', cmd: 'ping', args: { a: 1 } } as never,
+    { json: true },
+  )
+  t.equal(asObject.status, 400)
+  t.match(await asObject.text(), /arguments: expected the text of the arguments box/)
   const forged = [
     await send({ board: 'vend1', cmd: 'ping', _csrf: 'forged' }),
     await send({ board: 'vend1', cmd: 'ping' }, { origin: 'http://evil.example' }),

@@ -99,6 +99,13 @@ t.test(
     t.match(await forged[0]!.text(), /nothing was changed/)
     t.equal(await runsOf(ch), 0, 'still no run')
     t.same(ch.hub.engine.keptTriggers(), [])
+    // A JSON post with the payload as an object, not text: refused, not run with {}.
+    const object = await ch.c.post('/sops/vend/trigger', { _csrf: ch.csrf, payload: { a: 1 } } as never, {
+      json: true,
+    })
+    t.equal(object.status, 400)
+    t.match(await object.text(), /payload: expected the text of the payload box/)
+    t.equal(await runsOf(ch), 0, 'no run from it')
     const unknown = await ch.c.post('/sops/nope/trigger', form('{}'))
     t.equal(unknown.status, 404)
 

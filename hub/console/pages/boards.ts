@@ -113,7 +113,13 @@ export function checkSend(
       status: 400,
       error: `command: must be a lowercase name like gpio_write ([a-z][a-z0-9_]{0,31}), got "${cmd}"`,
     }
-  const args = parseJsonBox(typeof body.args === 'string' ? body.args : '', 'arguments', ARGS_MAX)
+  if (body.args !== undefined && typeof body.args !== 'string')
+    return {
+      ok: false,
+      status: 400,
+      error: 'arguments: expected the text of the arguments box (JSON as a string)',
+    }
+  const args = parseJsonBox(body.args ?? '', 'arguments', ARGS_MAX)
   if (!args.ok) return { ok: false, status: 400, error: args.error }
   return { ok: true, board, cmd, args: args.value }
 }

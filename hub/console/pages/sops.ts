@@ -214,7 +214,14 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
     if (!sop) return notFound(req, reply, req.params.name)
     const raw = (req.body as Record<string, unknown> | null)?.payload
     const text = typeof raw === 'string' ? raw : ''
-    const parsed = parseJsonBox(text, 'payload', PAYLOAD_MAX)
+    // The form sends text; a JSON post with a payload object is not silently triggered with {}.
+    const parsed =
+      raw === undefined || typeof raw === 'string'
+        ? parseJsonBox(text, 'payload', PAYLOAD_MAX)
+        : {
+            ok: false as const,
+            error: 'payload: expected the text of the payload box (a JSON document as a string)',
+          }
     if (!parsed.ok) {
       const error = `${parsed.error}; nothing was triggered`
       const body = await detailPage(ctx, req, sop, Date.now(), null, { payload: text, error })
