@@ -9,7 +9,15 @@ import { type HubEngine, type RunFilter, RunFilterError } from '../../sops/hub-e
 import { backlog } from '../../sops/run/backlog.ts'
 import { parseTimeArg } from './time-arg.ts'
 
-export { issueApiToken, readApiInfo, readApiToken, removeApiInfo, writeApiInfo } from './token.ts'
+export {
+  type ApiInfo,
+  type HubAbout,
+  issueApiToken,
+  readApiInfo,
+  readApiToken,
+  removeApiInfo,
+  writeApiInfo,
+} from './token.ts'
 
 // Route schemas as JSON Schema literals, not typebox's Type builders: Fastify hands them to ajv
 // either way, and the builders' module (~300 files) is not worth loading at hub start for these.

@@ -45,15 +45,25 @@ export async function readApiToken(path = svcPaths().apiToken): Promise<Read<str
   return { ok: true, value: token }
 }
 
-export async function writeApiInfo(url: string, path = svcPaths().apiInfo): Promise<void> {
-  await writePrivate(path, JSON.stringify({ url, pid: process.pid }) + '\n')
+/** What the running hub tells the CLI about itself besides its URL. */
+export interface HubAbout {
+  /** The SOP directory it loads: `svc sop list|show|…` look there too (hub/cli/sops-dir.ts). */
+  sopsDir: string
+  /** Its data folder (the engine's run store under `engine/`). */
+  dataDir: string
+}
+
+export type ApiInfo = { url: string; pid?: number } & Partial<HubAbout>
+
+export async function writeApiInfo(url: string, path = svcPaths().apiInfo, about?: HubAbout): Promise<void> {
+  await writePrivate(path, JSON.stringify({ url, pid: process.pid, ...about }) + '\n')
 }
 
 export async function removeApiInfo(path = svcPaths().apiInfo): Promise<void> {
   await rm(path, { force: true })
 }
 
-export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<{ url: string }>> {
+export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<ApiInfo>> {
   let text: string
   try {
     text = await readFile(path, 'utf8')
@@ -61,9 +71,17 @@ export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<{ url
     return { ok: false, error: `no hub is running (no ${path}); start one with \`svc hub run\`` }
   }
   try {
-    const v = JSON.parse(text) as { url?: unknown }
+    const v = JSON.parse(text) as { url?: unknown; pid?: unknown; sopsDir?: unknown; dataDir?: unknown }
     if (typeof v.url === 'string' && /^http:\/\/(127\.0\.0\.1|localhost|\[::1\]):\d+$/.test(v.url))
-      return { ok: true, value: { url: v.url } }
+      return {
+        ok: true,
+        value: {
+          url: v.url,
+          ...(Number.isSafeInteger(v.pid) ? { pid: v.pid as number } : {}),
+          ...(typeof v.sopsDir === 'string' ? { sopsDir: v.sopsDir } : {}),
+          ...(typeof v.dataDir === 'string' ? { dataDir: v.dataDir } : {}),
+        },
+      }
   } catch {
     // fall through
   }

@@ -4,12 +4,35 @@ import { readApiInfo, readApiToken } from '../api/token.ts'
 import { svcPaths } from '../paths.ts'
 import { type CliIo, UserError } from './io.ts'
 
+/** Whether the process a hub's info file names is still there (EPERM: it is, owned by another user). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
 export async function callHub(
   io: CliIo,
   method: 'GET' | 'POST',
   path: string,
   body?: object,
 ): Promise<unknown> {
+  const r = await requestHub(io, method, path, body)
+  if (r.status >= 400)
+    throw new UserError((r.body as { error?: string }).error ?? `the hub answered ${r.status}`)
+  return r.body
+}
+
+/** The hub's answer whatever its status (a 404 may be an answer, not a failure). */
+export async function requestHub(
+  io: CliIo,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+): Promise<{ status: number; body: unknown; url: string }> {
   const paths = svcPaths(io.env)
   const info = await readApiInfo(paths.apiInfo)
   if (!info.ok) throw new UserError(info.error)
@@ -38,6 +61,5 @@ export async function callHub(
   } catch {
     throw new UserError(`the hub answered ${res.status} with something that is not JSON`)
   }
-  if (!res.ok) throw new UserError((parsed as { error?: string }).error ?? `the hub answered ${res.status}`)
-  return parsed
+  return { status: res.status, body: parsed, url: info.value.url }
 }

@@ -2,129 +2,35 @@
 // loopback); `svc sop run` runs one SOP in-process as a dry run (issue 3, item 8).
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
-import { isAbsolute, join, resolve } from 'node:path'
+import { join } from 'node:path'
 import { Type } from 'typebox'
 import { createOpenAiAgent } from '../agent/openai.ts'
 import { createEngine } from '../engine/index.ts'
 import type { RunSummary } from '../../sops/hub-engine.ts'
 import { formatDiagnostic, hasErrors } from '../../sops/parse.ts'
 import { loadAll } from '../../sops/load.ts'
-import type { LogEntry, RunRecord } from '../../sops/run/record.ts'
+import type { RunRecord } from '../../sops/run/record.ts'
 import { isParked } from '../../sops/run/states.ts'
 import type { Json, Sop } from '../../sops/types.ts'
 import type { Tool, ToolRegistry } from '../../tools/types.ts'
-import { svcPaths } from '../paths.ts'
 import { callHub } from './hub-client.ts'
+import { chooseSopsDir } from './sops-dir.ts'
+import { logText, pendingText } from './run-text.ts'
+import { HISTORY_COMMANDS, HISTORY_HELP, historyCommand } from './sop-history.ts'
+import { type Flags, one, parseFlags as parseWith, payloadFlag } from './sop-flags.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 
 export const RUNS_HELP = `usage:
   svc sop pending [--json]                      runs waiting for approval on the running hub
   svc sop approve <run_id> [--by NAME] [--note TEXT] [--decide N=yes|no]... [--json]
   svc sop deny <run_id> [--by NAME] [--note TEXT] [--json]
-  svc sop logs <run_id> [--json]                the run's log
+${HISTORY_HELP}
   svc sop run <name> [--payload JSON] [--approve-all] [--decide N=yes|no]... [--sops-dir DIR]
                      [--agent-url URL --agent-model NAME] [--json]
                                                 dry run in this process: tools are recorders
                                                 that print their resolved arguments`
 
-interface Flags {
-  positional: string[]
-  json: boolean
-  by?: string
-  note?: string
-  payload?: string
-  approveAll: boolean
-  sopsDir?: string
-  agentUrl?: string
-  agentModel?: string
-  decide: Record<number, boolean>
-}
-
-const VALUE_FLAGS = new Set([
-  '--by',
-  '--note',
-  '--payload',
-  '--sops-dir',
-  '--agent-url',
-  '--agent-model',
-  '--decide',
-])
-
-function parseFlags(sub: string, argv: string[], allowed: string[]): Flags {
-  const f: Flags = { positional: [], json: false, approveAll: false, decide: {} }
-  for (let i = 0; i < argv.length; i++) {
-    let a = argv[i]!
-    let value: string | undefined
-    const eq = a.indexOf('=')
-    if (a.startsWith('--') && eq > 0 && VALUE_FLAGS.has(a.slice(0, eq))) {
-      value = a.slice(eq + 1)
-      a = a.slice(0, eq)
-    }
-    if (a === '--help' || a === '-h') throw new UsageError(RUNS_HELP)
-    if (!a.startsWith('-') || a === '-') {
-      f.positional.push(a)
-      continue
-    }
-    if (!allowed.includes(a))
-      throw new UsageError(`unknown option "${a}" for "sop ${sub}" (see svc sop ${sub} --help)`)
-    if (a === '--json') f.json = true
-    else if (a === '--approve-all') f.approveAll = true
-    else {
-      value ??= argv[++i]
-      if (value === undefined || value === '') throw new UsageError(`${a} needs a value`)
-      if (a === '--decide') {
-        const m = /^(\d+)=(yes|no|true|false)$/i.exec(value)
-        if (!m) throw new UsageError(`--decide takes STEP=yes|no (got "${value}")`)
-        f.decide[Number(m[1])] = /^(yes|true)$/i.test(m[2]!)
-      } else if (a === '--by') f.by = value
-      else if (a === '--note') f.note = value
-      else if (a === '--payload') f.payload = value
-      else if (a === '--sops-dir') f.sopsDir = value
-      else if (a === '--agent-url') f.agentUrl = value
-      else if (a === '--agent-model') f.agentModel = value
-    }
-  }
-  return f
-}
-
-function one(sub: string, f: Flags, what: string): string {
-  if (f.positional.length !== 1)
-    throw new UsageError(`sop ${sub} takes exactly one ${what} (got ${f.positional.length})`)
-  return f.positional[0]!
-}
-
 // ---- talking to the hub -----------------------------------------------------------------------
-
-function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000))
-  return s < 60 ? `${s}s` : s < 3600 ? `${Math.floor(s / 60)}m` : `${Math.floor(s / 3600)}h`
-}
-
-export function pendingText(runs: RunSummary[], now: number): string {
-  if (runs.length === 0) return 'no runs waiting for approval'
-  const lines: string[] = []
-  for (const r of runs) {
-    const g = r.gate
-    lines.push(
-      `${r.id}  ${r.sop}  ${r.state}  step ${g?.step ?? r.current ?? '-'}  waiting ${age(now - (g?.since ?? r.updatedAt))}  ${g?.reason ?? ''}${g?.operatorOnly ? '  [operator only]' : ''}`,
-    )
-    if (g?.prompt) lines.push(`    prompt: ${g.prompt}`)
-    for (const q of g?.questions ?? [])
-      lines.push(`    question for step ${q.step}: ${q.question}  (answer with --decide ${q.step}=yes|no)`)
-    for (const req of g?.requests ?? [])
-      lines.push(`    approval requested by ${req.by}${req.note ? `: ${req.note}` : ''}`)
-  }
-  return lines.join('\n')
-}
-
-export function logText(log: LogEntry[]): string {
-  return log
-    .map(
-      (l) =>
-        `${new Date(l.at).toISOString()}  ${l.step === 0 ? 'run   ' : `step ${String(l.step).padEnd(2)}`}  ${l.level.padEnd(5)}  ${l.msg}`,
-    )
-    .join('\n')
-}
 
 // ---- dry run --------------------------------------------------------------------------------
 
@@ -159,16 +65,8 @@ export function recorderTools(sop: Sop, record: (c: RecordedCall) => void): Tool
 
 async function dryRun(f: Flags, io: CliIo): Promise<number> {
   const name = one('run', f, 'SOP name')
-  const chosen = f.sopsDir ?? svcPaths(io.env).sops
-  const sopsDir = isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen)
-  let payload: Json = {}
-  if (f.payload !== undefined) {
-    try {
-      payload = JSON.parse(f.payload) as Json
-    } catch (e) {
-      throw new UsageError(`--payload is not JSON: ${(e as Error).message}`)
-    }
-  }
+  const sopsDir = (await chooseSopsDir(f.sopsDir, io)).dir
+  const payload = payloadFlag(f) as Json
   if ((f.agentUrl === undefined) !== (f.agentModel === undefined))
     throw new UsageError('--agent-url and --agent-model go together')
   const all = await loadAll(sopsDir)
@@ -241,9 +139,18 @@ async function dryRun(f: Flags, io: CliIo): Promise<number> {
   return run.state === 'completed' ? EXIT_OK : EXIT_FAIL
 }
 
+const parseFlags = (sub: string, argv: string[], allowed: string[]): Flags =>
+  parseWith(sub, argv, allowed, RUNS_HELP)
+
 // ---- the commands ---------------------------------------------------------------------------
 
 export async function runsCommand(sub: string, argv: string[], io: CliIo): Promise<number> {
+  // Asked for, help is the answer (stdout, exit 0), not a usage error.
+  if (argv.includes('--help') || argv.includes('-h')) {
+    io.out(HISTORY_COMMANDS.has(sub) ? `usage:\n${HISTORY_HELP}` : RUNS_HELP)
+    return EXIT_OK
+  }
+  if (HISTORY_COMMANDS.has(sub)) return historyCommand(sub, argv, io)
   switch (sub) {
     case 'pending': {
       const f = parseFlags(sub, argv, ['--json'])
@@ -274,13 +181,6 @@ export async function runsCommand(sub: string, argv: string[], io: CliIo): Promi
           ? JSON.stringify(r.run, null, 2)
           : `${sub === 'approve' ? 'approved' : 'denied'} run ${r.run.id} (${r.run.sop}): now ${r.run.state}`,
       )
-      return EXIT_OK
-    }
-    case 'logs': {
-      const f = parseFlags(sub, argv, ['--json'])
-      const id = one(sub, f, 'run id')
-      const r = (await callHub(io, 'GET', `/sop/runs/${encodeURIComponent(id)}/logs`)) as { log: LogEntry[] }
-      io.out(f.json ? JSON.stringify(r.log, null, 2) : logText(r.log) || '(no log entries)')
       return EXIT_OK
     }
     case 'run':

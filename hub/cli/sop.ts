@@ -1,42 +1,66 @@
 // `svc sop list|validate|show|graph`: the SOP format on the command line (spec: Endpoints).
-// Read-only, no daemon. Run commands (pending, approve, deny, logs, run) go to sop-runs.ts.
+// Read-only, no daemon. Run commands (pending, approve, deny, run; runs, status, logs, trigger,
+// held via sop-history.ts) go to sop-runs.ts.
 import { isAbsolute, resolve } from 'node:path'
 import { graphText, stepRoutes } from '../../sops/graph.ts'
 import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
 import { formatDiagnostic, hasErrors, type ParsedSop, sortDiagnostics } from '../../sops/parse.ts'
 import type { Diagnostic, Sop, Step } from '../../sops/types.ts'
 import { triggerText } from '../../sops/trigger-text.ts'
-import { svcPaths } from '../paths.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, UserError } from './io.ts'
 import { runsCommand } from './sop-runs.ts'
+import { chooseSopsDir, type SopsDirChoice } from './sops-dir.ts'
 
-const RUN_COMMANDS = new Set(['pending', 'approve', 'deny', 'logs', 'run'])
+const RUN_COMMANDS = new Set([
+  'pending',
+  'approve',
+  'deny',
+  'logs',
+  'run',
+  'runs',
+  'status',
+  'trigger',
+  'held',
+])
 
 export const SOP_HELP = `usage: svc sop <command> [options]
 
-commands (read SOP directories; no hub needed):
+commands (read SOP directories; no hub needed, but they read the running hub's directory):
   list                     the SOPs in the sops directory, with any load errors
   validate [<name|dir>]    check one SOP (by name, or its directory), a directory of SOPs,
                            or every SOP when none is given; exit 0 valid, 1 invalid
   show <name|dir>          settings, triggers and parsed steps
   graph <name|dir>         the step graph: routes after each step, failures, terminal steps
 
-commands (talk to the running hub):
-  pending, approve <run_id>, deny <run_id>, logs <run_id>, run <name>
+commands (the running hub's runs; svc sop <command> --help for their options):
+  runs                     run history, newest first: --sop, --state, --since 30m|2h|7d|ISO,
+                           a page at a time (--limit, --cursor)
+  status <run_id>          a run whole: trigger payload, steps' input, output, result and
+                           duration, approvals, state
+  logs <run_id>            the run's log
+                           (runs, status, logs also read the stored records when no hub runs)
+  trigger <name>           a real run on the running hub (--payload JSON); prints its id
+  held                     triggers kept by the hold and parallel policies, per SOP, with ages
+  pending                  runs waiting for approval
+  approve <run_id>, deny <run_id>
+  run <name>               a dry run in this process: tools only record their arguments
 
 options:
-  --sops-dir DIR   where SOPs live (default: $SVC_SOPS_DIR, else ~/.svc/sops)
+  --sops-dir DIR   where SOPs live (default: $SVC_SOPS_DIR, else the running hub's directory,
+                   else hub.toml's [hub] sops_dir, else ~/.svc/sops)
   --json           machine-readable output on stdout
   -h, --help       this help`
 
 interface Options {
   sopsDir: string
+  /** Where sopsDir came from (sops-dir.ts), for messages. */
+  from: SopsDirChoice['from']
   json: boolean
   positional: string[]
   cwd?: string
 }
 
-function parseOptions(argv: string[], io: CliIo): Options {
+function parseOptions(argv: string[]): { sopsFlag: string | undefined; json: boolean; positional: string[] } {
   let sopsDir: string | undefined
   let json = false
   const positional: string[] = []
@@ -54,9 +78,11 @@ function parseOptions(argv: string[], io: CliIo): Options {
       throw new UsageError(`unknown option "${a}" (see svc sop --help)`)
     else positional.push(a)
   }
-  // --sops-dir wins over SVC_SOPS_DIR, which wins over the per-user default.
-  const chosen = sopsDir ?? svcPaths(io.env).sops
-  return { sopsDir: isAbsolute(chosen) ? chosen : resolve(io.cwd, chosen), json, positional }
+  return { sopsFlag: sopsDir, json, positional }
+}
+
+function fromText(from: SopsDirChoice['from']): string {
+  return from === 'the hub config' ? 'no hub is running; the directory `svc hub` would load' : `from ${from}`
 }
 
 function looksLikePath(arg: string): boolean {
@@ -183,7 +209,7 @@ async function list(opts: Options, io: CliIo): Promise<number> {
     io.out(JSON.stringify({ sopsDir: opts.sopsDir, sops: rows, diagnostics: all.diagnostics }, null, 2))
     return failed ? EXIT_FAIL : EXIT_OK
   }
-  if (rows.length === 0) io.out(`no SOPs in ${opts.sopsDir}`)
+  if (rows.length === 0) io.out(`no SOPs in ${opts.sopsDir} (${fromText(opts.from)})`)
   else {
     const table = [
       ['NAME', 'STATUS', 'MODE', 'PRIORITY', 'TRIGGERS', 'STEPS', 'PACKAGE'],
@@ -304,7 +330,11 @@ export const command: Command = async (argv, io) => {
     io.out(SOP_HELP)
     return EXIT_OK
   }
-  const opts = { ...parseOptions(rest, io), cwd: io.cwd }
+  if (!['list', 'validate', 'show', 'graph'].includes(sub))
+    throw new UsageError(`unknown command "${sub}" (see svc sop --help)`)
+  const { sopsFlag, ...parsed } = parseOptions(rest)
+  const chosen = await chooseSopsDir(sopsFlag, io)
+  const opts: Options = { ...parsed, sopsDir: chosen.dir, from: chosen.from, cwd: io.cwd }
   switch (sub) {
     case 'list':
       return list(opts, io)

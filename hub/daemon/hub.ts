@@ -391,7 +391,7 @@ export async function startHub(
       attestation.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
-      await api.writeInfo(apiUrl)
+      await api.writeInfo(apiUrl, { sopsDir: config.sopsDir, dataDir: config.dataDir })
       if (api.removeInfo) closers.push({ name: 'local api info', fn: () => api.removeInfo!() })
       log.info({ url: apiUrl }, 'local API listening')
     }

@@ -9,6 +9,7 @@ import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import type { Tool } from '../../tools/types.ts'
 import type { AgentAdapter } from '../agent/types.ts'
+import type { HubAbout } from '../api/token.ts'
 import type { Log } from '../log.ts'
 import type { BoardEntry, HubConfig } from './config.ts'
 import type { ConsoleAttestation } from '../console/context.ts'
@@ -29,8 +30,8 @@ export interface LocalApiParts {
   create(o: { engine: HubEngine; token: string }): FastifyInstance | Promise<FastifyInstance>
   /** A fresh bearer token, stored where the CLI finds it. */
   issueToken(): Promise<string>
-  /** Tells the CLI where the API listens. */
-  writeInfo(url: string): Promise<void>
+  /** Tells the CLI where the API listens, and which SOP directory and data folder the hub uses. */
+  writeInfo(url: string, about: HubAbout): Promise<void>
   removeInfo?(): Promise<void>
 }
 

@@ -193,7 +193,8 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       create: async ({ engine, token }) =>
         (await import('../api/index.ts')).createLocalApi({ engine, token }),
       issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
-      writeInfo: async (url) => (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo),
+      writeInfo: async (url, about) =>
+        (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo, about),
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
     },
     console: async (o) => (await import('../console/index.ts')).startConsole({ ...o, home: paths.home }),

@@ -600,8 +600,11 @@ export class Engine implements HubEngine {
         }
       }
 
+      rec.startedAt = this.now()
+      delete rec.endedAt
       const result = await this.execute(run, sop, step, input)
       if (this.closed) return
+      rec.endedAt = this.now()
       let outcome = result
       if (outcome.ok && step.output) {
         const bad = contractProblem(step.output, outcome.output)

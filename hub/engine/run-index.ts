@@ -1,16 +1,21 @@
-// The run index's keys (pure): four orderings of the same runs, each keyed by creation time then
-// id, so a reverse LevelDB iteration from a keyset position yields a newest-first page of any of
+// The run index's keys (pure): four orderings of the runs, each keyed by creation time then id,
+// so a reverse LevelDB iteration from a keyset position yields a newest-first page of any of
 // (all), (sop), (state), (sop+state) within a time range without reading the runs outside it.
 //
-//   ix!a!<t>!<id>                   every run
-//   ix!s!<sop>\0<t>!<id>            by SOP
-//   ix!t!<state>\0<t>!<id>          by state
-//   ix!q!<sop>\0<state>\0<t>!<id>   by SOP and state
+//   ix!a!<t>!<id>                   every run, from its first write
+//   ix!s!<sop>\0<t>!<id>            by SOP, from its first write
+//   ix!t!<state>\0<t>!<id>          by state: finished runs, written with the finish
+//   ix!q!<sop>\0<state>\0<t>!<id>   by SOP and state: finished runs, likewise
+//
+// A finished run's state never changes, so no key ever moves. The runs not finished (pending,
+// running, at a gate: the few with an `open!` marker) are filtered by state from the engine's
+// memory, or from their records when the store is read with no engine; a run's state changes
+// then cost no index write (bench: they are most of a run's writes).
 //
 // <t> is createdAt in base 36, fixed width, so byte order is time order. Values are empty: a
 // page's summaries come from the finished runs' `fin!` records (or memory, for live runs).
 import { RunFilterError, type RunFilter } from '../../sops/hub-engine.ts'
-import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
+import { RUN_STATES, type RunState, isFinished } from '../../sops/run/states.ts'
 
 export const INDEX = 'ix!'
 /** Bumped when the key layout changes: a store without the current marker is re-indexed on open. */
@@ -39,19 +44,24 @@ const prefixes = (sop: string, state: RunState) => ({
   both: `${INDEX}q!${sop}${SEP}${state}${SEP}`,
 })
 
-/** The four keys of a run in `state`. */
+/** The keys a run has in `state`: two while it is not finished, four once it is. */
 export function indexKeys(r: Indexed): string[] {
   const p = prefixes(r.sop, r.state)
   const pos = position(r)
-  return [p.all + pos, p.sop + pos, p.state + pos, p.both + pos]
+  return isFinished(r.state)
+    ? [p.all + pos, p.sop + pos, p.state + pos, p.both + pos]
+    : [p.all + pos, p.sop + pos]
 }
 
-/** The two keys that depend on the state, for moving a run from one state to another. */
-export function stateKeys(r: Indexed): string[] {
+/** The keys a run gains when it finishes: by its final state, and by SOP and that state. */
+export function finishedKeys(r: Indexed): string[] {
   const p = prefixes(r.sop, r.state)
   const pos = position(r)
   return [p.state + pos, p.both + pos]
 }
+
+/** Whether the index holds runs in this state (finished ones); the others come from the live runs. */
+export const indexedState = (state: RunState): boolean => isFinished(state)
 
 /** The id at the end of an index key. */
 export function idOf(key: string): string {

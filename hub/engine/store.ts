@@ -15,11 +15,12 @@ import {
   INDEX_VERSION,
   checkFilter,
   cursorAt,
+  finishedKeys,
   idOf,
   indexKeys,
+  indexedState,
   position,
   prefixFor,
-  stateKeys,
 } from './run-index.ts'
 import { summary } from './summary.ts'
 
@@ -73,8 +74,6 @@ interface Written {
   /** Each step record as last written: the object and its JSON. */
   steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
   logSeq: number
-  /** The state the run index has the run under. */
-  state: RunRecord['state']
 }
 
 /**
@@ -178,7 +177,7 @@ export class EngineStore {
     const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
     let json = '{'
     if (!w) {
-      w = { seq: 0, steps: new Map(), logSeq: 0, state: run.state }
+      w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
       for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '' })
       const head: RunHead = {
@@ -191,13 +190,6 @@ export class EngineStore {
       }
       json += `"head":${JSON.stringify(head)},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '' })
-    }
-    if (w.state !== run.state) {
-      // The index moves with the state, in the same batch (run-index.ts).
-      for (const key of stateKeys({ id: run.id, sop: run.sop, createdAt: run.createdAt, state: w.state }))
-        ops.push({ type: 'del', key })
-      for (const key of stateKeys(run)) ops.push({ type: 'put', key, value: '' })
-      w.state = run.state
     }
     json += `"st":${JSON.stringify(st satisfies RunStateRecord)}`
     let changed = ''
@@ -227,10 +219,14 @@ export class EngineStore {
     return ops
   }
 
-  /** With the final delta: a summary for listings, and the `open!` marker removed. */
+  /**
+   * With the final delta: a summary for listings, the run's keys in the index by its final state
+   * (run-index.ts), and the `open!` marker removed.
+   */
   finishOps(run: RunRecord, summary: object): BatchOp[] {
     return [
       ...this.runOps(run),
+      ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '' })),
       { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
       { type: 'del', key: OPEN + run.id },
     ]
@@ -333,13 +329,15 @@ export class EngineStore {
   }
 
   /**
-   * A newest-first page from the run index. `live` are the runs in the engine's memory, which may
-   * be ahead of the store: their index entries are skipped and the memory's version merged in.
-   * A run indexed but neither live nor finished (a store read with no engine; a run whose finish
-   * is being written) is replayed from its deltas.
+   * A newest-first page from the run index. `live` are the runs not finished: the engine's
+   * memory, which may be ahead of the store (their index entries are skipped and the memory's
+   * version merged in); without it, the runs with an `open!` marker, from their records (a store
+   * read with no engine). A run indexed but neither live nor finished (its finish being written)
+   * is replayed from its deltas.
    */
-  async queryRuns(filter: RunFilter, live: readonly RunSummary[] = []): Promise<RunPage> {
+  async queryRuns(filter: RunFilter, live?: readonly RunSummary[]): Promise<RunPage> {
     const { limit, lower, upper } = checkFilter(filter)
+    live ??= await this.openSummaries()
     const prefix = prefixFor(filter)
     const liveIds = new Set<string>()
     const page: { pos: string; run?: RunSummary; id: string }[] = []
@@ -351,7 +349,12 @@ export class EngineStore {
       if (pos >= lower && pos < upper) page.push({ pos, run: r, id: r.id })
     }
     let fromStore = 0
-    for await (const k of this.db.keys({ gte: prefix + lower, lt: prefix + upper, reverse: true })) {
+    // A state the index does not hold (not finished) is served by the live runs alone.
+    const keys =
+      filter.state !== undefined && !indexedState(filter.state)
+        ? []
+        : this.db.keys({ gte: prefix + lower, lt: prefix + upper, reverse: true })
+    for await (const k of keys) {
       const id = idOf(k)
       if (liveIds.has(id)) continue
       page.push({ pos: k.slice(prefix.length), id })
@@ -376,6 +379,16 @@ export class EngineStore {
     return { runs, next: page.length > limit ? cursorAt(page[limit - 1]!.pos) : null }
   }
 
+  /** Summaries of the runs not finished, from their records (what the engine would hold in memory). */
+  async openSummaries(): Promise<RunSummary[]> {
+    const out: RunSummary[] = []
+    for await (const k of this.db.keys({ gt: OPEN, lt: `${OPEN}\xff` })) {
+      const r = await this.getRun(k.slice(OPEN.length))
+      if (r) out.push(summary(r))
+    }
+    return out
+  }
+
   /** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
   async *finished(): AsyncGenerator<unknown> {
     for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) yield JSON.parse(v)
@@ -394,7 +407,7 @@ export class EngineStore {
           { rec, json: JSON.stringify(rec), settled: settled(rec) },
         ]),
       )
-      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq, state: r.run.state })
+      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
     }
     return out
   }

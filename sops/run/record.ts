@@ -18,6 +18,9 @@ export interface StepRecord {
   error?: string
   /** Why the step was skipped (`unless_decided`, `decide` answered no, unmet `depends_on`; `when:` never skips). */
   reason?: string
+  /** When the latest attempt's calls began and ended (ms since the epoch): the step's duration. */
+  startedAt?: number
+  endedAt?: number
 }
 
 export type GateKind = 'approval' | 'checkpoint' | 'decision'

@@ -68,7 +68,7 @@ t.test('token and info files: 0600, fresh per issue, refused when others can rea
   t.match(await readApiToken(join(dir, 'missing')), { ok: false, error: /no hub is running/ })
   const info = join(dir, 'info.json')
   await writeApiInfo('http://127.0.0.1:5555', info)
-  t.same(await readApiInfo(info), { ok: true, value: { url: 'http://127.0.0.1:5555' } })
+  t.same(await readApiInfo(info), { ok: true, value: { url: 'http://127.0.0.1:5555', pid: process.pid } })
   await writeFile(info, JSON.stringify({ url: 'http://evil.example:80' }))
   t.match(await readApiInfo(info), { ok: false, error: /loopback/ })
 })

@@ -102,34 +102,37 @@ t.test('a filter the index cannot serve is refused by name', async (t) => {
   for (const [f, msg] of bad) await t.rejects(store.queryRuns(f), { name: 'RunFilterError', message: msg })
 })
 
-t.test('a run moves in the index when its state changes; live runs come from memory', async (t) => {
-  const s = sop({ name: 'g', steps: [step(1, { calls: [call('echo')], requiresConfirmation: true })] })
-  const { engine, dir, close } = await startEngine(t, [s])
-  const a = await engine.trigger('g', event({ n: 1 }))
-  const b = await engine.trigger('g', event({ n: 2 }))
-  await waitFor(() => engine.pending().length === 2, 'both runs to wait for approval')
-  const ids = async (f: RunFilter) => (await engine.queryRuns(f)).runs.map((r) => r.id)
-  t.same(await ids({ state: 'waiting_approval' }), [b.runId, a.runId])
-  t.same(await ids({ state: 'completed' }), [])
-  t.ok((await engine.approve(a.runId!)).ok)
-  await engine.idle()
-  t.same(await ids({ state: 'waiting_approval', sop: 'g' }), [b.runId], 'a left waiting_approval')
-  t.same(await ids({ state: 'completed', sop: 'g' }), [a.runId], 'and is under completed')
-  t.ok((await engine.deny(b.runId!)).ok)
-  await engine.idle()
-  t.same(await ids({ state: 'cancelled' }), [b.runId])
-  t.same(await ids({}), [b.runId, a.runId])
-  await close()
-  // The store alone (no engine memory) says the same: the moves were written, not only remembered.
-  const store = await EngineStore.open(dir)
-  t.same((await store.queryRuns({ state: 'waiting_approval' })).runs, [])
-  t.same(
-    (await store.queryRuns({ state: 'completed' })).runs.map((r: RunSummary) => r.id),
-    [a.runId],
-  )
-  await store.close()
-  t.same((await indexAgrees(dir)).agree, { extra: [], missing: [] })
-})
+t.test(
+  'a run is found by its state as it changes; live runs come from memory, finished ones from the index',
+  async (t) => {
+    const s = sop({ name: 'g', steps: [step(1, { calls: [call('echo')], requiresConfirmation: true })] })
+    const { engine, dir, close } = await startEngine(t, [s])
+    const a = await engine.trigger('g', event({ n: 1 }))
+    const b = await engine.trigger('g', event({ n: 2 }))
+    await waitFor(() => engine.pending().length === 2, 'both runs to wait for approval')
+    const ids = async (f: RunFilter) => (await engine.queryRuns(f)).runs.map((r) => r.id)
+    t.same(await ids({ state: 'waiting_approval' }), [b.runId, a.runId])
+    t.same(await ids({ state: 'completed' }), [])
+    t.ok((await engine.approve(a.runId!)).ok)
+    await engine.idle()
+    t.same(await ids({ state: 'waiting_approval', sop: 'g' }), [b.runId], 'a left waiting_approval')
+    t.same(await ids({ state: 'completed', sop: 'g' }), [a.runId], 'and is under completed')
+    t.ok((await engine.deny(b.runId!)).ok)
+    await engine.idle()
+    t.same(await ids({ state: 'cancelled' }), [b.runId])
+    t.same(await ids({}), [b.runId, a.runId])
+    await close()
+    // The store alone (no engine memory) says the same: the moves were written, not only remembered.
+    const store = await EngineStore.open(dir)
+    t.same((await store.queryRuns({ state: 'waiting_approval' })).runs, [])
+    t.same(
+      (await store.queryRuns({ state: 'completed' })).runs.map((r: RunSummary) => r.id),
+      [a.runId],
+    )
+    await store.close()
+    t.same((await indexAgrees(dir)).agree, { extra: [], missing: [] })
+  },
+)
 
 t.test('after a SIGKILL mid-write the index agrees with the records', async (t) => {
   const dir = await tempDir(t, 'svc-index-crash-')
@@ -169,7 +172,7 @@ t.test('a store written before the index is re-indexed once on open', async (t) 
   const db = new Level<string, string>(dir)
   const ops: { type: 'del'; key: string }[] = [{ type: 'del', key: INDEX_MARKER }]
   for await (const key of db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) ops.push({ type: 'del', key })
-  t.ok(ops.length > 1200, 'the index had keys to take away')
+  t.ok(ops.length > 1000, 'the index had keys to take away')
   await db.batch(ops)
   await db.close()
   const after = await EngineStore.open(dir)

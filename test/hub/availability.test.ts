@@ -3,48 +3,15 @@
 //   will is `offline`, so the broker itself marks every board offline when the hub is gone.
 // - Embedded broker: it dies with the hub, and its retained store keeps the last `online`; the
 //   next start resets every owned board to `offline` before any port opens.
-import { spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import mqtt from 'mqtt'
 import t from 'tap'
 import { noMosquitto, startMosquitto } from '../helpers/mosquitto.ts'
 import { freePort } from '../helpers/ports.ts'
+import { startHubChild } from '../helpers/hub-process.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
-
-const root = fileURLToPath(new URL('../..', import.meta.url))
-
-/** `svc hub` in a child process with SVC_HOME = home; resolves once it logged "hub started". */
-async function startHubChild(t: Teardown, home: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
-    cwd: root,
-    env: { ...process.env, SVC_HOME: home },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  const pid = child.pid as number
-  const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_c, s) => r(s)))
-  t.teardown(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      process.kill(pid, 'SIGKILL')
-      await exited
-    }
-  })
-  let out = ''
-  let err = ''
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
-  await waitFor(
-    () => {
-      if (child.exitCode !== null) throw new Error(`hub exited early (${child.exitCode}): ${err}${out}`)
-      return out.includes('"hub started"')
-    },
-    'the hub to start',
-    { timeoutMs: 60_000 },
-  )
-  return { pid, exited, out: () => out }
-}
 
 /** Availability messages on `boards/+/availability`, as `board payload`. */
 async function watchAvailability(t: Teardown, url: string) {

@@ -143,6 +143,7 @@ t.test(
     t.match(run, /<pre data-payload>plain text 5<\/pre>/)
     t.match(run, /1\. Wait a moment <span class="tag s-completed">completed<\/span>/)
     t.match(run, /<pre data-output>/, 'the step output')
+    t.match(run, /<p class="took">took \d+ ms<\/p>/, "the step's duration, from the engine's own times")
     t.match(run, /completed: Wait a moment/, 'the log')
 
     const csrf = await c.csrf()

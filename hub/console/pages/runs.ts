@@ -131,25 +131,38 @@ ${
   return ctx.render(req, reply, { title: 'Runs', nav: 'runs', body })
 }
 
-/** When each step ran, from the log: a step's time runs from the entry before its first entry of
- * this visit (the previous step's end, or its approval) to its completing entry. The engine logs
- * no "started" line, so this is a close bound, not a stopwatch. */
-export function stepTimes(log: readonly LogEntry[]): Map<number, number> {
-  const out = new Map<number, number>()
+/**
+ * How long each step took: the engine's own times of its latest attempt (`startedAt`/`endedAt`);
+ * for a record written before the engine kept them, the span from the log entry before the step's
+ * completing entry to that entry (a close bound: the engine logged no "started" line then).
+ */
+export function stepTimes(
+  steps: RunRecord['steps'],
+  log: readonly LogEntry[],
+): Map<number, { ms: number; exact: boolean }> {
+  const out = new Map<number, { ms: number; exact: boolean }>()
   let prev: number | null = null
   for (const e of log) {
     if (e.step > 0 && prev !== null && /^(completed|attempt \d+ failed)/.test(e.msg))
-      out.set(e.step, (out.get(e.step) ?? 0) + (e.at - prev))
+      out.set(e.step, { ms: (out.get(e.step)?.ms ?? 0) + (e.at - prev), exact: false })
     prev = e.at
   }
+  for (const s of Object.values(steps))
+    if (s.startedAt !== undefined && s.endedAt !== undefined)
+      out.set(s.number, { ms: s.endedAt - s.startedAt, exact: true })
   return out
 }
 
-function stepBlock(n: number, title: string, s: StepRecord | undefined, took: number | undefined): Html {
+function stepBlock(
+  n: number,
+  title: string,
+  s: StepRecord | undefined,
+  took: { ms: number; exact: boolean } | undefined,
+): Html {
   const status = s?.status ?? 'not run'
   return html`<section class="step s-${status}" data-step="${n}">
 <h3>${n}. ${title} <span class="tag s-${status}">${status}</span></h3>
-${took !== undefined ? html`<p class="took">took ≈ ${duration(took)}</p>` : ''}
+${took !== undefined ? html`<p class="took">took ${took.exact ? '' : '≈ '}${duration(took.ms)}</p>` : ''}
 ${s?.reason ? html`<p class="muted">${s.reason}</p>` : ''}
 ${s?.error ? html`<p class="error">${s.error}</p>` : ''}
 ${s && s.input !== undefined ? html`<details><summary>Input</summary><pre>${jsonText(s.input)}</pre></details>` : ''}
@@ -166,7 +179,7 @@ function runBody(ctx: ConsoleContext, run: RunRecord, log: readonly LogEntry[], 
     ...Object.keys(run.steps).map(Number),
   ])
   const title = (n: number) => sop?.steps.find((s) => s.number === n)?.title ?? `step ${n}`
-  const took = stepTimes(log)
+  const took = stepTimes(run.steps, log)
   return html`<h1>Run <code>${run.id}</code></h1>
 <div id="run-facts" data-live="run">
 <dl class="facts">
