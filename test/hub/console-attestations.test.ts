@@ -103,6 +103,19 @@ t.test('lines by state as svc attest status counts them; failed lines with reaso
   t.equal(JSON.stringify(ch.store.counts()), before, 'nothing changed')
 })
 
+t.test('a hub that does not attest: the Attestations page says so, sync now is refused', async (t) => {
+  const ch = await startConsoleHub(t)
+  const c = new ConsoleClient(ch.url)
+  await c.signInWithLink(ch.hub.console!.loginLink())
+  const csrf = await c.csrf()
+  const page = await c.get('/attestations')
+  t.equal(page.status, 200)
+  t.match(await page.text(), /This hub does not attest: no SOP calls <code>chain_attest<\/code>/)
+  const sync = await c.post('/attestations/sync', { _csrf: csrf })
+  t.equal(sync.status, 404)
+  t.match(await sync.text(), /this hub does not attest[^<]*; nothing was sent/)
+})
+
 t.test('sync now, against a real chain and attestor, attests the waiting lines', async (t) => {
   const dev = await startDevChain()
   t.teardown(() => dev.stop())
