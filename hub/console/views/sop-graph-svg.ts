@@ -27,6 +27,8 @@ const PILL_W = 96
 const PILL_H = 24
 /** Least distance between two routes meeting one side of a box: one line of label text. */
 const ATTACH_GAP = 13
+/** Where a retry loop on a box's left side comes back in, from the box's top. */
+const RETRY_LOOP = 27
 /** Estimated width of one character of 11 px text (labels are sized before a browser measures). */
 const CHAR_W = 6.3
 const TITLE_CHARS = 21
@@ -210,6 +212,7 @@ export function sopGraphSvg(sop: Sop): SopGraphSvg {
     }
     return byNode
   }
+  const retrying = new Set(nodes.filter((x) => x.onFailure.kind === 'retry').map((x) => x.step))
   const rightSide = sides(right)
   const leftSide = sides(left)
   // A row grows when many routes meet its box, so that each route's label has its own line.
@@ -217,8 +220,12 @@ export function sopGraphSvg(sop: Sop): SopGraphSvg {
   for (let r = 0; r < rows; r++) {
     const t: Target = r < count ? r + 1 : r === count && hasEnd ? 'end' : 'fail'
     const m = Math.max(rightSide.get(t)?.length ?? 0, leftSide.get(t)?.length ?? 0)
+    // A retry loop takes the top of the box's left side: failure lanes meet it below the loop.
+    const l = typeof t === 'number' && retrying.has(t) ? (leftSide.get(t)?.length ?? 0) : 0
     heights.push(
-      typeof t === 'number' ? Math.max(BOX_H, (m + 1) * ATTACH_GAP + 20) : Math.max(PILL_H, (m + 1) * 5 + 8),
+      typeof t === 'number'
+        ? Math.max(BOX_H, (m + 1) * ATTACH_GAP + 20, l ? RETRY_LOOP + (l + 1) * 8 + 14 : 0)
+        : Math.max(PILL_H, (m + 1) * 5 + 8),
     )
   }
   const tops: number[] = [PAD]
@@ -229,12 +236,16 @@ export function sopGraphSvg(sop: Sop): SopGraphSvg {
   const nodeRight = (t: Target): number => (typeof t === 'number' ? boxR : cx + PILL_W / 2)
   const nodeLeft = (t: Target): number => (typeof t === 'number' ? boxX : cx - PILL_W / 2)
 
-  const attachments = (byNode: Map<Target, Attach[]>): Map<Edge, { exit: number; entry: number }> => {
+  const attachments = (
+    byNode: Map<Target, Attach[]>,
+    side: 'left' | 'right',
+  ): Map<Edge, { exit: number; entry: number }> => {
     const out = new Map<Edge, { exit: number; entry: number }>()
     for (const [at, list] of byNode) {
-      // A box keeps its bottom-left corner for the ✕ stub.
-      const y0 = nodeTop(at) + (typeof at === 'number' ? 6 : 4)
-      const h = nodeH(at) - (typeof at === 'number' ? 20 : 8)
+      // A box keeps its bottom-left corner for the ✕ stub, and the top of its left side for a retry loop.
+      const below = side === 'left' && typeof at === 'number' && retrying.has(at) ? RETRY_LOOP - 6 : 0
+      const y0 = nodeTop(at) + (typeof at === 'number' ? 6 : 4) + below
+      const h = nodeH(at) - (typeof at === 'number' ? 20 : 8) - below
       list.forEach((a, i) => {
         const y = y0 + (h * (i + 1)) / (list.length + 1)
         const cur = out.get(a.edge) ?? { exit: 0, entry: 0 }
@@ -244,8 +255,8 @@ export function sopGraphSvg(sop: Sop): SopGraphSvg {
     }
     return out
   }
-  const rightAt = attachments(rightSide)
-  const leftAt = attachments(leftSide)
+  const rightAt = attachments(rightSide, 'right')
+  const leftAt = attachments(leftSide, 'left')
 
   let maxX = boxR
   let maxY = 0
@@ -292,7 +303,7 @@ export function sopGraphSvg(sop: Sop): SopGraphSvg {
     const f = node.onFailure
     if (f.kind === 'retry') {
       const y1 = y + 9
-      const y2 = y + h - 19
+      const y2 = y + RETRY_LOOP
       const text = `retry ×${f.count}`
       parts.push(
         html`<g data-route="retry" data-from="${node.step}" data-to="${node.step}"><title>step ${node.step}: ${routeText(f)}</title><path d="M${n(boxX)},${n(y1)} C${n(boxX - 24)},${n(y1)} ${n(boxX - 24)},${n(y2)} ${n(boxX - 1)},${n(y2)}" fill="none" stroke="${FAIL}" stroke-width="1.5" stroke-dasharray="5 3"/>${arrowHead(boxX, y2, 'right', FAIL)}${label(boxX - 22, y + h + 13, text, 'start', FAIL)}</g>`,
