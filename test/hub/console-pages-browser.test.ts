@@ -187,6 +187,24 @@ async function browserTests(executablePath: string): Promise<void> {
     await shot(page, 'boards-refused')
   })
 
+  t.test('the Attestations page follows the store without a reload', async (t) => {
+    const page = await open(t, 'attest-live', PHONE)
+    await hub.engine.trigger('sale', { type: 'manual', source: 'test', payload: { n: 100 }, at: Date.now() })
+    await waitFor(() => (store?.counts().total ?? 0) >= 1, 'a line stored')
+    await page.goto(`${url}/attestations`)
+    await page.locator('body[data-live="open"]').waitFor({ state: 'attached' })
+    await marker(page)
+    const failedBefore = store!.counts().failed
+    const n = store!.counts().total
+    await hub.engine.trigger('sale', { type: 'manual', source: 'test', payload: { n: 101 }, at: Date.now() })
+    await waitFor(() => store!.counts().total === n + 1, 'one more line')
+    const last = await store!.get(n)
+    await store!.update([{ ...last!, state: 'failed', error: 'refused by the registry (live test)' }])
+    await page.locator(`[data-figure="failed"]:text("${failedBefore + 1}")`).waitFor()
+    await page.locator(`#attest-lines tr[data-line="${n + 1}"][data-state="failed"]`).first().waitFor()
+    t.ok(await sameDocument(page), 'the new failed line appeared with no reload')
+  })
+
   t.test('no page is wider than the viewport at 1366 and 390 px', async (t) => {
     const page = await open(t, 'widths')
     for (const n of [1, 2, 3])
