@@ -201,7 +201,10 @@ async function browserTests(executablePath: string): Promise<void> {
     const last = await store!.get(n)
     await store!.update([{ ...last!, state: 'failed', error: 'refused by the registry (live test)' }])
     await page.locator(`[data-figure="failed"]:text("${failedBefore + 1}")`).waitFor()
-    await page.locator(`#attest-lines tr[data-line="${n + 1}"][data-state="failed"]`).first().waitFor()
+    await page
+      .locator(`#attest-lines tr[data-line="${n + 1}"][data-state="failed"]`)
+      .first()
+      .waitFor()
     t.ok(await sameDocument(page), 'the new failed line appeared with no reload')
   })
 
