@@ -65,7 +65,8 @@ export function stepRoutes(sop: Sop): StepNode[] {
   })
 }
 
-function routeText(r: Route): string {
+/** One route as `svc sop graph` prints it. */
+export function routeText(r: Route): string {
   const to = (t: number | null, none: string): string => (t === null ? none : `step ${t}`)
   switch (r.kind) {
     case 'when-false':

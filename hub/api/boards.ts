@@ -26,7 +26,8 @@ const Send = {
   additionalProperties: false,
 } as const
 
-const STATUS: Record<SendFailure, number> = {
+/** The HTTP status for each way a command fails (the console's send form answers the same). */
+export const SEND_STATUS: Record<SendFailure, number> = {
   unknown_board: 404,
   offline: 409,
   closed: 409,
@@ -50,7 +51,7 @@ export function boardRoutes(bridge: BoardsPort | null, defaultTimeoutMs: number)
       const r = await bridge.send(board, b.cmd, b.args ?? {}, { timeoutMs: b.timeout_ms ?? defaultTimeoutMs })
       if (r.ok) return { board, cmd: b.cmd, ok: true, result: r.result }
       return reply
-        .code(STATUS[r.code ?? 'board_error'])
+        .code(SEND_STATUS[r.code ?? 'board_error'])
         .send({ error: r.error, ...(r.code ? { code: r.code } : {}) })
     })
   }

@@ -3,6 +3,7 @@
 import { isAbsolute } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { exportAttestations } from './export.ts'
+import type { AttestCounts } from './record.ts'
 import type { AttestStore } from './store.ts'
 import type { SyncStatus } from './sync-status.ts'
 
@@ -20,6 +21,13 @@ const ExportBody = {
   additionalProperties: false,
 } as const
 
+/** The lines per state and what sync is doing: `svc attest status --json`, GET /attest/status and the console. */
+export type AttestStatus = AttestCounts & { sync: SyncStatus | null }
+
+export function attestStatus(store: AttestStore, sync: SyncStatus | null): AttestStatus {
+  return { ...store.counts(), sync }
+}
+
 /**
  * GET /attest/status: the counts, and `sync` (sync-status.ts: state, its sentence, progress with
  * lines/s and ETA, rate-limit and stuck details), null when this hub has no sync running.
@@ -29,7 +37,7 @@ export function attestRoutes(
   syncStatus: () => SyncStatus | null = () => null,
 ): (app: FastifyInstance) => void {
   return (app) => {
-    app.get('/attest/status', async () => ({ ...store.counts(), sync: syncStatus() }))
+    app.get('/attest/status', async () => attestStatus(store, syncStatus()))
     app.post<{ Body: { out: string; from?: number; to?: number } }>(
       '/attest/export',
       { schema: { body: ExportBody } },

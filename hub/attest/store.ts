@@ -4,7 +4,8 @@
 // and none reports success before its line is on disk (SOP-NOTES: attested lines).
 //
 // Keys: m:* metadata, l:<seq> records, k:<idempotencyKey> → seq, q:<seq> the sync queue
-// (lines not yet attested or failed), in seq order.
+// (lines not yet attested or failed), in seq order, f:<seq> the failed lines (kept for ever and
+// rare, so the console lists them with their reasons without reading every line).
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Level } from 'level'
@@ -41,6 +42,8 @@ export interface AttestStore {
   range(from?: number, to?: number): AsyncIterable<AttestRecord>
   /** The first `limit` records from `fromSeq` on not yet attested or failed, in seq order. */
   queue(limit: number, fromSeq?: number): Promise<AttestRecord[]>
+  /** The first `limit` failed records from `fromSeq` on, in seq order (each with its `error`). */
+  failed(limit: number, fromSeq?: number): Promise<AttestRecord[]>
   /**
    * Replaces records (state changes by the sync), in one sync batch; with `send`, also saves a
    * batched request transaction (`put`) or forgets one by nonce (`del`) in that same batch.
@@ -67,6 +70,7 @@ const lineKey = (seq: number) => `l:${pad(seq)}`
 const queueKey = (seq: number) => `q:${pad(seq)}`
 const idemKey = (k: string) => `k:${k}`
 const sendKey = (nonce: number) => `s:${pad(nonce)}`
+const failedKey = (seq: number) => `f:${pad(seq)}`
 const inQueue = (s: AttestState) => s === 'pending' || s === 'sending' || s === 'requested'
 
 type Job =
@@ -103,6 +107,15 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
   let next = ((await db.get('m:next')) as number | undefined) ?? 0
   let counts: AttestCounts = ((await db.get('m:counts')) as AttestCounts | undefined) ?? emptyCounts()
   let mark = (await db.get('m:chain')) as string | undefined
+  // A store written before the failed index: index its failed lines once.
+  if ((await db.get('m:failedIndex')) === undefined) {
+    const ops = db.batch()
+    if (counts.failed > 0)
+      for await (const v of db.values({ gte: lineKey(0), lt: 'l;' }))
+        if ((v as AttestRecord).state === 'failed') ops.put(failedKey((v as AttestRecord).seq), 1)
+    ops.put('m:failedIndex', 1)
+    await ops.write({ sync: true })
+  }
   const id: Hex = storeId
 
   const jobs: Job[] = []
@@ -154,6 +167,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
                 newCounts.pending++
                 ops.put(lineKey(rec.seq), rec)
                 ops.put(queueKey(rec.seq), 1)
+                if (old.state === 'failed') ops.del(failedKey(rec.seq))
                 touched.set(rec.seq, rec)
                 back++
               }
@@ -177,6 +191,8 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
               ops.put(lineKey(rec.seq), rec)
               touched.set(rec.seq, rec)
               if (!inQueue(rec.state)) ops.del(queueKey(rec.seq))
+              if (rec.state === 'failed') ops.put(failedKey(rec.seq), 1)
+              else if (old.state === 'failed') ops.del(failedKey(rec.seq))
             }
             if (job.send?.put) ops.put(sendKey(job.send.put.nonce), job.send.put)
             if (job.send?.del !== undefined) ops.del(sendKey(job.send.del))
@@ -247,6 +263,14 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     async queue(limit, fromSeq = 0) {
       const out: AttestRecord[] = []
       for await (const k of db.keys({ gte: queueKey(fromSeq), lt: 'q;', limit })) {
+        const rec = (await db.get(`l:${k.slice(2)}`)) as AttestRecord | undefined
+        if (rec) out.push(rec)
+      }
+      return out
+    },
+    async failed(limit, fromSeq = 0) {
+      const out: AttestRecord[] = []
+      for await (const k of db.keys({ gte: failedKey(fromSeq), lt: 'f;', limit })) {
         const rec = (await db.get(`l:${k.slice(2)}`)) as AttestRecord | undefined
         if (rec) out.push(rec)
       }

@@ -5,9 +5,8 @@ import { type Address, isAddress } from 'viem'
 import { type ChainInfo, chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { publicClientFor } from '../../chain/clients.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
+import { type AttestStatus, attestStatus } from '../attest/api.ts'
 import { type ExportResult, exportAttestations } from '../attest/export.ts'
-import type { AttestCounts } from '../attest/record.ts'
-import type { SyncStatus } from '../attest/sync-status.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
 import { createAttestSync } from '../attest/sync.ts'
 import { verifyLine } from '../attest/verify-line.ts'
@@ -97,10 +96,10 @@ async function chainInfo(io: CliIo, v: Values): Promise<ChainInfo> {
 const abs = (io: CliIo, p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
 
 async function status(io: CliIo, v: Values): Promise<number> {
-  const c: AttestCounts & { sync?: SyncStatus | null } = await withStore(
+  const c: AttestStatus = await withStore(
     io,
-    async (s) => ({ ...s.counts(), sync: null }),
-    async () => (await callHub(io, 'GET', '/attest/status')) as AttestCounts & { sync?: SyncStatus | null },
+    async (s) => attestStatus(s, null),
+    async () => (await callHub(io, 'GET', '/attest/status')) as AttestStatus,
   )
   if (v.json) io.out(JSON.stringify(c))
   else {

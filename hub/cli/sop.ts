@@ -5,7 +5,8 @@ import { isAbsolute, resolve } from 'node:path'
 import { graphText, stepRoutes } from '../../sops/graph.ts'
 import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
 import { formatDiagnostic, hasErrors, type ParsedSop, sortDiagnostics } from '../../sops/parse.ts'
-import type { Diagnostic, Sop, Step, Trigger } from '../../sops/types.ts'
+import type { Diagnostic, Sop, Step } from '../../sops/types.ts'
+import { triggerText } from '../../sops/trigger-text.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, UserError } from './io.ts'
 import { runsCommand } from './sop-runs.ts'
 import { chooseSopsDir, type SopsDirChoice } from './sops-dir.ts'
@@ -140,28 +141,6 @@ function summary(list: readonly Diagnostic[]): string {
   const e = list.filter((d) => d.severity === 'error').length
   const w = list.length - e
   return `${e} error${e === 1 ? '' : 's'}, ${w} warning${w === 1 ? '' : 's'}`
-}
-
-function triggerText(t: Trigger): string {
-  const when = (c: string): string => (c.trim() ? ` when ${c}` : '')
-  switch (t.type) {
-    case 'peripheral':
-      return `peripheral ${t.board}/${t.signal}${when(t.condition)}`
-    case 'manual':
-      return 'manual'
-    case 'cron':
-      return `cron "${t.expression}"`
-    case 'webhook':
-      return `webhook ${t.path}`
-    case 'mqtt':
-      return `mqtt ${t.topic}${when(t.condition)}`
-    case 'filesystem':
-      return `filesystem ${t.path} [${t.events.length ? t.events.join(', ') : 'all changes'}]${when(t.condition)}`
-    case 'channel':
-      return `channel ${t.channel}${t.alias ? ` (alias ${t.alias})` : ''}${when(t.condition)}`
-    case 'amqp':
-      return `amqp ${t.routing_key}${when(t.condition)}`
-  }
 }
 
 function stepText(s: Step): string[] {

@@ -1,6 +1,7 @@
 // The attestation store (real LevelDB in a temp folder) and the device key file.
 import { readFile, stat, writeFile, chmod } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Level } from 'level'
 import t from 'tap'
 import { recoverMessageAddress } from 'viem'
 import { loadOrCreateDeviceKey } from '../../hub/attest/device-key.ts'
@@ -113,6 +114,59 @@ t.test('store: group commit, idempotency, counts, queue, reopen', async (t) => {
   t.equal((await store.byIdempotencyKey('same'))?.seq, dup[0].record.seq)
   t.equal(await store.get(10_000), undefined)
 })
+
+t.test(
+  'store: failed lines are indexed with their reasons, also in a store written before the index',
+  async (t) => {
+    const dir = await tempDir(t)
+    const path = join(dir, 'db')
+    let store = await openAttestStore(path)
+    const recs = (await Promise.all(Array.from({ length: 6 }, (_, i) => store.append(input(i))))).map(
+      (r) => r.record,
+    )
+    recs.sort((a, b) => a.seq - b.seq)
+    t.same(await store.failed(10), [], 'none failed yet')
+    await store.update([
+      { ...recs[1]!, state: 'failed', error: 'request hash taken' },
+      { ...recs[4]!, state: 'failed', error: 'reverted: unknown' },
+      { ...recs[2]!, state: 'attested' },
+    ])
+    t.same(
+      (await store.failed(10)).map((r) => [r.seq, r.error]),
+      [
+        [1, 'request hash taken'],
+        [4, 'reverted: unknown'],
+      ],
+    )
+    t.same(
+      (await store.failed(1, 2)).map((r) => r.seq),
+      [4],
+      'from a seq on, at most limit',
+    )
+    await store.close()
+
+    // A store from before the index: its failed lines are found once at open.
+    const db = new Level<string, unknown>(path, { valueEncoding: 'json' })
+    await db.open()
+    await db.batch([
+      { type: 'del', key: 'm:failedIndex' },
+      ...[1, 4].map((seq) => ({ type: 'del' as const, key: `f:${String(seq).padStart(12, '0')}` })),
+    ])
+    await db.close()
+    store = await openAttestStore(path)
+    t.teardown(() => store.close())
+    t.same(
+      (await store.failed(10)).map((r) => r.seq),
+      [1, 4],
+      'backfilled at open',
+    )
+    // Another chain: every line goes back to pending and leaves the failed index.
+    await store.rebase('chain-a')
+    await store.rebase('chain-b')
+    t.same(await store.failed(10), [], 'a rebase empties it')
+    t.match(store.counts(), { failed: 0, pending: 6 })
+  },
+)
 
 t.test('record schema files: bad ones are named at load', async (t) => {
   const { loadRecordSchema } = await import('../../tools/chain_attest.ts')

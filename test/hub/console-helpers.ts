@@ -29,6 +29,8 @@ export interface ConsoleHubOptions {
   /** The boards' heartbeat (0 = off): with one, a muted board goes offline. */
   heartbeatMs?: number
   home?: string
+  /** More parts for the hub, e.g. real ones picked from realParts (the local API, attestation). */
+  parts?: (real: HubParts) => Partial<HubParts>
 }
 
 /** A SOP with a manual trigger whose step 2 is an operator checkpoint (a run waits there). */
@@ -84,6 +86,7 @@ export async function startConsoleHub(t: Teardown, o: ConsoleHubOptions = {}): P
       })
       return bridge
     },
+    ...o.parts?.(real),
   }
   const hub = await startHub(cfg.config, silentLog, parts)
   t.teardown(() => hub.close())
