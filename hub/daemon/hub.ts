@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { loadSops } from '../../sops/load.ts'
-import { matches } from '../../sops/conditions.ts'
+import { cachedMatcher } from '../../sops/conditions.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import { createEngine } from '../engine/index.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
@@ -307,7 +307,7 @@ export async function startHub(
     }
     const router = await startTriggerRouter(sops, {
       engine,
-      matches,
+      matches: cachedMatcher(),
       log,
       mqtt: client,
       cron: {

@@ -209,11 +209,13 @@ export function createMessageSource(
       acks.push(pending)
       byId.set(packet.messageId, pending)
       // The admission and a mark of this message go in one write; a copy the broker sends again
-      // (its PUBACK never arrived) finds the mark and is acknowledged without a second run.
-      const fingerprint = messageFingerprint(topic, payload)
+      // (its PUBACK never arrived) finds the mark and is acknowledged without a second run. The
+      // fingerprint is taken only for a message that starts something (half of a busy topic may not).
+      let fingerprint: string | undefined
       const key = `${sessionKey} ${packet.messageId}`
       const p = pending
       once = (sop) => {
+        fingerprint ??= messageFingerprint(topic, payload)
         p.marks.push({ sop, key, fingerprint })
         return { key, check: true, fingerprint }
       }
