@@ -11,12 +11,14 @@ import { parseOptions } from './options.ts'
 
 const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
        svc hub config [--config FILE] [--json]
+       svc hub status [--json]          (the running hub: svc hub status --help)
        svc hub user add|remove|list …   (broker accounts: svc hub user --help)
 
   run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
                  SOP engine, tools, webhook gateway, local API. Stops on SIGTERM/SIGINT;
                  SIGHUP reloads the SOPs.
   config         print the effective configuration (defaults filled in) and exit.
+  status         the running hub's state, runs and MQTT backlog (from its local API).
 
 options:
   --config FILE      hub.toml to read (default: $SVC_HOME/hub.toml when it exists, else defaults)
@@ -79,6 +81,7 @@ export async function resolveCliConfig(
 export const command: Command = async (argv, io) => {
   // `svc hub user …` has options of its own (hub/cli/hub-user.ts).
   if (argv[0] === 'user') return (await import('./hub-user.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'status') return (await import('./hub-status.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)

@@ -29,6 +29,7 @@ import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
 import { withNoDelay } from '../broker/no-delay.ts'
 import { boardRoutes } from '../api/boards.ts'
+import { hubStatus, registerStatusRoute } from '../api/status.ts'
 import {
   type BoardAvailability,
   mainSessionAvailability,
@@ -88,6 +89,7 @@ export async function startHub(
   log: Logger | Log,
   parts: HubParts = {},
 ): Promise<RunningHub> {
+  const startedAt = Date.now()
   const closers: { name: string; fn: () => Promise<unknown> }[] = []
   const closeAll = async (): Promise<void> => {
     for (const c of closers.splice(0).reverse()) {
@@ -362,6 +364,29 @@ export async function startHub(
       const token = await api.issueToken()
       const app = await api.create({ engine, token })
       router.registerRoutes(app)
+      registerStatusRoute(app, () => {
+        const boards = bridge?.stats().boards ?? {}
+        return hubStatus({
+          snapshot: {
+            since: startedAt,
+            now: Date.now(),
+            clientId: config.broker.clientId,
+            version: SVC_VERSION,
+            sops: {
+              loaded: sops.length,
+              invalid: new Set(diagnostics.filter((d) => d.severity === 'error').map((d) => d.file)).size,
+            },
+            boards: Object.fromEntries(
+              Object.entries(boards).map(([name, b]) => [name, b.state === 'online' ? 'online' : 'offline']),
+            ),
+            live: engine.liveRuns(),
+            kept: engine.keptTriggers(),
+          },
+          pid: process.pid,
+          broker: { embedded: broker !== null, url: brokerUrl, connected: client.connected },
+          backlog: router.mqttBacklog(),
+        })
+      })
       boardRoutes(bridge, config.tools.boardTimeoutMs)(app)
       attestation.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })

@@ -83,6 +83,8 @@ export interface MqttBacklog {
   behind: number
   /** Redelivered messages recognised as already admitted (acknowledged, not started again). */
   repeats: number
+  /** The `inFlight` at which the session stops reading. */
+  cap: number
 }
 
 export interface MessageSource {
@@ -322,7 +324,7 @@ export function createMessageSource(
 
   return {
     handle: (topic, payload, now) => handle(topic, payload, now),
-    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds() }),
+    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds(), cap: maxInFlight }),
     async setPlan(next) {
       plan = next
       await resubscribe()
