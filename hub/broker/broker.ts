@@ -13,10 +13,10 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
-import { type LevelLike, batchedDb } from './batched-db.ts'
 import { forwardOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
+import { uniqueMessageIds } from './unique-ids.ts'
 import type { Log } from '../log.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
@@ -111,14 +111,13 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   if (tlsFiles && !tlsFiles.ok) throw new Error(tlsFiles.error)
 
   await mkdir(opts.dbPath, { recursive: true })
-  const level = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
-  await level.open()
-  // Writes coalesced per turn of the event loop, values just written read from memory (batched-db.ts).
-  const db = batchedDb(level as unknown as LevelLike)
+  const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
+  await db.open()
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
-    // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
-    persistence: orderedPersistence(aedesPersistenceLevel(db) as object) as unknown,
+    // Persistence calls answered in the order made, so deliveries keep publish order (order.ts);
+    // no two unacknowledged messages of a session under one packet id (unique-ids.ts).
+    persistence: orderedPersistence(uniqueMessageIds(aedesPersistenceLevel(db) as object)) as unknown,
     preConnect: once.preConnect,
     authorizeForward: once.authorizeForward,
     authenticate: auth.authenticate,
