@@ -16,7 +16,6 @@ import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { forwardOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
-import { uniqueMessageIds } from './unique-ids.ts'
 import type { Log } from '../log.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
@@ -115,9 +114,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   await db.open()
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
-    // Persistence calls answered in the order made, so deliveries keep publish order (order.ts);
-    // no two unacknowledged messages of a session under one packet id (unique-ids.ts).
-    persistence: orderedPersistence(uniqueMessageIds(aedesPersistenceLevel(db) as object)) as unknown,
+    // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
+    persistence: orderedPersistence(aedesPersistenceLevel(db) as object) as unknown,
     preConnect: once.preConnect,
     authorizeForward: once.authorizeForward,
     authenticate: auth.authenticate,
