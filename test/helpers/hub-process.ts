@@ -1,43 +1,60 @@
-// `svc hub` as users start it, a child process on `home` (SVC_HOME), resolved once it logs
-// "hub started"; SIGKILLed (by pid) when the test ends if still running.
-import { type ChildProcess, spawn } from 'node:child_process'
+// `svc hub` as a user runs it, in a child process with SVC_HOME = home (its hub.toml, token and
+// API info file there): resolves once it logged "hub started". Killed (by pid) when the test ends.
+import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Test } from 'tap'
+import type { Teardown } from './tmp.ts'
 import { waitFor } from './wait.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
 export interface HubChild {
-  proc: ChildProcess
-  exited: Promise<unknown>
+  pid: number
+  /** Resolves with the signal that ended it (null for a clean exit). */
+  exited: Promise<NodeJS.Signals | null>
+  out(): string
+  /** SIGTERM, and wait for it to exit. */
+  stop(): Promise<void>
 }
 
-export async function startHubChild(t: Test, home: string): Promise<HubChild> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--log-level', 'info'],
-    { cwd: root, env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  const exited = new Promise((r) => proc.once('exit', r))
+export async function startHubChild(
+  t: Teardown,
+  home: string,
+  env: NodeJS.ProcessEnv = {},
+): Promise<HubChild> {
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
+    cwd: root,
+    env: { ...process.env, ...env, SVC_HOME: home },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const pid = child.pid as number
+  const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_c, s) => r(s)))
+  const running = () => child.exitCode === null && child.signalCode === null
   t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      process.kill(proc.pid as number, 'SIGKILL')
+    if (running()) {
+      process.kill(pid, 'SIGKILL')
       await exited
     }
   })
   let out = ''
-  proc.stdout!.on('data', (d: Buffer) => {
-    if (!out.includes('"hub started"')) out += d.toString()
-  })
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()))
+  let err = ''
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
   await waitFor(
     () => {
-      if (proc.exitCode !== null) throw new Error(`hub exited early (${proc.exitCode}): ${out}`)
+      if (child.exitCode !== null) throw new Error(`hub exited early (${child.exitCode}): ${err}${out}`)
       return out.includes('"hub started"')
     },
     'the hub to start',
     { timeoutMs: 60_000 },
   )
-  return { proc, exited }
+  return {
+    pid,
+    exited,
+    out: () => out,
+    stop: async () => {
+      if (running()) process.kill(pid, 'SIGTERM')
+      await exited
+    },
+  }
 }
