@@ -183,3 +183,20 @@ export function matches(src: string, payload: unknown): boolean {
   const parsed = parseCondition(src)
   return parsed.ok && evaluate(parsed.condition, payload)
 }
+
+/**
+ * `matches` with each condition text parsed once: a trigger's condition is checked against every
+ * message on its topic. Up to `max` texts are kept (conditions come from loaded SOPs, so few).
+ */
+export function cachedMatcher(max = 1000): (src: string, payload: unknown) => boolean {
+  const parsed = new Map<string, Condition | null>()
+  return (src, payload) => {
+    let c = parsed.get(src)
+    if (c === undefined) {
+      const p = parseCondition(src)
+      c = p.ok ? p.condition : null
+      if (parsed.size < max) parsed.set(src, c)
+    }
+    return c !== null && evaluate(c, payload)
+  }
+}

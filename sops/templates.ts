@@ -138,28 +138,62 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
   return { ok: true, value: cur === undefined ? null : cur }
 }
 
-function resolveString(s: string, scope: TemplateScope): Lookup {
+/** A string argument read once: an error, exactly one template, or text and templates in turn. */
+type Compiled =
+  | { kind: 'error'; error: string }
+  | { kind: 'whole'; ref: TemplateRef }
+  | { kind: 'parts'; parts: (string | TemplateRef | { error: string })[] }
+
+function compileString(s: string): Compiled {
   const open = unclosedTemplate(s)
-  if (open !== undefined) return { ok: false, error: `${open}: unclosed template ("{{" without "}}")` }
+  if (open !== undefined) return { kind: 'error', error: `${open}: unclosed template ("{{" without "}}")` }
   const whole = parseOne(s)
+  if (whole) return { kind: 'whole', ref: whole }
+  const parts: (string | TemplateRef | { error: string })[] = []
+  let at = 0
+  for (const m of s.matchAll(CANDIDATE)) {
+    if (m.index > at) parts.push(s.slice(at, m.index))
+    // A malformed one is reported when reached, so an earlier failing lookup is named first.
+    parts.push(
+      parseOne(m[0]) ?? {
+        error: `${m[0]}: malformed template (expected {{steps.N.path}}, {{calls.K.path}} or {{trigger.path}})`,
+      },
+    )
+    at = m.index + m[0].length
+  }
+  if (at < s.length) parts.push(s.slice(at))
+  return { kind: 'parts', parts }
+}
+
+/**
+ * Argument strings already read, by text: a step's call arguments are the same strings at every
+ * run, and reading them (three regular expressions each) was a visible share of a short run.
+ * Bounded: past the cap, strings are read each time.
+ */
+const compiledStrings = new Map<string, Compiled>()
+const MAX_COMPILED = 10_000
+
+function resolveString(s: string, scope: TemplateScope): Lookup {
+  let c = compiledStrings.get(s)
+  if (c === undefined) {
+    c = compileString(s)
+    if (compiledStrings.size < MAX_COMPILED) compiledStrings.set(s, c)
+  }
+  if (c.kind === 'error') return { ok: false, error: c.error }
   // An argument that is exactly one template keeps the referenced JSON type.
-  if (whole) return lookup(whole, scope)
-  let error: string | undefined
-  const text = s.replace(CANDIDATE, (raw) => {
-    if (error) return raw
-    const ref = parseOne(raw)
-    if (!ref) {
-      error = `${raw}: malformed template (expected {{steps.N.path}}, {{calls.K.path}} or {{trigger.path}})`
-      return raw
+  if (c.kind === 'whole') return lookup(c.ref, scope)
+  let text = ''
+  for (const part of c.parts) {
+    if (typeof part === 'string') {
+      text += part
+      continue
     }
-    const found = lookup(ref, scope)
-    if (!found.ok) {
-      error = found.error
-      return raw
-    }
-    return typeof found.value === 'string' ? found.value : JSON.stringify(found.value)
-  })
-  return error ? { ok: false, error } : { ok: true, value: text }
+    if ('error' in part) return { ok: false, error: part.error }
+    const found = lookup(part, scope)
+    if (!found.ok) return found
+    text += typeof found.value === 'string' ? found.value : JSON.stringify(found.value)
+  }
+  return { ok: true, value: text }
 }
 
 export function resolveArgs(

@@ -11,6 +11,7 @@ import { parseOptions } from './options.ts'
 
 const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-level LEVEL]
        svc hub config [--config FILE] [--json]
+       svc hub status [--json]          (the running hub: svc hub status --help)
        svc hub user add|remove|list …   (broker accounts: svc hub user --help)
        svc hub console-password [--clear] (the web console's owner password: --help)
 
@@ -18,6 +19,7 @@ const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-
                  SOP engine, tools, webhook gateway, local API, web console. Stops on SIGTERM/SIGINT;
                  SIGHUP reloads the SOPs.
   config         print the effective configuration (defaults filled in) and exit.
+  status         the running hub's state, runs and MQTT backlog (from its local API).
 
 options:
   --config FILE      hub.toml to read (default: $SVC_HOME/hub.toml when it exists, else defaults)
@@ -82,6 +84,7 @@ export const command: Command = async (argv, io) => {
   if (argv[0] === 'user') return (await import('./hub-user.ts')).command(argv.slice(1), io)
   if (argv[0] === 'console-password')
     return (await import('./hub-console-password.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'status') return (await import('./hub-status.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)

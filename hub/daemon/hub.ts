@@ -8,7 +8,7 @@ import { join } from 'node:path'
 import type { MqttClient } from 'mqtt'
 import type { Logger } from 'pino'
 import { loadSops } from '../../sops/load.ts'
-import { matches } from '../../sops/conditions.ts'
+import { cachedMatcher } from '../../sops/conditions.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import { createEngine } from '../engine/index.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
@@ -29,6 +29,7 @@ import type { Log } from '../log.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
 import { withNoDelay } from '../broker/no-delay.ts'
 import { boardRoutes } from '../api/boards.ts'
+import { hubStatus, registerStatusRoute } from '../api/status.ts'
 import {
   type BoardAvailability,
   mainSessionAvailability,
@@ -91,6 +92,7 @@ export async function startHub(
   log: Logger | Log,
   parts: HubParts = {},
 ): Promise<RunningHub> {
+  const startedAt = Date.now()
   const closers: { name: string; fn: () => Promise<unknown> }[] = []
   const closeAll = async (): Promise<void> => {
     for (const c of closers.splice(0).reverse()) {
@@ -332,7 +334,7 @@ export async function startHub(
     }
     const router = await startTriggerRouter(sops, {
       engine,
-      matches,
+      matches: cachedMatcher(),
       log,
       mqtt: client,
       cron: {
@@ -387,6 +389,29 @@ export async function startHub(
       const token = await api.issueToken()
       const app = await api.create({ engine, token })
       router.registerRoutes(app)
+      registerStatusRoute(app, () => {
+        const boards = bridge?.stats().boards ?? {}
+        return hubStatus({
+          snapshot: {
+            since: startedAt,
+            now: Date.now(),
+            clientId: config.broker.clientId,
+            version: SVC_VERSION,
+            sops: {
+              loaded: sops.length,
+              invalid: new Set(diagnostics.filter((d) => d.severity === 'error').map((d) => d.file)).size,
+            },
+            boards: Object.fromEntries(
+              Object.entries(boards).map(([name, b]) => [name, b.state === 'online' ? 'online' : 'offline']),
+            ),
+            live: engine.liveRuns(),
+            kept: engine.keptTriggers(),
+          },
+          pid: process.pid,
+          broker: { embedded: broker !== null, url: brokerUrl, connected: client.connected },
+          backlog: router.mqttBacklog(),
+        })
+      })
       boardRoutes(bridge, config.tools.boardTimeoutMs)(app)
       attestation.routes?.(app)
       closers.push({ name: 'local api', fn: () => app.close() })

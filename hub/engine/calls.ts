@@ -51,7 +51,10 @@ export async function callTool(
       call: index,
       idempotencyKey: `${scope.runId}:${scope.step.number}:${index}`,
       ...(scope.repeat ? { repeat: true } : {}),
-      signal: scope.signal,
+      // Read when the tool reads it: the engine makes a run's AbortController only then.
+      get signal() {
+        return scope.signal
+      },
     })
   } catch (err) {
     return { ok: false, error: `${name} threw: ${err instanceof Error ? err.message : String(err)}` }

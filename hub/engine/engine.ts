@@ -62,6 +62,7 @@ export class Engine implements HubEngine {
   private aborts = new Map<string, AbortController>()
   private timers = new Map<string, NodeJS.Timeout>()
   private conditions = new Map<string, Condition | null>()
+  private triggerInputs = new WeakMap<RunRecord, Json>()
   /** Once-only admissions in progress, by key: a second event with the key waits for the first. */
   private onceBusy = new Map<string, Promise<void>>()
   /**
@@ -393,7 +394,20 @@ export class Engine implements HubEngine {
     const steps: Record<string, Json> = {}
     for (const [k, s] of Object.entries(run.steps))
       if (s.status === 'completed' && s.output !== undefined) steps[k] = s.output
-    return { steps, trigger: payloadAsInput(run.trigger.payload), decisions: run.decisions }
+    return { steps, trigger: this.triggerInput(run), decisions: run.decisions }
+  }
+
+  /**
+   * The trigger payload as steps read it (`$.trigger`, `{{trigger…}}`), parsed once per run: the
+   * guards before and after each step and its calls all read it.
+   */
+  private triggerInput(run: RunRecord): Json {
+    let v = this.triggerInputs.get(run)
+    if (v === undefined) {
+      v = payloadAsInput(run.trigger.payload)
+      this.triggerInputs.set(run, v)
+    }
+    return v
   }
 
   private stepOutputs(run: RunRecord): Record<number, Json> {
@@ -545,7 +559,12 @@ export class Engine implements HubEngine {
 
   private abortFor(run: RunRecord): AbortController {
     let ac = this.aborts.get(run.id)
-    if (!ac) this.aborts.set(run.id, (ac = new AbortController()))
+    if (!ac) {
+      ac = new AbortController()
+      // Asked for after close() aborted the others: it is aborted too.
+      if (this.closed) ac.abort(new Error('engine closing'))
+      else this.aborts.set(run.id, ac)
+    }
     return ac
   }
 
@@ -647,15 +666,19 @@ export class Engine implements HubEngine {
     step: Step,
     input: Json,
   ): Promise<{ ok: true; output: Json; calls: Json[] } | { ok: false; error: string; calls: Json[] }> {
-    const signal = this.abortFor(run).signal
+    const abortFor = () => this.abortFor(run)
     const scope = {
       runId: run.id,
       sop: sop.name,
       step,
       steps: this.stepOutputs(run),
-      trigger: payloadAsInput(run.trigger.payload),
+      trigger: this.triggerInput(run),
       ...(this.repeating.delete(run.id) ? { repeat: true } : {}),
-      signal,
+      // Made when a tool first reads it (most never do; an AbortController per run was 2% of a
+      // short run's CPU).
+      get signal() {
+        return abortFor().signal
+      },
     }
     if (step.calls.length > 0) return runPlannedCalls(this.tools, scope)
     const mode = effectiveMode(sop, step)
@@ -696,7 +719,7 @@ export class Engine implements HubEngine {
         )
         return res
       },
-      signal,
+      signal: scope.signal,
     })
     return r.ok ? { ok: true, output: r.value, calls } : { ok: false, error: `agent: ${r.error}`, calls }
   }

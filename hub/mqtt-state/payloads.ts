@@ -55,6 +55,11 @@ function backlog(kept: readonly KeptTrigger[], kind: KeptTrigger['kind']): Backl
 }
 
 export function hubState(s: HubSnapshot): string {
+  return JSON.stringify(hubStateObject(s))
+}
+
+/** `svc/hub/state`'s content as an object (the local API's `GET /hub/status` builds on it). */
+export function hubStateObject(s: HubSnapshot) {
   const runs: Partial<Record<RunState, number>> = {
     pending: 0,
     running: 0,
@@ -66,8 +71,8 @@ export function hubState(s: HubSnapshot): string {
     runs[r.state] = (runs[r.state] ?? 0) + 1
     if (isParked(r.state)) parked++
   }
-  return JSON.stringify({
-    state: 'online',
+  return {
+    state: 'online' as const,
     since: iso(s.since),
     at: iso(s.now),
     client_id: s.clientId,
@@ -78,7 +83,7 @@ export function hubState(s: HubSnapshot): string {
     approvals_pending: parked,
     held: backlog(s.kept, 'held'),
     deferred: backlog(s.kept, 'deferred'),
-  })
+  }
 }
 
 /** `svc/approvals/pending`: the runs parked at a gate, oldest first (engine.pending()'s order). */

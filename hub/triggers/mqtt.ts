@@ -83,6 +83,8 @@ export interface MqttBacklog {
   behind: number
   /** Redelivered messages recognised as already admitted (acknowledged, not started again). */
   repeats: number
+  /** The `inFlight` at which the session stops reading. */
+  cap: number
 }
 
 export interface MessageSource {
@@ -209,11 +211,13 @@ export function createMessageSource(
       acks.push(pending)
       byId.set(packet.messageId, pending)
       // The admission and a mark of this message go in one write; a copy the broker sends again
-      // (its PUBACK never arrived) finds the mark and is acknowledged without a second run.
-      const fingerprint = messageFingerprint(topic, payload)
+      // (its PUBACK never arrived) finds the mark and is acknowledged without a second run. The
+      // fingerprint is taken only for a message that starts something (half of a busy topic may not).
+      let fingerprint: string | undefined
       const key = `${sessionKey} ${packet.messageId}`
       const p = pending
       once = (sop) => {
+        fingerprint ??= messageFingerprint(topic, payload)
         p.marks.push({ sop, key, fingerprint })
         return { key, check: true, fingerprint }
       }
@@ -320,7 +324,7 @@ export function createMessageSource(
 
   return {
     handle: (topic, payload, now) => handle(topic, payload, now),
-    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds() }),
+    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds(), cap: maxInFlight }),
     async setPlan(next) {
       plan = next
       await resubscribe()

@@ -1,6 +1,6 @@
 import t from 'tap'
 import fc from 'fast-check'
-import { evaluate, matches, parseCondition } from '../../sops/conditions.ts'
+import { cachedMatcher, evaluate, matches, parseCondition } from '../../sops/conditions.ts'
 
 t.test('empty always matches, whatever the payload', async (t) => {
   for (const p of [undefined, '', 'x', '{"a":1}', 42, null, { a: 1 }]) t.equal(matches('', p), true)
@@ -112,4 +112,17 @@ t.test('property: a missing field never matches, whatever the operator', async (
     ),
   )
   t.pass('never matched')
+})
+
+t.test('property: cachedMatcher answers as matches does, asked again and past its cap', async (t) => {
+  const cached = cachedMatcher(5)
+  fc.assert(
+    fc.property(
+      fc.oneof(fc.string(), fc.constantFrom('$.v >= 10', '$.a == "x"', '> 3', '', '$.v >>= 1', '$.')),
+      fc.oneof(fc.string(), fc.jsonValue(), fc.constantFrom('{"v":12}', '{"v":3}', '7', '{"a":"x"}')),
+      (src, payload) =>
+        cached(src, payload) === matches(src, payload) && cached(src, payload) === matches(src, payload),
+    ),
+  )
+  t.pass('agreed on all generated cases')
 })
