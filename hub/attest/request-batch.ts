@@ -12,6 +12,7 @@ import {
   BaseError,
   ContractFunctionRevertedError,
   type Hex,
+  decodeFunctionData,
   encodeFunctionData,
   size as hexSize,
 } from 'viem'
@@ -73,6 +74,49 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     return (await d.pub.getBlock({ blockTag: 'latest' })).gasLimit
   }
 
+  /**
+   * The line at fault in a batch, and what its row says: ours after all (requested), someone
+   * else's or none (failed, with the revert reason). `where` names the transaction when the
+   * revert was mined rather than estimated.
+   */
+  async function blame(bad: AttestRecord, reason: string, where = ''): Promise<AttestRecord> {
+    const owner = await d.rowIsOurs(bad)
+    if (owner === 'ours') return { ...bad, state: 'requested' }
+    const why = `validationRequest reverted${where}: ${reason}`
+    const rec: AttestRecord = { ...bad, state: 'failed', error: owner === 'none' ? why : `${owner} (${why})` }
+    d.warn(`line ${bad.seq + 1}: ${rec.error}`)
+    return rec
+  }
+
+  /**
+   * Why a mined batch reverted: the same calls run again (eth_call) on the state its block left,
+   * where the batch itself changed nothing and whatever beat it is in place. The executor's
+   * CallFailed names the call; undefined when the replay passes now, names no call, or cannot run.
+   */
+  async function replay(
+    send: SavedSend,
+    blockNumber: bigint,
+  ): Promise<{ index: number; reason: string } | undefined> {
+    try {
+      const call = decodeFunctionData({ abi: batchExecutorAbi, data: send.data })
+      if (call.functionName !== 'execute') return undefined
+      const args = call.args
+      await d.pub.simulateContract({
+        address: device,
+        abi: batchExecutorAbi,
+        functionName: 'execute',
+        args,
+        account: device,
+        gas: BigInt(send.gas),
+        blockNumber,
+      })
+      return undefined
+    } catch (err) {
+      const f = batchFault(err)
+      return f && !f.tooBig && f.index !== undefined ? { index: f.index, reason: f.reason } : undefined
+    }
+  }
+
   /** Settles a send's lines from its outcome, and forgets the send, in one store batch. */
   async function settle(send: SavedSend, out: TxOutcome, known?: AttestRecord[]): Promise<BatchResult> {
     const recs = (known ?? (await Promise.all(send.seqs.map((s) => d.store.get(s))))).filter(
@@ -92,16 +136,25 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     }
     // Reverted (someone took a hash after our estimate) or never mined: the lines go back to
     // pending, keeping requestTx as the mark that their rows must be read before a new request.
+    // A mined revert is replayed to name the line at fault, which is settled here with its reason.
+    const named = out.kind === 'mined' ? await replay(send, out.receipt.blockNumber) : undefined
+    const badSeq = named ? send.seqs[named.index] : undefined
+    const bad = recs.find((r) => r.seq === badSeq)
     d.warn(
       out.kind === 'mined'
-        ? `request batch ${hash} (nonce ${send.nonce}, ${recs.length} lines) reverted; its lines will be checked and sent again`
+        ? `request batch ${hash} (nonce ${send.nonce}, ${recs.length} lines) reverted${bad ? ` at line ${bad.seq + 1}` : ''}; its lines will be checked and sent again`
         : `nonce ${send.nonce} was used by another transaction; its ${recs.length} lines will be checked and sent again`,
     )
+    const blamed = bad && named ? await blame(bad, named.reason, ` in batch ${hash}`) : undefined
     await d.store.update(
-      recs.map((r) => ({ ...r, state: 'pending' as const })),
+      recs.map((r) => (r.seq === blamed?.seq ? blamed : { ...r, state: 'pending' as const })),
       { del: send.nonce },
     )
-    return { requested: 0, failed: 0, clean: false }
+    return {
+      requested: blamed?.state === 'requested' ? 1 : 0,
+      failed: blamed?.state === 'failed' ? 1 : 0,
+      clean: false,
+    }
   }
 
   /** Saved sends from before (a crash, a failed run) go first: they hold the lowest nonces. */
@@ -111,6 +164,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       const out = await d.sender.drive({ ...send })
       const r = await settle(send, out)
       total.requested += r.requested
+      total.failed += r.failed
       total.clean &&= r.clean
     }
     return total
@@ -145,22 +199,9 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       await d.pub.simulateContract({ ...args, gas: gasCap })
       return { ok: true, gas: (perLineGas * BigInt(lines.length) * 115n) / 100n + 40_000n }
     } catch (err) {
-      if (!(err instanceof BaseError)) throw err
-      // Too big for a block: not the batch's fault, make it smaller.
-      if (
-        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
-      )
-        return { ok: false, tooBig: true, reason: 'out of gas' }
-      const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
-      if (!(rev instanceof ContractFunctionRevertedError)) throw err // the RPC, not the batch
-      if (rev.data?.errorName === 'CallFailed') {
-        const [index, reason] = rev.data.args as readonly [bigint, Hex]
-        // A call that failed with no data at all ran out of the gas the estimate allowed (the
-        // 63/64 rule): the batch is too big, not that line at fault.
-        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-        return { ok: false, index: Number(index), reason: reasonText(reason) }
-      }
-      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+      const f = batchFault(err)
+      if (!f) throw err // the RPC, not the batch
+      return f
     }
   }
 
@@ -198,21 +239,9 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       if (!est.ok) {
         if (est.index !== undefined && chunk[est.index]) {
           const bad = chunk[est.index]!
-          const owner = await d.rowIsOurs(bad)
-          const rec: AttestRecord =
-            owner === 'ours'
-              ? { ...bad, state: 'requested' }
-              : {
-                  ...bad,
-                  state: 'failed',
-                  error:
-                    owner === 'none'
-                      ? `validationRequest reverted: ${est.reason}`
-                      : `${owner} (validationRequest reverted: ${est.reason})`,
-                }
+          const rec = await blame(bad, est.reason)
           await d.store.update([rec])
           rec.state === 'failed' ? res.failed++ : res.requested++
-          if (rec.state === 'failed') d.warn(`line ${bad.seq + 1}: ${rec.error}`)
           todo = todo.filter((r) => r.seq !== bad.seq)
           cut = Math.min(cut, todo.length)
           continue
@@ -271,6 +300,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }
       const r = await settle({ ...send, attempts: out.tx.attempts }, out, sending)
       res.requested += r.requested
+      res.failed += r.failed
       if (!r.clean) {
         res.clean = false
         return res
@@ -292,4 +322,26 @@ export function createBatchRequester(d: BatchRequesterDeps) {
   const bytesPerLine = (rec: AttestRecord) => hexSize(callOf(rec))
 
   return { resume, request, saveTx, bytesPerLine, currentSize: () => size }
+}
+
+type BatchFault = { ok: false; index?: number; tooBig?: boolean; reason: string }
+
+/**
+ * What an executor batch's revert says: too big for the gas (not any line's fault), the call at
+ * fault (CallFailed), or a revert that names no call. undefined: not a revert (the RPC failed).
+ */
+export function batchFault(err: unknown): BatchFault | undefined {
+  if (!(err instanceof BaseError)) return undefined
+  if (/out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`))
+    return { ok: false, tooBig: true, reason: 'out of gas' }
+  const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
+  if (!(rev instanceof ContractFunctionRevertedError)) return undefined
+  if (rev.data?.errorName === 'CallFailed') {
+    const [index, reason] = rev.data.args as readonly [bigint, Hex]
+    // A call that failed with no data at all ran out of the gas the estimate allowed (the
+    // 63/64 rule): the batch is too big, not that line at fault.
+    if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
+    return { ok: false, index: Number(index), reason: reasonText(reason) }
+  }
+  return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
 }

@@ -424,6 +424,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     }
     const resumed = await requester!.resume()
     report.requested += resumed.requested
+    report.failed += resumed.failed
+    if (resumed.failed) tick(resumed.failed)
     let afterSeq = -1
     for (;;) {
       const batch = await opts.store.queue(QUEUE_READ, afterSeq + 1)
