@@ -1,24 +1,18 @@
 // Batched requests (chain/README.md: Batching): the device, delegated by EIP-7702 to the batch
 // executor, sends many validationRequest calls in one transaction to itself, so the registry
-// still sees the device (the agent's approved operator) as msg.sender of each.
+// still sees the device (the agent's approved operator) as msg.sender of each. On a chain
+// without the executor the same code sends one call per transaction straight to the registry
+// (chain/call-route.ts), with the same sender, fees, replacement and saving.
 //
 // Exactly once, as with one transaction per line: the transaction is signed and SAVED with its
 // lines (state `sending`, the send under its nonce) before it is broadcast, and so is every
 // replacement; after a crash the saved send is driven again (chain/tx-sender.ts) until one of its
 // attempts is mined or its nonce was taken by another transaction. One send is in flight at a
 // time, so lines are requested in seq order.
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  type Hex,
-  decodeFunctionData,
-  encodeFunctionData,
-  size as hexSize,
-} from 'viem'
-import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { type Address, type Hex, encodeFunctionData, size as hexSize } from 'viem'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import type { CallRoute } from '../../chain/call-route.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
-import { reasonText, revertText } from '../../chain/official-errors.ts'
 import type { SavedTx, TxOutcome, TxSender } from '../../chain/tx-sender.ts'
 import type { AttestRecord, SavedSend } from './record.ts'
 import type { AttestStore } from './store.ts'
@@ -27,8 +21,8 @@ export interface BatchRequesterDeps {
   pub: SvcPublicClient
   store: AttestStore
   sender: TxSender
-  registry: Address
-  executor: Address
+  /** The account's route to the registry: through the batch executor, or one call per transaction. */
+  route: CallRoute
   attestor: Address
   agentId: bigint
   /** Most lines per transaction; the block gas limit may allow fewer. */
@@ -49,9 +43,9 @@ export interface BatchResult {
 const BLOCK_SHARE = 0.5
 
 export function createBatchRequester(d: BatchRequesterDeps) {
-  const device = d.sender.address
-  let size = d.maxLines
-  let delegated = false
+  const route = d.route
+  const maxLines = route.direct ? 1 : d.maxLines
+  let size = maxLines
   /** Gas per line: estimated once, then measured on each receipt (the most seen). */
   let perLineGas: bigint | undefined
 
@@ -61,14 +55,6 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       functionName: 'validationRequest',
       args: [d.attestor, d.agentId, rec.requestUri, rec.requestHash],
     })
-
-  /** Is the device's code the delegation designator (0xef0100 ‖ executor)? */
-  async function isDelegated(): Promise<boolean> {
-    if (delegated) return true
-    const code = await d.pub.getCode({ address: device })
-    delegated = code?.toLowerCase() === `0xef0100${d.executor.slice(2)}`.toLowerCase()
-    return delegated
-  }
 
   async function blockGasLimit(): Promise<bigint> {
     return (await d.pub.getBlock({ blockTag: 'latest' })).gasLimit
@@ -98,21 +84,10 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     blockNumber: bigint,
   ): Promise<{ index: number; reason: string } | undefined> {
     try {
-      const call = decodeFunctionData({ abi: batchExecutorAbi, data: send.data })
-      if (call.functionName !== 'execute') return undefined
-      const args = call.args
-      await d.pub.simulateContract({
-        address: device,
-        abi: batchExecutorAbi,
-        functionName: 'execute',
-        args,
-        account: device,
-        gas: BigInt(send.gas),
-        blockNumber,
-      })
+      await route.simulate(route.callsOf(send.data), BigInt(send.gas), blockNumber)
       return undefined
     } catch (err) {
-      const f = batchFault(err)
+      const f = route.fault(err)
       return f && !f.tooBig && f.index !== undefined ? { index: f.index, reason: f.reason } : undefined
     }
   }
@@ -179,27 +154,18 @@ export function createBatchRequester(d: BatchRequesterDeps) {
    * on the last receipts sizes the limit.
    */
   async function estimate(lines: AttestRecord[], gasCap: bigint): Promise<Estimate> {
-    const args = {
-      address: device,
-      abi: batchExecutorAbi,
-      functionName: 'execute',
-      args: [d.registry, lines.map(callOf)],
-      account: device,
-      // Not delegated yet: run as if it were (the first send carries the authorization).
-      ...((await isDelegated())
-        ? {}
-        : { stateOverride: [{ address: device, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
-    } as const
+    const calls = lines.map(callOf)
     try {
-      if (perLineGas === undefined) {
-        const gas = await d.pub.estimateContractGas(args)
+      // One call per transaction: its own estimate every time (Monad charges the gas limit).
+      if (perLineGas === undefined || route.direct) {
+        const gas = await route.estimateGas(calls)
         perLineGas = gas / BigInt(lines.length)
         return { ok: true, gas }
       }
-      await d.pub.simulateContract({ ...args, gas: gasCap })
+      await route.simulate(calls, gasCap)
       return { ok: true, gas: (perLineGas * BigInt(lines.length) * 115n) / 100n + 40_000n }
     } catch (err) {
-      const f = batchFault(err)
+      const f = route.fault(err)
       if (!f) throw err // the RPC, not the batch
       return f
     }
@@ -237,26 +203,16 @@ export function createBatchRequester(d: BatchRequesterDeps) {
         continue
       }
       if (!est.ok) {
-        if (est.index !== undefined && chunk[est.index]) {
-          const bad = chunk[est.index]!
+        // The call at fault named, or the only one: that line settles, the rest go on.
+        const at =
+          est.index !== undefined && chunk[est.index] ? est.index : chunk.length === 1 ? 0 : undefined
+        if (at !== undefined) {
+          const bad = chunk[at]!
           const rec = await blame(bad, est.reason)
           await d.store.update([rec])
           rec.state === 'failed' ? res.failed++ : res.requested++
           todo = todo.filter((r) => r.seq !== bad.seq)
-          cut = Math.min(cut, todo.length)
-          continue
-        }
-        if (chunk.length === 1) {
-          const rec: AttestRecord = {
-            ...chunk[0]!,
-            state: 'failed',
-            error: `validationRequest reverted: ${est.reason}`,
-          }
-          await d.store.update([rec])
-          d.warn(`line ${rec.seq + 1}: ${rec.error}`)
-          res.failed++
-          todo = todo.slice(1)
-          cut = Math.min(size, todo.length)
+          cut = Math.min(chunk.length > 1 ? cut : size, todo.length)
           continue
         }
         cut = Math.ceil(chunk.length / 2) // split to find the line at fault
@@ -269,18 +225,10 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }
       // Adapt to the block: next time, as many lines as fit in our share of it.
       const perLine = est.gas / BigInt(chunk.length)
-      size = Math.max(1, Math.min(d.maxLines, Number(gasCap / (perLine + 1n))))
+      size = Math.max(1, Math.min(maxLines, Number(gasCap / (perLine + 1n))))
 
-      const tx = await d.sender.prepare({
-        to: device,
-        data: encodeFunctionData({
-          abi: batchExecutorAbi,
-          functionName: 'execute',
-          args: [d.registry, chunk.map(callOf)],
-        }),
-        gas: (est.gas * 11n) / 10n + ((await isDelegated()) ? 0n : 30_000n),
-        ...((await isDelegated()) ? {} : { delegate: d.executor }),
-      })
+      const { extraGas, ...carrier } = await route.tx(chunk.map(callOf))
+      const tx = await d.sender.prepare({ ...carrier, gas: (est.gas * 11n) / 10n + extraGas })
       const send: SavedSend = { ...tx, seqs: chunk.map((r) => r.seq) }
       // Lines and send saved together, before the broadcast; the sender saves each replacement.
       const sending = chunk.map((r) => ({
@@ -290,7 +238,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }))
       await d.store.update(sending, { put: send })
       const out = await d.sender.drive(tx, { saved: true, fresh: true })
-      if (tx.delegate && out.kind === 'mined') delegated = false // read the code again
+      if (tx.delegate && out.kind === 'mined') route.forget() // read the code again
       if (out.kind === 'mined') {
         const used = out.receipt.gasUsed / BigInt(chunk.length)
         // Out of gas (used nearly all of it): next time allow half as much again per line.
@@ -322,26 +270,4 @@ export function createBatchRequester(d: BatchRequesterDeps) {
   const bytesPerLine = (rec: AttestRecord) => hexSize(callOf(rec))
 
   return { resume, request, saveTx, bytesPerLine, currentSize: () => size }
-}
-
-type BatchFault = { ok: false; index?: number; tooBig?: boolean; reason: string }
-
-/**
- * What an executor batch's revert says: too big for the gas (not any line's fault), the call at
- * fault (CallFailed), or a revert that names no call. undefined: not a revert (the RPC failed).
- */
-export function batchFault(err: unknown): BatchFault | undefined {
-  if (!(err instanceof BaseError)) return undefined
-  if (/out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`))
-    return { ok: false, tooBig: true, reason: 'out of gas' }
-  const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
-  if (!(rev instanceof ContractFunctionRevertedError)) return undefined
-  if (rev.data?.errorName === 'CallFailed') {
-    const [index, reason] = rev.data.args as readonly [bigint, Hex]
-    // A call that failed with no data at all ran out of the gas the estimate allowed (the
-    // 63/64 rule): the batch is too big, not that line at fault.
-    if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-    return { ok: false, index: Number(index), reason: reasonText(reason) }
-  }
-  return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
 }
