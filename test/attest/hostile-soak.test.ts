@@ -6,7 +6,7 @@
 // in order, none lost, none requested twice, and the hub's store agrees with the chain.
 // CI runs a short seeded schedule; the long one: SOAK_KILLS=100 npx tap --timeout=7200
 // test/attest/hostile-soak.test.ts (SOAK_SEED, SOAK_LINES to vary it). Its figures are in
-// bench/README.md (Attestation).
+// bench/README.md ("hostile-RPC soak").
 import { chmod, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
