@@ -1,7 +1,8 @@
 // Sync to the chain, per-line against batched, in one run: LINES lines go from a hub's attest
-// store to attested rows on a local anvil, every check both sides make included, first the way
-// sync worked before batching (one validationRequest transaction per line from the device, one
-// validationResponse per line from the attestor), then batched (many calls per transaction
+// store to attested rows on a local anvil, every check both sides make included, first with no
+// batch executor (one validationRequest transaction per line from the device, one
+// validationResponse per line from the attestor, through the same sender as batches, one
+// transaction in flight), then batched (many calls per transaction
 // through the EIP-7702 batch executor, chain/README.md: Batching). Each side gets a fresh chain
 // of its own: anvil slows down as its chain grows (measured here: 437 transfers/s at 1,000
 // blocks, 184/s at 5,000), so sharing one would favour whoever goes first. Gas per line is the

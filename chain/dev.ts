@@ -154,7 +154,8 @@ export async function enrolDevice(
   const deployer = walletClientFor(info.rpcUrl, info.accounts.deployer.privateKey)
   const owner = walletClientFor(info.rpcUrl, info.accounts.owner.privateKey)
   const device = walletClientFor(info.rpcUrl, devicePrivateKey).account.address
-  const fund = await deployer.sendTransaction({ to: device, value: 10n ** 19n })
+  // 100 MON: Monad's 10 MON reserve for a delegated account (chain/preflight.ts) and fees above it.
+  const fund = await deployer.sendTransaction({ to: device, value: 100n * 10n ** 18n })
   await pub.waitForTransactionReceipt({ hash: fund })
   await setAgentWallet(owner, pub, info.identityRegistry, BigInt(info.agentId), devicePrivateKey)
   await approveOperator(owner, pub, info.identityRegistry, device)

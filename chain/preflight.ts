@@ -12,7 +12,8 @@
 //   4. the IdentityRegistry supports ERC-721 (ERC-165 0x80ac58cd);
 //   5. the device is the agent's owner or an approved operator;
 //   6. the attestor key is the attestor address;
-//   7. balances cover N transactions at current fees (a warning, with the numbers).
+//   7. balances cover N transactions at current fees (a warning, with the numbers); on Monad, on
+//      top of Monad's 10 MON reserve (below).
 import { type Address, formatEther, formatGwei, keccak256, stringToHex } from 'viem'
 import { CHAIN_ID } from './chain-id.ts'
 
@@ -53,6 +54,8 @@ export interface PreflightTarget {
   attestorKey?: Address
   /** How many transactions each sender's balance should cover (default 100). */
   transactions?: number
+  /** Also check the attestor address's balance when no attestor key is given (svc chain check). */
+  attestorBalance?: boolean
 }
 
 export interface PreflightReport {
@@ -66,6 +69,17 @@ export interface PreflightReport {
   /** The RPC stopped answering (the failure says where): nothing after that point was checked. */
   unreachable: boolean
 }
+
+/**
+ * Monad's chains by id (10143 testnet, 143 mainnet as Monad publishes them) and its reserve
+ * balance: a transaction that would take an EIP-7702-delegated account below 10 MON reverts
+ * unconditionally (Monad's docs, "EIP-7702 on Monad" and "Reserve balance"; chain/README.md
+ * Batching). svc's batched sync delegates the device and the attestor, so each keeps 10 MON
+ * plus its fees. svc's dev chain (anvil) takes Monad testnet's id, so the rule is checked there
+ * too, and `svc chain dev` funds the device above it.
+ */
+export const MONAD_CHAINS: Readonly<Record<number, string>> = { 10143: 'Monad testnet', 143: 'Monad mainnet' }
+export const MONAD_RESERVE = 10n * 10n ** 18n
 
 export const EXPECTED_VERSION = '2.0.0'
 export const ERC721_INTERFACE = '0x80ac58cd'
@@ -213,19 +227,29 @@ export async function preflight(target: PreflightTarget, reads: PreflightReads):
     const senders: [string, Address][] = []
     if (target.device) senders.push(['device', target.device])
     if (target.attestorKey) senders.push(['attestor', target.attestorKey])
+    else if (target.attestorBalance && target.attestorAddress)
+      senders.push(['attestor', target.attestorAddress])
     if (senders.length) {
       const n = BigInt(target.transactions ?? 100)
       const fee = need(await reads.maxFeePerGas(), 'eth_gasPrice')
+      const monad = MONAD_CHAINS[id.value]
       if (fee.ok) {
         const cost = n * GAS_PER_TX * fee.value
+        const txs = `${n} transactions at ${GAS_PER_TX} gas and ${formatGwei(fee.value)} gwei`
         for (const [role, addr] of senders) {
           const b = need(await reads.balance(addr), 'eth_getBalance')
           if (!b.ok) continue
-          if (b.value >= cost)
-            passed.push(`${role} ${addr}: balance ${formatEther(b.value)} covers ${n} transactions`)
+          if (monad && b.value < MONAD_RESERVE + cost)
+            warnings.push(
+              `${role} ${addr}: balance ${formatEther(b.value)} MON is below ${formatEther(MONAD_RESERVE + cost)} MON, ${monad}'s reserve of ${formatEther(MONAD_RESERVE)} MON plus ${formatEther(cost)} MON for ${txs}: on Monad a transaction that would take an EIP-7702-delegated account (batched sync delegates the device and the attestor) below 10 MON reverts (Monad's docs, "EIP-7702 on Monad"; chain/README.md Batching): fund it`,
+            )
+          else if (b.value >= cost)
+            passed.push(
+              `${role} ${addr}: balance ${formatEther(b.value)} covers ${n} transactions${monad ? ` above ${monad}'s ${formatEther(MONAD_RESERVE)} MON reserve` : ''}`,
+            )
           else
             warnings.push(
-              `${role} ${addr}: balance ${formatEther(b.value)} MON is below ${formatEther(cost)} MON, the cost of ${n} transactions at ${GAS_PER_TX} gas and ${formatGwei(fee.value)} gwei: fund it`,
+              `${role} ${addr}: balance ${formatEther(b.value)} MON is below ${formatEther(cost)} MON, the cost of ${txs}: fund it`,
             )
         }
       }

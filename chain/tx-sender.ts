@@ -247,9 +247,13 @@ export function createTxSender(o: TxSenderOptions): TxSender {
       }
       const sentAt = now()
       // A chain that mines on arrival (anvil) has the receipt at once: look before sleeping.
+      // Then soon, then less often: a local chain mines within milliseconds (one transaction per
+      // line waits here once per line), a public one in seconds (no burst of receipt calls there).
       let found = await minedAttempt(tx)
+      let wait = Math.max(1, Math.floor(pollMs / 8))
       while (!found && now() - sentAt < rebroadcastMs && now() - newest.at < stuckAfterMs) {
-        await sleep(pollMs)
+        await sleep(wait)
+        wait = Math.min(wait * 2, pollMs)
         found = await minedAttempt(tx)
       }
       if (found) {

@@ -1,23 +1,18 @@
 // Batched requests (chain/README.md: Batching): the device, delegated by EIP-7702 to the batch
 // executor, sends many validationRequest calls in one transaction to itself, so the registry
-// still sees the device (the agent's approved operator) as msg.sender of each.
+// still sees the device (the agent's approved operator) as msg.sender of each. On a chain
+// without the executor the same code sends one call per transaction straight to the registry
+// (chain/call-route.ts), with the same sender, fees, replacement and saving.
 //
 // Exactly once, as with one transaction per line: the transaction is signed and SAVED with its
 // lines (state `sending`, the send under its nonce) before it is broadcast, and so is every
 // replacement; after a crash the saved send is driven again (chain/tx-sender.ts) until one of its
 // attempts is mined or its nonce was taken by another transaction. One send is in flight at a
 // time, so lines are requested in seq order.
-import {
-  type Address,
-  BaseError,
-  ContractFunctionRevertedError,
-  type Hex,
-  encodeFunctionData,
-  size as hexSize,
-} from 'viem'
-import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { type Address, type Hex, encodeFunctionData, size as hexSize } from 'viem'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import type { CallRoute } from '../../chain/call-route.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
-import { reasonText, revertText } from '../../chain/official-errors.ts'
 import type { SavedTx, TxOutcome, TxSender } from '../../chain/tx-sender.ts'
 import type { AttestRecord, SavedSend } from './record.ts'
 import type { AttestStore } from './store.ts'
@@ -26,8 +21,8 @@ export interface BatchRequesterDeps {
   pub: SvcPublicClient
   store: AttestStore
   sender: TxSender
-  registry: Address
-  executor: Address
+  /** The account's route to the registry: through the batch executor, or one call per transaction. */
+  route: CallRoute
   attestor: Address
   agentId: bigint
   /** Most lines per transaction; the block gas limit may allow fewer. */
@@ -48,9 +43,9 @@ export interface BatchResult {
 const BLOCK_SHARE = 0.5
 
 export function createBatchRequester(d: BatchRequesterDeps) {
-  const device = d.sender.address
-  let size = d.maxLines
-  let delegated = false
+  const route = d.route
+  const maxLines = route.direct ? 1 : d.maxLines
+  let size = maxLines
   /** Gas per line: estimated once, then measured on each receipt (the most seen). */
   let perLineGas: bigint | undefined
 
@@ -61,16 +56,40 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       args: [d.attestor, d.agentId, rec.requestUri, rec.requestHash],
     })
 
-  /** Is the device's code the delegation designator (0xef0100 ‖ executor)? */
-  async function isDelegated(): Promise<boolean> {
-    if (delegated) return true
-    const code = await d.pub.getCode({ address: device })
-    delegated = code?.toLowerCase() === `0xef0100${d.executor.slice(2)}`.toLowerCase()
-    return delegated
-  }
-
   async function blockGasLimit(): Promise<bigint> {
     return (await d.pub.getBlock({ blockTag: 'latest' })).gasLimit
+  }
+
+  /**
+   * The line at fault in a batch, and what its row says: ours after all (requested), someone
+   * else's or none (failed, with the revert reason). `where` names the transaction when the
+   * revert was mined rather than estimated.
+   */
+  async function blame(bad: AttestRecord, reason: string, where = ''): Promise<AttestRecord> {
+    const owner = await d.rowIsOurs(bad)
+    if (owner === 'ours') return { ...bad, state: 'requested' }
+    const why = `validationRequest reverted${where}: ${reason}`
+    const rec: AttestRecord = { ...bad, state: 'failed', error: owner === 'none' ? why : `${owner} (${why})` }
+    d.warn(`line ${bad.seq + 1}: ${rec.error}`)
+    return rec
+  }
+
+  /**
+   * Why a mined batch reverted: the same calls run again (eth_call) on the state its block left,
+   * where the batch itself changed nothing and whatever beat it is in place. The executor's
+   * CallFailed names the call; undefined when the replay passes now, names no call, or cannot run.
+   */
+  async function replay(
+    send: SavedSend,
+    blockNumber: bigint,
+  ): Promise<{ index: number; reason: string } | undefined> {
+    try {
+      await route.simulate(route.callsOf(send.data), BigInt(send.gas), blockNumber)
+      return undefined
+    } catch (err) {
+      const f = route.fault(err)
+      return f && !f.tooBig && f.index !== undefined ? { index: f.index, reason: f.reason } : undefined
+    }
   }
 
   /** Settles a send's lines from its outcome, and forgets the send, in one store batch. */
@@ -92,16 +111,25 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     }
     // Reverted (someone took a hash after our estimate) or never mined: the lines go back to
     // pending, keeping requestTx as the mark that their rows must be read before a new request.
+    // A mined revert is replayed to name the line at fault, which is settled here with its reason.
+    const named = out.kind === 'mined' ? await replay(send, out.receipt.blockNumber) : undefined
+    const badSeq = named ? send.seqs[named.index] : undefined
+    const bad = recs.find((r) => r.seq === badSeq)
     d.warn(
       out.kind === 'mined'
-        ? `request batch ${hash} (nonce ${send.nonce}, ${recs.length} lines) reverted; its lines will be checked and sent again`
+        ? `request batch ${hash} (nonce ${send.nonce}, ${recs.length} lines) reverted${bad ? ` at line ${bad.seq + 1}` : ''}; its lines will be checked and sent again`
         : `nonce ${send.nonce} was used by another transaction; its ${recs.length} lines will be checked and sent again`,
     )
+    const blamed = bad && named ? await blame(bad, named.reason, ` in batch ${hash}`) : undefined
     await d.store.update(
-      recs.map((r) => ({ ...r, state: 'pending' as const })),
+      recs.map((r) => (r.seq === blamed?.seq ? blamed : { ...r, state: 'pending' as const })),
       { del: send.nonce },
     )
-    return { requested: 0, failed: 0, clean: false }
+    return {
+      requested: blamed?.state === 'requested' ? 1 : 0,
+      failed: blamed?.state === 'failed' ? 1 : 0,
+      clean: false,
+    }
   }
 
   /** Saved sends from before (a crash, a failed run) go first: they hold the lowest nonces. */
@@ -111,6 +139,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       const out = await d.sender.drive({ ...send })
       const r = await settle(send, out)
       total.requested += r.requested
+      total.failed += r.failed
       total.clean &&= r.clean
     }
     return total
@@ -125,42 +154,20 @@ export function createBatchRequester(d: BatchRequesterDeps) {
    * on the last receipts sizes the limit.
    */
   async function estimate(lines: AttestRecord[], gasCap: bigint): Promise<Estimate> {
-    const args = {
-      address: device,
-      abi: batchExecutorAbi,
-      functionName: 'execute',
-      args: [d.registry, lines.map(callOf)],
-      account: device,
-      // Not delegated yet: run as if it were (the first send carries the authorization).
-      ...((await isDelegated())
-        ? {}
-        : { stateOverride: [{ address: device, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
-    } as const
+    const calls = lines.map(callOf)
     try {
-      if (perLineGas === undefined) {
-        const gas = await d.pub.estimateContractGas(args)
+      // One call per transaction: its own estimate every time (Monad charges the gas limit).
+      if (perLineGas === undefined || route.direct) {
+        const gas = await route.estimateGas(calls)
         perLineGas = gas / BigInt(lines.length)
         return { ok: true, gas }
       }
-      await d.pub.simulateContract({ ...args, gas: gasCap })
+      await route.simulate(calls, gasCap)
       return { ok: true, gas: (perLineGas * BigInt(lines.length) * 115n) / 100n + 40_000n }
     } catch (err) {
-      if (!(err instanceof BaseError)) throw err
-      // Too big for a block: not the batch's fault, make it smaller.
-      if (
-        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
-      )
-        return { ok: false, tooBig: true, reason: 'out of gas' }
-      const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
-      if (!(rev instanceof ContractFunctionRevertedError)) throw err // the RPC, not the batch
-      if (rev.data?.errorName === 'CallFailed') {
-        const [index, reason] = rev.data.args as readonly [bigint, Hex]
-        // A call that failed with no data at all ran out of the gas the estimate allowed (the
-        // 63/64 rule): the batch is too big, not that line at fault.
-        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-        return { ok: false, index: Number(index), reason: reasonText(reason) }
-      }
-      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+      const f = route.fault(err)
+      if (!f) throw err // the RPC, not the batch
+      return f
     }
   }
 
@@ -196,38 +203,16 @@ export function createBatchRequester(d: BatchRequesterDeps) {
         continue
       }
       if (!est.ok) {
-        if (est.index !== undefined && chunk[est.index]) {
-          const bad = chunk[est.index]!
-          const owner = await d.rowIsOurs(bad)
-          const rec: AttestRecord =
-            owner === 'ours'
-              ? { ...bad, state: 'requested' }
-              : {
-                  ...bad,
-                  state: 'failed',
-                  error:
-                    owner === 'none'
-                      ? `validationRequest reverted: ${est.reason}`
-                      : `${owner} (validationRequest reverted: ${est.reason})`,
-                }
+        // The call at fault named, or the only one: that line settles, the rest go on.
+        const at =
+          est.index !== undefined && chunk[est.index] ? est.index : chunk.length === 1 ? 0 : undefined
+        if (at !== undefined) {
+          const bad = chunk[at]!
+          const rec = await blame(bad, est.reason)
           await d.store.update([rec])
           rec.state === 'failed' ? res.failed++ : res.requested++
-          if (rec.state === 'failed') d.warn(`line ${bad.seq + 1}: ${rec.error}`)
           todo = todo.filter((r) => r.seq !== bad.seq)
-          cut = Math.min(cut, todo.length)
-          continue
-        }
-        if (chunk.length === 1) {
-          const rec: AttestRecord = {
-            ...chunk[0]!,
-            state: 'failed',
-            error: `validationRequest reverted: ${est.reason}`,
-          }
-          await d.store.update([rec])
-          d.warn(`line ${rec.seq + 1}: ${rec.error}`)
-          res.failed++
-          todo = todo.slice(1)
-          cut = Math.min(size, todo.length)
+          cut = Math.min(chunk.length > 1 ? cut : size, todo.length)
           continue
         }
         cut = Math.ceil(chunk.length / 2) // split to find the line at fault
@@ -240,18 +225,10 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }
       // Adapt to the block: next time, as many lines as fit in our share of it.
       const perLine = est.gas / BigInt(chunk.length)
-      size = Math.max(1, Math.min(d.maxLines, Number(gasCap / (perLine + 1n))))
+      size = Math.max(1, Math.min(maxLines, Number(gasCap / (perLine + 1n))))
 
-      const tx = await d.sender.prepare({
-        to: device,
-        data: encodeFunctionData({
-          abi: batchExecutorAbi,
-          functionName: 'execute',
-          args: [d.registry, chunk.map(callOf)],
-        }),
-        gas: (est.gas * 11n) / 10n + ((await isDelegated()) ? 0n : 30_000n),
-        ...((await isDelegated()) ? {} : { delegate: d.executor }),
-      })
+      const { extraGas, ...carrier } = await route.tx(chunk.map(callOf))
+      const tx = await d.sender.prepare({ ...carrier, gas: (est.gas * 11n) / 10n + extraGas })
       const send: SavedSend = { ...tx, seqs: chunk.map((r) => r.seq) }
       // Lines and send saved together, before the broadcast; the sender saves each replacement.
       const sending = chunk.map((r) => ({
@@ -261,7 +238,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }))
       await d.store.update(sending, { put: send })
       const out = await d.sender.drive(tx, { saved: true, fresh: true })
-      if (tx.delegate && out.kind === 'mined') delegated = false // read the code again
+      if (tx.delegate && out.kind === 'mined') route.forget() // read the code again
       if (out.kind === 'mined') {
         const used = out.receipt.gasUsed / BigInt(chunk.length)
         // Out of gas (used nearly all of it): next time allow half as much again per line.
@@ -271,6 +248,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       }
       const r = await settle({ ...send, attempts: out.tx.attempts }, out, sending)
       res.requested += r.requested
+      res.failed += r.failed
       if (!r.clean) {
         res.clean = false
         return res

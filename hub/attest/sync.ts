@@ -1,20 +1,20 @@
 // Sync when online: submits pending lines in seq order, in batches, with retry and backoff,
-// exactly once. With a batch executor on the chain (chain/README.md: Batching) step 1 sends many
-// requests per transaction (request-batch.ts), with fees from the fee history, replacement of a
-// stuck transaction and every attempt saved first (chain/tx-sender.ts). Without one, per batch:
+// exactly once. Per round:
 //   1. request: the device (the agent's approved operator) sends validationRequest(attestor,
-//      agentId, requestUri, requestHash) for each pending line. Each transaction is signed and
-//      SAVED (state `sending`, raw bytes + nonce) in one sync batch BEFORE it is broadcast; after
-//      a crash the same bytes are re-broadcast (same nonce, same hash), so a line is never
-//      requested twice and never skipped. Lines whose request is already on chain (ours) move on.
+//      agentId, requestUri, requestHash) for the pending lines (request-batch.ts): many per
+//      transaction through the batch executor where the chain has one (chain/README.md:
+//      Batching), else one per transaction straight to the registry. Either way fees come from
+//      the fee history, a stuck transaction is replaced, and every attempt is SAVED with its
+//      lines (state `sending`) BEFORE it is broadcast (chain/tx-sender.ts), so a restart drives
+//      the same transaction again: a line is never requested twice and never skipped. Lines whose
+//      request is already on chain (ours) move on.
 //   2. attest: the lines go to the attestor, which answers each on chain; then `attested`.
-import { type Address, BaseError, encodeFunctionData, keccak256, parseGwei } from 'viem'
-import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { type Address, BaseError, parseGwei } from 'viem'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
-import { CHAIN_ID } from '../../chain/chain-id.ts'
 import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
+import { createCallRoute } from '../../chain/call-route.ts'
 import { createTxSender } from '../../chain/tx-sender.ts'
 import { createBatchRequester } from './request-batch.ts'
 import { type SyncStatus, createStatusTracker } from './sync-status.ts'
@@ -89,7 +89,6 @@ export interface AttestSync {
 class SyncError extends Error {}
 
 export function createAttestSync(opts: SyncOptions): AttestSync {
-  const batchSize = opts.batchSize ?? 50
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 30_000
   const log = opts.log ?? {}
   const doFetch = opts.fetch ?? fetch
@@ -115,20 +114,24 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     },
     warn: (m) => log.warn?.(m),
   })
-  const requester = executor
-    ? createBatchRequester({
-        pub,
-        store: opts.store,
-        sender,
-        registry: opts.chain.validationRegistry,
-        executor,
-        attestor,
-        agentId,
-        maxLines: opts.maxBatchLines ?? opts.batchSize ?? 400,
-        rowIsOurs: (r) => rowIsOurs(r),
-        warn: (m) => log.warn?.(m),
-      })
-    : undefined
+  // Without an executor (a chain without EIP-7702) the same requester sends one line per
+  // transaction, straight to the registry.
+  const requester = createBatchRequester({
+    pub,
+    store: opts.store,
+    sender,
+    route: createCallRoute({
+      pub,
+      account: opts.signer.address,
+      registry: opts.chain.validationRegistry,
+      executor,
+    }),
+    attestor,
+    agentId,
+    maxLines: opts.maxBatchLines ?? opts.batchSize ?? 400,
+    rowIsOurs: (r) => rowIsOurs(r),
+    warn: (m) => log.warn?.(m),
+  })
   let running: Promise<SyncReport> | undefined
   let stopped = true
   let timer: NodeJS.Timeout | undefined
@@ -218,72 +221,12 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     return `request hash ${rec.requestHash} is held by another request (validator ${row.value.validator}, agent ${row.value.agentId})`
   }
 
-  /** Step 1 for one batch: every record leaves as `requested` or `failed`. */
-  async function request(batch: AttestRecord[]): Promise<{ requested: number; failed: number }> {
-    let requested = 0
-    let failed = 0
-    const toSign: AttestRecord[] = []
-    const settled: AttestRecord[] = []
-    const pending = batch.filter((r) => r.state === 'pending')
-    const owners = await Promise.all(pending.map(rowIsOurs))
-    pending.forEach((rec, i) => {
-      const owner = owners[i]!
-      if (owner === 'ours') settled.push({ ...rec, state: 'requested' })
-      else if (owner === 'none') toSign.push(rec)
-      else settled.push({ ...rec, state: 'failed', error: owner })
-    })
-    if (settled.length) await opts.store.update(settled)
-    for (const r of settled) r.state === 'failed' ? failed++ : requested++
-
-    // Transactions saved before a crash go out first: they hold the lowest nonces.
-    for (const rec of batch) if (rec.state === 'sending') await broadcast(rec)
-    if (toSign.length) {
-      const account = opts.signer.account
-      const saved = batch.reduce((m, r) => (r.requestTx ? Math.max(m, r.requestTx.nonce + 1) : m), 0)
-      let nonce = Math.max(
-        saved,
-        await pub.getTransactionCount({ address: account.address, blockTag: 'pending' }),
-      )
-      const fees = await pub.estimateFeesPerGas()
-      const signed: AttestRecord[] = []
-      const argsOf = (rec: AttestRecord) => [attestor, agentId, rec.requestUri, rec.requestHash] as const
-      const gases = await Promise.all(
-        toSign.map((rec) =>
-          pub.estimateContractGas({
-            address: opts.chain.validationRegistry,
-            abi: validationRegistryAbi,
-            functionName: 'validationRequest',
-            args: argsOf(rec),
-            account,
-          }),
-        ),
-      )
-      for (const [i, rec] of toSign.entries()) {
-        const args = argsOf(rec)
-        const gas = gases[i]!
-        const raw = await account.signTransaction({
-          chainId: CHAIN_ID,
-          type: 'eip1559',
-          to: opts.chain.validationRegistry,
-          data: encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationRequest', args }),
-          nonce,
-          gas: (gas * 12n) / 10n,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        })
-        signed.push({ ...rec, state: 'sending', requestTx: { raw, hash: keccak256(raw), nonce } })
-        nonce++
-      }
-      // Saved before broadcast: this is what makes a restart re-send the same transaction.
-      await opts.store.update(signed)
-      log.info?.(
-        `signed requests for lines ${signed[0]!.seq + 1}..${signed[signed.length - 1]!.seq + 1}, nonces ${signed[0]!.requestTx!.nonce}..${nonce - 1}`,
-      )
-      batch = batch.map((r) => signed.find((s) => s.seq === r.seq) ?? r)
-    }
-
-    // Broadcast the new ones, then wait for every receipt.
-    const sending = batch.filter((r) => r.state === 'sending')
+  /**
+   * Requests signed one per line by an older svc (raw bytes saved on the line, state `sending`):
+   * the same bytes go out again and their receipts settle the lines. New requests go through
+   * the requester, batched or not.
+   */
+  async function finishLegacy(sending: AttestRecord[]): Promise<{ requested: number; failed: number }> {
     for (const rec of sending) await broadcast(rec)
     const done = await Promise.all(
       sending.map(async (rec): Promise<AttestRecord> => {
@@ -304,6 +247,8 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       }),
     )
     await opts.store.update(done)
+    let requested = 0
+    let failed = 0
     for (const r of done) {
       if (r.state === 'failed') failed++
       else if (r.state === 'requested') requested++
@@ -422,8 +367,10 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         }
       }
     }
-    const resumed = await requester!.resume()
+    const resumed = await requester.resume()
     report.requested += resumed.requested
+    report.failed += resumed.failed
+    if (resumed.failed) tick(resumed.failed)
     let afterSeq = -1
     for (;;) {
       const batch = await opts.store.queue(QUEUE_READ, afterSeq + 1)
@@ -431,11 +378,11 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       // Requests signed one per line before batching (bytes on the line) go out the old way.
       const legacy = batch.filter((r) => r.state === 'sending' && r.requestTx?.raw !== undefined)
       if (legacy.length) {
-        const rq = await request(legacy)
+        const rq = await finishLegacy(legacy)
         report.requested += rq.requested
         report.failed += rq.failed
       }
-      const rq = await requester!.request(batch.filter((r) => r.state === 'pending'))
+      const rq = await requester.request(batch.filter((r) => r.state === 'pending'))
       report.requested += rq.requested
       report.failed += rq.failed
       if (rq.failed) tick(rq.failed)
@@ -462,30 +409,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
       const c = opts.store.counts()
       const total = c.pending + c.sending + c.requested
       tracker.runStarted(total, Date.now())
-      if (requester) {
-        await runBatched(report, total)
-        const after = opts.store.counts()
-        report.remaining = after.pending + after.sending + after.requested
-        return report
-      }
-      let done = 0
-      let afterSeq = -1
-      for (;;) {
-        const batch = await opts.store.queue(batchSize, afterSeq + 1)
-        if (batch.length === 0) break
-        const rq = await request(batch)
-        report.requested += rq.requested
-        report.failed += rq.failed
-        log.progress?.({ phase: 'request', done: done + rq.requested + rq.failed, total })
-        const fresh = (await Promise.all(batch.map((r) => opts.store.get(r.seq)))).filter(
-          (r): r is AttestRecord => r !== undefined,
-        )
-        const at = await attest(fresh)
-        report.attested += at.attested
-        done += batch.length
-        log.progress?.({ phase: 'attest', done, total })
-        afterSeq = batch[batch.length - 1]!.seq
-      }
+      await runBatched(report, total)
       const after = opts.store.counts()
       report.remaining = after.pending + after.sending + after.requested
       return report

@@ -7,6 +7,8 @@ import { publicClientFor } from '../../chain/clients.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { type AttestStatus, attestStatus } from '../attest/api.ts'
 import { type ExportResult, exportAttestations } from '../attest/export.ts'
+import type { AttestCounts } from '../attest/record.ts'
+import type { SyncProgressFigures, SyncStatus } from '../attest/sync-status.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../attest/store.ts'
 import { createAttestSync } from '../attest/sync.ts'
 import { verifyLine } from '../attest/verify-line.ts'
@@ -144,6 +146,10 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
   const tty = io.err === processIo.err && process.stderr.isTTY === true
   let lastLine = 0
   let drawn = false
+  const columns = process.stderr.columns || Number(io.env.COLUMNS) || 80
+  // The bar's cells: what the figures leave of the terminal's width, 10 to 30.
+  const barWidth = (fig: SyncProgressFigures) =>
+    Math.max(10, Math.min(30, columns - 1 - (progressBar(fig, 0).length - 2) - 2))
   const report = await withStore(io, async (store) => {
     const sync = createAttestSync({
       store,
@@ -157,7 +163,9 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
           const fig = sync.status().progress
           if (!fig) return
           if (tty) {
-            process.stderr.write(`\r${progressBar(fig)}`)
+            // Redrawn in place: back to column 0, the bar sized to the terminal, the rest of
+            // the line cleared (a shorter figure must not leave the old one's tail).
+            process.stderr.write(`\r${progressBar(fig, barWidth(fig))}\x1b[K`)
             drawn = true
           } else if (Date.now() - lastLine >= 1000 || fig.done === fig.total) {
             lastLine = Date.now()

@@ -67,8 +67,11 @@ export const CHECK_HELP = `usage: svc chain check [--chain FILE] [--attestor-key
 Checks the chain the chain file names before trusting it: the RPC answers with chain id 10143,
 both registries have code, the ValidationRegistry is ERC-8004 v2.0.0 (or answers
 getValidationStatus), the IdentityRegistry is ERC-721, this hub's device is the agent's owner
-or operator, the attestor key (if given) is the attestor address, and balances cover N
-transactions (default 100). One line per check; exit status 1 when any fails.`
+or operator, the attestor key (if given) is the attestor address, and the device's and the
+attestor's balances cover N transactions (default 100); on Monad (chain id 10143, or 143) on top
+of Monad's 10 MON reserve, below which a transaction from an EIP-7702-delegated account (batched
+sync delegates both) reverts. One line per check; exit status 1 when any fails (a low balance is
+a warning).`
 
 export const DEPLOY_VALIDATION_HELP = `usage: svc chain deploy-validation --identity ADDR [network] [owner's key] [--dry-run] [--json]
 
@@ -467,6 +470,7 @@ export const checkCommand: Command = async (argv, io) => {
     validationRegistry: info.validationRegistry,
     agentId: BigInt(info.agentId),
     attestorAddress: info.attestorAddress,
+    attestorBalance: true,
     ...(device ? { device } : {}),
     ...(attestorKey ? { attestorKey } : {}),
     ...(n !== undefined ? { transactions: n } : {}),

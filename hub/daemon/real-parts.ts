@@ -16,7 +16,13 @@ import type { Log } from '../log.ts'
 /** `[chain]` keys the attestation sync needs; all or none. */
 const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
 /** Optional [chain] keys for sync (hub/README.md: Sync, fees and status). */
-const SYNC_OPTIONAL = ['batch_executor', 'max_fee_gwei', 'stuck_after_s', 'progress_every_s'] as const
+const SYNC_OPTIONAL = [
+  'batch_executor',
+  'max_fee_gwei',
+  'stuck_after_s',
+  'progress_every_s',
+  'max_batch_lines',
+] as const
 
 export type ChainSection =
   | {
@@ -31,6 +37,7 @@ export type ChainSection =
         feeCapGwei?: number
         stuckAfterMs?: number
         progressEveryMs?: number
+        maxBatchLines?: number
       } | null
     }
   | { ok: false; error: string }
@@ -68,6 +75,9 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
       return { ok: false, error: `chain.${k}: must be a positive number` }
     opt[k] = x
   }
+  const mbl = chain.max_batch_lines
+  if (mbl !== undefined && (typeof mbl !== 'number' || !Number.isInteger(mbl) || mbl < 1))
+    return { ok: false, error: 'chain.max_batch_lines: must be a whole number, 1 or more' }
   return {
     ok: true,
     sync: {
@@ -80,6 +90,7 @@ export function readChainSection(chain: Record<string, unknown> | null): ChainSe
       ...(opt.max_fee_gwei !== undefined ? { feeCapGwei: opt.max_fee_gwei } : {}),
       ...(opt.stuck_after_s !== undefined ? { stuckAfterMs: opt.stuck_after_s * 1000 } : {}),
       ...(opt.progress_every_s !== undefined ? { progressEveryMs: opt.progress_every_s * 1000 } : {}),
+      ...(typeof mbl === 'number' ? { maxBatchLines: mbl } : {}),
     },
   }
 }
@@ -125,7 +136,7 @@ export async function attestParts(
     const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
     let sync: AttestSync | null = null
     if (chain.sync) {
-      const { attestorUrl, feeCapGwei, stuckAfterMs, progressEveryMs, ...rest } = chain.sync
+      const { attestorUrl, feeCapGwei, stuckAfterMs, progressEveryMs, maxBatchLines, ...rest } = chain.sync
       sync = createAttestSync({
         store,
         signer,
@@ -135,6 +146,7 @@ export async function attestParts(
         ...(feeCapGwei !== undefined ? { feeCapGwei } : {}),
         ...(stuckAfterMs !== undefined ? { stuckAfterMs } : {}),
         ...(progressEveryMs !== undefined ? { progressEveryMs } : {}),
+        ...(maxBatchLines !== undefined ? { maxBatchLines } : {}),
       })
     } else {
       log.info('no [chain] sync settings: attested lines are stored and wait for `svc attest sync`')

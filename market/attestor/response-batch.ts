@@ -1,14 +1,16 @@
 // The attestor's answers, many per transaction (chain/README.md: Batching): the attestor's
 // account, delegated by EIP-7702 to the batch executor, calls validationResponse for each queued
 // answer in one transaction to itself, so the registry still sees the validator as msg.sender.
+// On a chain without the executor the same queue sends one answer per transaction straight to
+// the registry (chain/call-route.ts), with the same sender, fees and replacement.
 // Answers queue while a transaction is out and leave together in the next one, whatever HTTP
 // request brought them. One transaction in flight at a time, its nonce the next mined one: an
 // attestor restarted while its last transaction waits in a pool replaces it rather than adding
 // a second answer beside it.
-import { type Address, BaseError, ContractFunctionRevertedError, type Hex, encodeFunctionData } from 'viem'
-import { batchExecutorAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { type Hex, encodeFunctionData } from 'viem'
+import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import type { CallRoute } from '../../chain/call-route.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
-import { reasonText, revertText } from '../../chain/official-errors.ts'
 import type { TxSender } from '../../chain/tx-sender.ts'
 
 export interface ResponseCall {
@@ -25,8 +27,8 @@ export type ResponseOutcome = { ok: true; txHash: Hex } | { ok: false; error: st
 export interface ResponseBatcherDeps {
   pub: SvcPublicClient
   sender: TxSender
-  registry: Address
-  executor: Address
+  /** Through the batch executor, or one answer per transaction. */
+  route: CallRoute
   maxLines: number
   warn(msg: string): void
 }
@@ -40,11 +42,11 @@ interface Queued {
 const BLOCK_SHARE = 0.5
 
 export function createResponseBatcher(d: ResponseBatcherDeps) {
-  const self = d.sender.address
+  const route = d.route
   const queue: Queued[] = []
   let running = false
-  let delegated = false
-  let size = d.maxLines
+  const maxLines = route.direct ? 1 : d.maxLines
+  let size = maxLines
   let perLineGas: bigint | undefined
 
   const data = (c: ResponseCall): Hex =>
@@ -54,53 +56,24 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
       args: [c.requestHash, c.response, c.uri, c.paramsHash, c.tag],
     })
 
-  async function isDelegated(): Promise<boolean> {
-    if (delegated) return true
-    const code = await d.pub.getCode({ address: self })
-    delegated = code?.toLowerCase() === `0xef0100${d.executor.slice(2)}`.toLowerCase()
-    return delegated
-  }
-
   /** As the device's batches (hub/attest/request-batch.ts): one estimate, then eth_call and measured gas. */
   async function estimate(
     items: Queued[],
     gasCap: bigint,
   ): Promise<{ ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }> {
-    const args = {
-      address: self,
-      abi: batchExecutorAbi,
-      functionName: 'execute',
-      args: [d.registry, items.map((q) => data(q.call))],
-      account: self,
-      ...((await isDelegated())
-        ? {}
-        : { stateOverride: [{ address: self, code: `0xef0100${d.executor.slice(2)}` as Hex }] }),
-    } as const
+    const calls = items.map((q) => data(q.call))
     try {
-      if (perLineGas === undefined) {
-        const gas = await d.pub.estimateContractGas(args)
+      if (perLineGas === undefined || route.direct) {
+        const gas = await route.estimateGas(calls)
         perLineGas = gas / BigInt(items.length)
         return { ok: true, gas }
       }
-      await d.pub.simulateContract({ ...args, gas: gasCap })
+      await route.simulate(calls, gasCap)
       return { ok: true, gas: (perLineGas * BigInt(items.length) * 115n) / 100n + 40_000n }
     } catch (err) {
-      if (!(err instanceof BaseError)) throw err
-      // Too big for a block: not the batch's fault, make it smaller.
-      if (
-        /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
-      )
-        return { ok: false, tooBig: true, reason: 'out of gas' }
-      const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
-      if (!(rev instanceof ContractFunctionRevertedError)) throw err
-      if (rev.data?.errorName === 'CallFailed') {
-        const [index, reason] = rev.data.args as readonly [bigint, Hex]
-        // A call that failed with no data at all ran out of the gas the estimate allowed (the
-        // 63/64 rule): the batch is too big, not that line at fault.
-        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-        return { ok: false, index: Number(index), reason: reasonText(reason) }
-      }
-      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+      const f = route.fault(err)
+      if (!f) throw err
+      return f
     }
   }
 
@@ -139,20 +112,11 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
         items = items.slice(0, size)
         continue
       }
-      size = Math.max(1, Math.min(d.maxLines, Number(gasCap / (est.gas / BigInt(items.length) + 1n))))
-      const first = !(await isDelegated())
-      const tx = await d.sender.prepare({
-        to: self,
-        data: encodeFunctionData({
-          abi: batchExecutorAbi,
-          functionName: 'execute',
-          args: [d.registry, items.map((q) => data(q.call))],
-        }),
-        gas: (est.gas * 11n) / 10n + (first ? 30_000n : 0n),
-        ...(first ? { delegate: d.executor } : {}),
-      })
+      size = Math.max(1, Math.min(maxLines, Number(gasCap / (est.gas / BigInt(items.length) + 1n))))
+      const { extraGas, ...carrier } = await route.tx(items.map((q) => data(q.call)))
+      const tx = await d.sender.prepare({ ...carrier, gas: (est.gas * 11n) / 10n + extraGas })
       const out = await d.sender.drive(tx, { fresh: true })
-      if (first) delegated = false
+      if (tx.delegate) route.forget() // read the code again
       if (out.kind === 'mined') {
         const used = out.receipt.gasUsed / BigInt(items.length)
         if (out.receipt.status !== 'success' && out.receipt.gasUsed * 100n >= BigInt(tx.gas) * 95n)

@@ -6,10 +6,9 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
-import { type Address, type Hex, encodeFunctionData, parseGwei } from 'viem'
-import { CHAIN_ID } from '../../chain/chain-id.ts'
+import { type Address, type Hex, parseGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { validationRegistryAbi } from '../../chain/abi.generated.ts'
+import { createCallRoute } from '../../chain/call-route.ts'
 import { type SvcPublicClient, publicClientFor } from '../../chain/clients.ts'
 import { readAgentWallet, readOwnerOf, readValidationStatus } from '../../chain/reads.ts'
 import { createTxSender } from '../../chain/tx-sender.ts'
@@ -38,71 +37,26 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     clients?.pub ??
     publicClientFor(config.rpcUrl, { retryCount: 5, timeout: config.rpcTimeoutMs ?? 15_000, batch: true })
   const inflight = new Map<string, Promise<ItemResult>>()
-  const batcher = config.batchExecutor
-    ? createResponseBatcher({
-        pub,
-        sender: createTxSender({
-          pub,
-          account,
-          ...(config.feeCapGwei !== undefined ? { feeCapPerGas: parseGwei(String(config.feeCapGwei)) } : {}),
-          stuckAfterMs: config.stuckAfterMs ?? 60_000,
-          warn: (m) => config.warn?.(m),
-        }),
-        registry: config.validationRegistry,
-        executor: config.batchExecutor,
-        maxLines: 400,
-        warn: (m) => config.warn?.(m),
-      })
-    : undefined
-
-  // Answers leave one batch at a time, each signed locally with the next nonce and sent raw:
-  // one RPC per answer, and nonces never collide between concurrent requests.
-  let sendChain: Promise<unknown> = Promise.resolve()
-  let nextNonce: number | undefined
-  let fees: { at: number; maxFeePerGas: bigint; maxPriorityFeePerGas: bigint } | undefined
-
-  function send(requestHash: Hex, paramsHash: Hex): Promise<Hex> {
-    const args = [
-      requestHash,
-      ATTEST_RESPONSE,
-      `${config.uriBase}/responses/${requestHash}`,
-      paramsHash,
-      ATTEST_TAG,
-    ] as const
-    const gasP = pub.estimateContractGas({
-      address: config.validationRegistry,
-      abi: validationRegistryAbi,
-      functionName: 'validationResponse',
-      args,
+  // Without an executor (a chain without EIP-7702) the same queue sends one answer per
+  // transaction, straight to the registry: the same fees, replacement and Retry-After.
+  const batcher = createResponseBatcher({
+    pub,
+    sender: createTxSender({
+      pub,
       account,
-    })
-    const p = sendChain.then(async () => {
-      const gas = await gasP
-      if (!fees || Date.now() - fees.at > 10_000)
-        fees = { at: Date.now(), ...(await pub.estimateFeesPerGas()) }
-      nextNonce ??= await pub.getTransactionCount({ address: account.address, blockTag: 'pending' })
-      const raw = await account.signTransaction({
-        chainId: CHAIN_ID,
-        type: 'eip1559',
-        to: config.validationRegistry,
-        data: encodeFunctionData({ abi: validationRegistryAbi, functionName: 'validationResponse', args }),
-        nonce: nextNonce,
-        gas: (gas * 12n) / 10n,
-        maxFeePerGas: fees.maxFeePerGas,
-        maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-      })
-      try {
-        const hash = await pub.sendRawTransaction({ serializedTransaction: raw })
-        nextNonce++
-        return hash
-      } catch (err) {
-        nextNonce = undefined // re-read from the chain: the failed send may or may not have used it
-        throw err
-      }
-    })
-    sendChain = p.catch(() => undefined)
-    return p
-  }
+      ...(config.feeCapGwei !== undefined ? { feeCapPerGas: parseGwei(String(config.feeCapGwei)) } : {}),
+      stuckAfterMs: config.stuckAfterMs ?? 60_000,
+      warn: (m) => config.warn?.(m),
+    }),
+    route: createCallRoute({
+      pub,
+      account: account.address,
+      registry: config.validationRegistry,
+      executor: config.batchExecutor,
+    }),
+    maxLines: 400,
+    warn: (m) => config.warn?.(m),
+  })
 
   async function one(item: AttestItem, agentId: bigint, allowed: Set<string>): Promise<ItemResult> {
     const { requestHash, line, signature } = item
@@ -125,7 +79,6 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     for (let round = 0; ; round++) {
       const r = await check(requestHash, paramsHash, agentId)
       if (r !== null) return r
-      if (!batcher) return sendOne(requestHash, paramsHash)
       const out = await batcher.submit({
         requestHash,
         response: ATTEST_RESPONSE,
@@ -181,16 +134,6 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
     }
     return null
-  }
-
-  async function sendOne(requestHash: Hex, paramsHash: Hex): Promise<ItemResult> {
-    const txHash = await send(requestHash, paramsHash)
-    const receipt =
-      (await pub.getTransactionReceipt({ hash: txHash }).catch(() => undefined)) ??
-      (await pub.waitForTransactionReceipt({ hash: txHash, timeout: 120_000 }))
-    if (receipt.status !== 'success')
-      return { requestHash, ok: false, error: `validationResponse reverted (${txHash})` }
-    return { requestHash, ok: true, txHash, already: false }
   }
 
   return {

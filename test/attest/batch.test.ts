@@ -3,6 +3,7 @@
 // rest of its batch is attested.
 import { join } from 'node:path'
 import t from 'tap'
+import { parseAbiItem, parseGwei } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
@@ -22,6 +23,8 @@ if (!cfg.ok) throw new Error(cfg.error)
 const attestor = await startAttestorServer(cfg.config)
 t.teardown(() => attestor.close())
 const pub = publicClientFor(chain.rpcUrl)
+const rpc = (method: string, params: unknown[] = []) =>
+  pub.request({ method: method as never, params: params as never }) as Promise<unknown>
 
 t.test(
   'a request hash taken by someone else fails that line; the rest of the batch is attested',
@@ -92,5 +95,109 @@ t.test(
       /^sync progress: syncing: \d+\/12 lines, [\d.]+ lines\/s, ETA /,
       'the hub logs progress while catching up',
     )
+  },
+)
+
+t.test(
+  'a batch mined as reverted (a hash taken after the estimate, in the same block): the line at fault fails with the revert reason, the rest are attested once, in order',
+  async (t) => {
+    const dir = await tempDir(t)
+    const store = await openAttestStore(join(dir, 'db'))
+    t.teardown(() => store.close())
+    const signer = signerFromKey(chain.accounts.device.privateKey)
+    const tool = createChainAttestTool({ store, signer })
+    const signal = new AbortController().signal
+    for (let i = 0; i < 12; i++)
+      await tool.run(
+        { action: 'a', request_uri: `svc://race/${i}`, params: { i } },
+        { runId: 'race', sop: 's', step: 1, call: i, idempotencyKey: `race${i}`, signal },
+      )
+    const taken = (await store.get(4))!
+    const warnings: string[] = []
+    const sync = createAttestSync({
+      store,
+      chain: chain.info,
+      attestorUrl: attestor.url,
+      signer,
+      log: { warn: (m) => warnings.push(String(m)) },
+    })
+    const fromBlock = await pub.getBlockNumber()
+    // Mining held: the batch is estimated (it passes: nobody holds line 5's hash yet) and sent.
+    await rpc('evm_setAutomine', [false])
+    t.teardown(() => rpc('evm_setAutomine', [true]))
+    const running = sync.runOnce()
+    while (BigInt(((await rpc('txpool_status')) as { pending: string }).pending) === 0n)
+      await new Promise((r) => setTimeout(r, 20))
+    // Then the owner requests line 5's hash with a higher tip: it goes first in the same block.
+    const owner = walletClientFor(chain.rpcUrl, chain.accounts.owner.privateKey)
+    const other = chain.accounts.deployer.address
+    const front = await owner.writeContract({
+      address: chain.validationRegistry,
+      abi: validationRegistryAbi,
+      functionName: 'validationRequest',
+      args: [other, BigInt(chain.agentId), 'svc://first', taken.requestHash],
+      gas: 300_000n,
+      maxFeePerGas: parseGwei('500'),
+      maxPriorityFeePerGas: parseGwei('100'),
+    })
+    await rpc('evm_mine')
+    await rpc('evm_setAutomine', [true])
+    const block = await pub.getBlock({ blockTag: 'latest' })
+    t.equal(block.transactions[0], front, "the owner's request was mined first")
+    const batch = await pub.getTransactionReceipt({ hash: block.transactions[1]! })
+    t.equal(batch.status, 'reverted', 'the batch was mined and reverted')
+
+    t.same(await running, { requested: 11, attested: 11, failed: 1, remaining: 0 })
+    const bad = (await store.get(4))!
+    t.equal(bad.state, 'failed')
+    t.equal(
+      bad.error,
+      `request hash ${taken.requestHash} is held by another request (validator ${other}, agent ${chain.agentId}) (validationRequest reverted in batch ${batch.transactionHash}: exists)`,
+      'the line names the holder and the revert reason of the mined batch',
+    )
+    t.ok(
+      warnings.some((w) => w.includes(`reverted at line 5;`)),
+      'the warning names the line the batch reverted at',
+    )
+    t.same(store.counts(), { total: 12, pending: 0, sending: 0, requested: 0, attested: 11, failed: 1 })
+    t.same(await store.sends(), [], 'no send left unsettled')
+
+    const ours = new Set<string>()
+    for await (const r of store.range()) ours.add(r.requestHash)
+    const logs = (
+      await pub.getLogs({
+        address: chain.validationRegistry,
+        event: parseAbiItem(
+          'event ValidationRequest(address indexed validatorAddress, uint256 indexed agentId, string requestURI, bytes32 indexed requestHash)',
+        ),
+        fromBlock,
+      })
+    ).filter((l) => ours.has(l.args.requestHash!))
+    const expected: string[] = []
+    for (let seq = 0; seq < 12; seq++) if (seq !== 4) expected.push((await store.get(seq))!.requestHash)
+    t.same(
+      logs
+        .filter((l) => l.args.validatorAddress === chain.accounts.attestor.address)
+        .map((l) => l.args.requestHash),
+      expected,
+      'the other eleven requested exactly once each, in seq order',
+    )
+    t.same(
+      logs.filter((l) => l.args.requestHash === taken.requestHash).map((l) => l.args.validatorAddress),
+      [other],
+      "line 5's hash holds only the owner's request",
+    )
+    const answers = (
+      await pub.getLogs({
+        address: chain.validationRegistry,
+        event: parseAbiItem(
+          'event ValidationResponse(address indexed validatorAddress, uint256 indexed agentId, bytes32 indexed requestHash, uint8 response, string responseURI, bytes32 responseHash, string tag)',
+        ),
+        fromBlock,
+      })
+    )
+      .filter((l) => ours.has(l.args.requestHash!))
+      .map((l) => l.args.requestHash)
+    t.same(answers.toSorted(), expected.toSorted(), 'each of the eleven answered exactly once')
   },
 )

@@ -1,33 +1,38 @@
-// The soak: the hub's sync and the attestor under it, both behind a hostile RPC (429 with
-// Retry-After, 5xx, dropped connections, answers lost after the node got the request, pooled
-// transactions dropped, lying "nonce too low" and "underpriced", base-fee jumps, slow answers),
-// with the syncing child SIGKILLed at random points. Afterwards every line is attested exactly
-// once, in order, none lost, none requested twice, and the store agrees with the chain.
-// CI runs a short seeded schedule; the long one: SOAK_KILLS=100 npx tap --timeout=3600
-// test/attest/hostile-soak.test.ts (SOAK_SEED, SOAK_LINES to vary it).
-import { spawn } from 'node:child_process'
+// The soak: `svc hub` itself, as the CLI runs it, syncing its attested lines with the attestor,
+// both behind a hostile RPC (429 with Retry-After, 5xx, dropped connections, answers lost after
+// the node got the request, pooled transactions dropped, lying "nonce too low" and
+// "underpriced", base-fee jumps, slow answers), SIGKILLed at seeded random points and started
+// again on the same SVC_HOME. Then a last hub finishes, and every line is attested exactly once,
+// in order, none lost, none requested twice, and the hub's store agrees with the chain.
+// CI runs a short seeded schedule; the long one: SOAK_KILLS=100 npx tap --timeout=7200
+// test/attest/hostile-soak.test.ts (SOAK_SEED, SOAK_LINES to vary it). Its figures are in
+// bench/README.md ("hostile-RPC soak").
+import { chmod, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { createInterface } from 'node:readline'
 import t from 'tap'
 import { parseAbiItem } from 'viem'
 import { publicClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
+import { readValidationStatus } from '../../chain/reads.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import type { AttestRecord } from '../../hub/attest/record.ts'
-import { openAttestStore } from '../../hub/attest/store.ts'
-import { createAttestSync } from '../../hub/attest/sync.ts'
-import { readValidationStatus } from '../../chain/reads.ts'
+import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
+import { main } from '../../hub/cli/main.ts'
+import { svcPaths } from '../../hub/paths.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { lineHash } from '../../records/hash.ts'
 import { createChainAttestTool } from '../../tools/chain_attest.ts'
 import { seeded, startHostileRpc } from '../helpers/hostile-rpc.ts'
+import { killHub, startHubChild } from '../helpers/hub-process.ts'
+import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
-const KILLS = Number(process.env.SOAK_KILLS ?? 6)
-const LINES = Number(process.env.SOAK_LINES ?? (KILLS > 20 ? 200 : 60))
+const KILLS = Number(process.env.SOAK_KILLS ?? 5)
+const LINES = Number(process.env.SOAK_LINES ?? (KILLS > 20 ? 300 : 60))
 const SEED = Number(process.env.SOAK_SEED ?? 16)
 const started = Date.now()
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 const chain = await startDevChain({ blockTime: 0.25 })
 t.teardown(() => chain.stop())
@@ -56,11 +61,40 @@ const attestor = await startAttestorServer({
   warn: (m) => warnings.push(m),
 })
 t.teardown(() => attestor.close())
-const dir = await tempDir(t)
-const storePath = join(dir, 'store')
-const fixture = join(import.meta.dirname, 'fixtures', 'hostile-sync.ts')
-const signer = signerFromKey(chain.accounts.device.privateKey)
 
+// The hub's home: its device key is the dev chain's enrolled device; [chain] points sync at the
+// proxy and the attestor, in batches of 9 so a life of a few seconds ends mid-sync.
+const home = await tempDir(t)
+const env = { ...process.env, SVC_HOME: home }
+const paths = svcPaths(env)
+await mkdir(join(home, 'sops'), { recursive: true })
+await writeFile(paths.deviceKey, `${chain.accounts.device.privateKey}\n`, { mode: 0o600 })
+await chmod(paths.deviceKey, 0o600)
+await writeFile(
+  join(home, 'hub.toml'),
+  `[hub]
+sops_dir = "${join(home, 'sops')}"
+log_level = "info"
+[broker]
+port = ${await freePort()}
+[webhook]
+enabled = false
+[api]
+port = 0
+[chain]
+rpc_url = "${proxy.url}"
+validation_registry = "${chain.validationRegistry}"
+agent_id = "${chain.agentId}"
+attestor_address = "${chain.accounts.attestor.address}"
+attestor_url = "${attestor.url}"
+batch_executor = "${chain.info.batchExecutor}"
+max_fee_gwei = 1000
+stuck_after_s = 2.5
+max_batch_lines = 9
+`,
+)
+const storePath = attestStorePath(paths.data)
+const signer = signerFromKey(chain.accounts.device.privateKey)
 {
   const store = await openAttestStore(storePath)
   const tool = createChainAttestTool({ store, signer })
@@ -75,64 +109,53 @@ const signer = signerFromKey(chain.accounts.device.privateKey)
   await store.close()
 }
 
-const rand = seeded(SEED + 1)
-function runChild(): Promise<void> {
-  const child = spawn(process.execPath, ['--import', 'tsx', fixture], {
-    env: {
-      ...process.env,
-      STORE: storePath,
-      DEVICE_KEY: chain.accounts.device.privateKey,
-      CHAIN: JSON.stringify(hostileChain),
-      ATTESTOR: attestor.url,
-      SYNC_LOG: process.env.SYNC_LOG ?? '',
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** The running hub's counts and sync state, through `svc attest status --json` as a user runs it. */
+async function hubStatus(): Promise<{
+  pending: number
+  sending: number
+  requested: number
+  attested: number
+}> {
+  const out: string[] = []
+  const err: string[] = []
+  const code = await main(['attest', 'status', '--json'], {
+    out: (s) => void out.push(s),
+    err: (s) => void err.push(s),
+    env,
+    cwd: home,
   })
-  let stderr = ''
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()))
-  return new Promise((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l === 'ready')
-        setTimeout(() => process.kill(child.pid!, 'SIGKILL'), 300 + Math.floor(rand() * 2500))
-    })
-    child.once('exit', (code, sig) =>
-      sig === 'SIGKILL' ? resolve() : reject(new Error(`child exited ${code ?? sig}: ${stderr}`)),
-    )
-  })
+  if (code !== 0) throw new Error(`svc attest status: ${err.join('\n')}`)
+  return JSON.parse(out.join('\n'))
 }
 
-t.test(`${KILLS} SIGKILLs of the syncing hub behind a hostile RPC`, async (t) => {
-  for (let k = 0; k < KILLS; k++) await runChild()
-  t.pass(`${KILLS} kills`)
+const rand = seeded(SEED + 1)
+let midSync = 0
+
+t.test(`${KILLS} SIGKILLs of \`svc hub\` syncing behind a hostile RPC`, async (t) => {
+  for (let k = 0; k < KILLS; k++) {
+    const hub = await startHubChild(t, home)
+    await sleep(300 + Math.floor(rand() * 2500))
+    // Killed while it still had lines to send or answer: the kill landed mid-sync.
+    const st = await hubStatus().catch(() => undefined)
+    if (st && st.pending + st.sending + st.requested > 0) midSync++
+    await killHub(hub)
+  }
+  t.pass(`${KILLS} kills, ${midSync} with lines still on their way`)
+  t.ok(midSync > 0, 'at least one kill landed mid-sync')
 })
 
-t.test('then sync finishes: each line attested exactly once, in order; store = chain', async (t) => {
+t.test('then a last hub finishes: each line attested exactly once, in order; store = chain', async (t) => {
+  // Still hostile: the hub must get through by itself (its loop backs off and retries).
+  const hub = await startHubChild(t, home)
+  for (;;) {
+    const st = await hubStatus().catch(() => undefined)
+    if (st && st.pending + st.sending + st.requested === 0) break
+    await sleep(500)
+  }
+  hub.proc.kill('SIGTERM')
+  await hub.exited
   const store = await openAttestStore(storePath)
   t.teardown(() => store.close())
-  const midway = store.counts()
-  t.comment(`after the kills: ${JSON.stringify(midway)}`)
-  // Still hostile: the last run must get through by itself.
-  const sync = createAttestSync({
-    store,
-    chain: hostileChain,
-    attestorUrl: attestor.url,
-    signer,
-    maxBatchLines: 9,
-    rpcTimeoutMs: 1500,
-    rpcRetryCount: 6,
-    stuckAfterMs: 2500,
-    feeCapGwei: 1000,
-  })
-  let runs = 0
-  for (;;) {
-    runs++
-    try {
-      const r = await sync.runOnce()
-      if (r.remaining === 0) break
-    } catch (err) {
-      if (runs > 200) throw err
-    }
-  }
   proxy.calm()
   const recs: AttestRecord[] = []
   for await (const r of store.range()) recs.push(r)
@@ -178,7 +201,7 @@ t.test('then sync finishes: each line attested exactly once, in order; store = c
   t.equal(agree, LINES, "each line's row and request transaction on chain match the store")
   const { requests: seen, ...faults } = proxy.counts
   t.comment(
-    `soak: seed ${SEED}, ${KILLS} kills, ${LINES} lines, ${Math.round((Date.now() - started) / 1000)} s, final runs ${runs}, ` +
+    `soak: seed ${SEED}, ${KILLS} kills of svc hub (${midSync} mid-sync), ${LINES} lines, ${Math.round((Date.now() - started) / 1000)} s, ` +
       `${seen} RPC requests, faults ${JSON.stringify(faults)}, attestor warnings ${warnings.length}`,
   )
 })

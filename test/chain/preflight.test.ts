@@ -5,7 +5,10 @@
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { publicClientFor } from '../../chain/clients.ts'
+import { parseEther } from 'viem'
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { writeChainFile } from '../../chain/chain-file.ts'
+import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { startDevChain } from '../../chain/dev.ts'
 import { NETWORKS, resolveNetwork } from '../../chain/networks.ts'
 import { officialErrorsAbi, revertText } from '../../chain/official-errors.ts'
@@ -101,7 +104,7 @@ t.test('swapped registries and a low balance', async (t) => {
   t.same(poor.failures, [])
   t.match(poor.warnings, [
     new RegExp(
-      `^attestor ${empty}: balance 0 MON is below [\\d.]+ MON, the cost of 100 transactions at 200000 gas and [\\d.]+ gwei: fund it`,
+      `^attestor ${empty}: balance 0 MON is below [\\d.]+ MON, Monad testnet's reserve of 10 MON plus [\\d.]+ MON for 100 transactions at 200000 gas and [\\d.]+ gwei: .*: fund it$`,
     ),
   ])
 })
@@ -199,3 +202,59 @@ t.test('svc chain deploy-validation, then svc chain check passes on the pair', a
   )
   t.equal(await pub.getTransactionCount({ address: accounts.buyer.address }), nonce, 'nothing sent')
 })
+
+t.test(
+  "Monad's 10 MON reserve: chain id 10143 is Monad testnet's, so svc chain check holds each sender to it",
+  async (t) => {
+    const pub = publicClientFor(rpcUrl)
+    const deployer = walletClientFor(rpcUrl, accounts.deployer.privateKey)
+    const fund = async (to: `0x${string}`, mon: string) =>
+      pub.waitForTransactionReceipt({ hash: await deployer.sendTransaction({ to, value: parseEther(mon) }) })
+    // A device with 9 MON: enough for 100 transactions' fees, not for the reserve on top.
+    const device = privateKeyToAccount(generatePrivateKey())
+    await fund(device.address, '9')
+    const low = await runPreflight({ ...base, device: device.address })
+    t.match(low.warnings, [
+      new RegExp(
+        `^device ${device.address}: balance 9 MON is below 10\\.[\\d]+ MON, Monad testnet's reserve of 10 MON plus [\\d.]+ MON for 100 transactions at 200000 gas and [\\d.]+ gwei: on Monad a transaction that would take an EIP-7702-delegated account \\(batched sync delegates the device and the attestor\\) below 10 MON reverts \\(Monad's docs, "EIP-7702 on Monad"; chain/README.md Batching\\): fund it$`,
+      ),
+    ])
+    const rich = await runPreflight({ ...base, device: accounts.device.address })
+    t.same(rich.warnings, [])
+    t.ok(
+      rich.passed.some((l) =>
+        l.startsWith(
+          `device ${accounts.device.address}: balance 10000 covers 100 transactions above Monad testnet's 10 MON reserve`,
+        ),
+      ),
+    )
+
+    // The attestor, named only by its address in the chain file (no key here), with 5 MON.
+    const attestor = privateKeyToAccount(generatePrivateKey())
+    await fund(attestor.address, '5')
+    const dir = await tempDir(t)
+    const home = join(dir, 'home')
+    const { accounts: _dev, ...info } = chain.info
+    await writeChainFile(join(home, 'chain.json'), { ...info, attestorAddress: attestor.address })
+    await writeFile(join(home, 'device.key'), `${accounts.device.privateKey}\n`, { mode: 0o600 })
+    let out = ''
+    const code = await main(['chain', 'check'], {
+      out: (s) => void (out += `${s}\n`),
+      err: (s) => void (out += `${s}\n`),
+      env: { SVC_HOME: home },
+      cwd: dir,
+    })
+    t.equal(code, 0, 'a low balance warns; it does not fail the check')
+    t.match(
+      out,
+      new RegExp(
+        `\\nwarn  attestor ${attestor.address}: balance 5 MON is below 10\\.[\\d]+ MON, Monad testnet's reserve of 10 MON`,
+      ),
+    )
+    t.match(
+      out,
+      new RegExp(`\\nok    device ${accounts.device.address}: balance 10000 covers 100 transactions above`),
+    )
+    t.notMatch(out, /warn {2}device/)
+  },
+)

@@ -1,6 +1,7 @@
 // `svc hub` as a user runs it, in a child process with SVC_HOME = home (its hub.toml, token and
-// API info file there): resolves once it logged "hub started". Killed (by pid) when the test ends.
-import { spawn } from 'node:child_process'
+// API info file there): resolves once it logged "hub started". Killed by pid (never by name)
+// when the test ends; crash and soak tests SIGKILL it themselves with killHub.
+import { type ChildProcess, spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Teardown } from './tmp.ts'
@@ -10,8 +11,10 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 
 export interface HubChild {
   pid: number
+  proc: ChildProcess
   /** Resolves with the signal that ended it (null for a clean exit). */
   exited: Promise<NodeJS.Signals | null>
+  /** stdout and stderr so far (the last 256 KiB): the hub's JSON log lines. */
   out(): string
   /** SIGTERM, and wait for it to exit. */
   stop(): Promise<void>
@@ -20,16 +23,23 @@ export interface HubChild {
 export async function startHubChild(
   t: Teardown,
   home: string,
-  env: NodeJS.ProcessEnv = {},
+  opts: { env?: NodeJS.ProcessEnv; logLevel?: string } = {},
 ): Promise<HubChild> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
+  const args = [
+    '--import',
+    'tsx',
+    join(root, 'hub/cli/main.ts'),
+    'hub',
+    ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
+  ]
+  const proc = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...process.env, ...env, SVC_HOME: home },
+    env: { ...process.env, ...opts.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
-  const pid = child.pid as number
-  const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_c, s) => r(s)))
-  const running = () => child.exitCode === null && child.signalCode === null
+  const pid = proc.pid as number
+  const exited = new Promise<NodeJS.Signals | null>((r) => proc.once('exit', (_c, s) => r(s)))
+  const running = () => proc.exitCode === null && proc.signalCode === null
   t.teardown(async () => {
     if (running()) {
       process.kill(pid, 'SIGKILL')
@@ -37,12 +47,15 @@ export async function startHubChild(
     }
   })
   let out = ''
-  let err = ''
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()))
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()))
+  const keep = (d: Buffer) => {
+    out += d.toString()
+    if (out.length > 256 * 1024) out = out.slice(-128 * 1024)
+  }
+  proc.stdout!.on('data', keep)
+  proc.stderr!.on('data', keep)
   await waitFor(
     () => {
-      if (child.exitCode !== null) throw new Error(`hub exited early (${child.exitCode}): ${err}${out}`)
+      if (proc.exitCode !== null) throw new Error(`hub exited early (${proc.exitCode}): ${out}`)
       return out.includes('"hub started"')
     },
     'the hub to start',
@@ -50,6 +63,7 @@ export async function startHubChild(
   )
   return {
     pid,
+    proc,
     exited,
     out: () => out,
     stop: async () => {
@@ -57,4 +71,10 @@ export async function startHubChild(
       await exited
     },
   }
+}
+
+/** SIGKILL by pid, and wait until it is gone. */
+export async function killHub(hub: HubChild): Promise<void> {
+  process.kill(hub.pid, 'SIGKILL')
+  await hub.exited
 }

@@ -7,20 +7,18 @@
 //   - an output seen twice belongs to a run the restart resumed mid-step (the documented repeat).
 // Embedded broker (it dies with the hub: the publisher's unacknowledged events are not counted),
 // and an external Mosquitto (it lives on and keeps the hub's session).
-import { type ChildProcess, spawn } from 'node:child_process'
 import { readFile, writeFile, mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import mqtt, { type MqttClient } from 'mqtt'
 import t, { type Test } from 'tap'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { noMosquitto, startMosquitto } from '../helpers/mosquitto.ts'
+import { killHub, startHubChild } from '../helpers/hub-process.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 
-const root = fileURLToPath(new URL('../..', import.meta.url))
 /** Kills per broker: 10 embedded + 10 Mosquitto = 20. */
 const KILLS = 10
 const BURST = 300
@@ -54,45 +52,6 @@ async function writeHome(home: string, broker: string): Promise<void> {
     join(home, 'hub.toml'),
     `[hub]\nsops_dir = "${join(home, 'sops')}"\nlog_level = "warn"\n[broker]\n${broker}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
   )
-}
-
-interface HubChild {
-  proc: ChildProcess
-  exited: Promise<unknown>
-}
-
-async function startHubChild(t: Test, home: string): Promise<HubChild> {
-  const proc = spawn(
-    process.execPath,
-    ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--log-level', 'info'],
-    { cwd: root, env: { ...process.env, SVC_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] },
-  )
-  const exited = new Promise((r) => proc.once('exit', r))
-  t.teardown(async () => {
-    if (proc.exitCode === null && proc.signalCode === null) {
-      process.kill(proc.pid as number, 'SIGKILL')
-      await exited
-    }
-  })
-  let out = ''
-  proc.stdout!.on('data', (d: Buffer) => {
-    if (!out.includes('"hub started"')) out += d.toString()
-  })
-  proc.stderr!.on('data', (d: Buffer) => (out += d.toString()))
-  await waitFor(
-    () => {
-      if (proc.exitCode !== null) throw new Error(`hub exited early (${proc.exitCode}): ${out}`)
-      return out.includes('"hub started"')
-    },
-    'the hub to start',
-    { timeoutMs: 60_000 },
-  )
-  return { proc, exited }
-}
-
-async function kill(hub: HubChild): Promise<void> {
-  process.kill(hub.proc.pid as number, 'SIGKILL')
-  await hub.exited
 }
 
 /** The runs the hub recorded, read from its store once it is stopped: runs per event seq. */
@@ -164,7 +123,7 @@ async function crashLoop(
       'the hub to answer part of the burst',
       { timeoutMs: 60_000 },
     )
-    await kill(hub)
+    await killHub(hub)
     if (variant.embedded) {
       pub.stream.destroy()
       // mqtt.js settles the QoS 1 publishes still unacknowledged only at end(), as failed: before

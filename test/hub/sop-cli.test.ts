@@ -78,7 +78,7 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
     '[broker]\nport = 0\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n',
   )
   // The hub loads SVC_SOPS_DIR; the shell the CLI runs in does not set it (as with `svc start --sops`).
-  const hub = await startHubChild(t, home, { SVC_SOPS_DIR: sops })
+  const hub = await startHubChild(t, home, { env: { SVC_SOPS_DIR: sops } })
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: home, USER: 'tester' }
   delete env.SVC_SOPS_DIR
   const sop = cli(env)
