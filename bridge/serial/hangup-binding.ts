@@ -63,7 +63,15 @@ export function withHangupDetection(binding: BindingInterface): BindingInterface
         read: (buffer, offset, length) => {
           if (buffer.length < offset + length)
             return Promise.reject(new RangeError('serial read: buffer is too small'))
-          return unixRead({ binding: port, buffer, offset, length, fsReadAsync: readOrHangup })
+          return unixRead({ binding: port, buffer, offset, length, fsReadAsync: readOrHangup }).catch(
+            (err: unknown) => {
+              // A read already in the kernel when its owner closes the port fails with EBADF,
+              // which unixRead calls a disconnection; bindings-interface says close() cancels
+              // pending reads, so a port its owner closed reports the read canceled.
+              if (!port.isOpen) throw Object.assign(new Error('Port is not open'), { canceled: true })
+              throw err
+            },
+          )
         },
         write: (buffer) => port.write(buffer),
         update: (o) => port.update(o),

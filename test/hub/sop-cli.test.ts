@@ -185,6 +185,11 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
       /^SOP +WAITING +HELD +DEFERRED +OLDEST +NEWEST +WHY\ngate +3 +3 +0 +\d+s ago +\d+s ago +hold: /,
     )
     for (let left = 2; left >= 0; left--) {
+      // A released trigger leaves the backlog before its run reaches the gate: wait for it there.
+      await waitFor(
+        async () => JSON.parse((await sop('pending', '--json')).out).length === 1,
+        'a run parked at the gate',
+      )
       const [parked] = JSON.parse((await sop('pending', '--json')).out) as { id: string }[]
       t.equal((await sop('approve', parked!.id, '--note', 'go')).code, 0)
       await waitFor(
