@@ -25,12 +25,15 @@ export async function startHubChild(
   home: string,
   opts: { env?: NodeJS.ProcessEnv; logLevel?: string } = {},
 ): Promise<HubChild> {
+  // At info whatever hub.toml says (crash tests keep their hubs quiet there): "hub started" is
+  // how the start is seen.
   const args = [
     '--import',
     'tsx',
     join(root, 'hub/cli/main.ts'),
     'hub',
-    ...(opts.logLevel ? ['--log-level', opts.logLevel] : []),
+    '--log-level',
+    opts.logLevel ?? 'info',
   ]
   const proc = spawn(process.execPath, args, {
     cwd: root,
