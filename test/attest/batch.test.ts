@@ -13,7 +13,7 @@ import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
-import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { attestLines } from '../helpers/attest-lines.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const chain = await startDevChain()
@@ -33,13 +33,7 @@ t.test(
     const store = await openAttestStore(join(dir, 'db'))
     t.teardown(() => store.close())
     const signer = signerFromKey(chain.accounts.device.privateKey)
-    const tool = createChainAttestTool({ store, signer })
-    const signal = new AbortController().signal
-    for (let i = 0; i < 12; i++)
-      await tool.run(
-        { action: 'a', request_uri: `svc://t/${i}`, params: { i } },
-        { runId: 'r', sop: 's', step: 1, call: i, idempotencyKey: `k${i}`, signal },
-      )
+    await attestLines(store, signer, 12, 't')
     // The agent's owner requests line 5's hash first, naming another validator.
     const taken = (await store.get(4))!
     const owner = walletClientFor(chain.rpcUrl, chain.accounts.owner.privateKey)
@@ -105,13 +99,7 @@ t.test(
     const store = await openAttestStore(join(dir, 'db'))
     t.teardown(() => store.close())
     const signer = signerFromKey(chain.accounts.device.privateKey)
-    const tool = createChainAttestTool({ store, signer })
-    const signal = new AbortController().signal
-    for (let i = 0; i < 12; i++)
-      await tool.run(
-        { action: 'a', request_uri: `svc://race/${i}`, params: { i } },
-        { runId: 'race', sop: 's', step: 1, call: i, idempotencyKey: `race${i}`, signal },
-      )
+    await attestLines(store, signer, 12, 'race')
     const taken = (await store.get(4))!
     const warnings: string[] = []
     const sync = createAttestSync({

@@ -22,7 +22,7 @@ import { svcPaths } from '../../hub/paths.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { lineHash } from '../../records/hash.ts'
-import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { attestLines } from '../helpers/attest-lines.ts'
 import { seeded, startHostileRpc } from '../helpers/hostile-rpc.ts'
 import { killHub, startHubChild } from '../helpers/hub-process.ts'
 import { freePort } from '../helpers/ports.ts'
@@ -97,15 +97,7 @@ const storePath = attestStorePath(paths.data)
 const signer = signerFromKey(chain.accounts.device.privateKey)
 {
   const store = await openAttestStore(storePath)
-  const tool = createChainAttestTool({ store, signer })
-  const signal = new AbortController().signal
-  for (let i = 0; i < LINES; i++) {
-    const r = await tool.run(
-      { action: 'soak', request_uri: `svc://soak/${i}`, params: { i } },
-      { runId: 'soak', sop: 'soak', step: 1, call: i, idempotencyKey: `soak:${i}`, signal },
-    )
-    if (!r.ok) throw new Error(r.error)
-  }
+  await attestLines(store, signer, LINES, 'soak', 'soak')
   await store.close()
 }
 

@@ -15,7 +15,7 @@ import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
-import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { attestLines } from '../helpers/attest-lines.ts'
 import { startHostileRpc } from '../helpers/hostile-rpc.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
@@ -54,13 +54,7 @@ t.test(
     const store = await openAttestStore(join(dir, 'db'))
     t.teardown(() => store.close())
     const signer = signerFromKey(chain.accounts.device.privateKey)
-    const tool = createChainAttestTool({ store, signer })
-    const signal = new AbortController().signal
-    for (let i = 0; i < LINES; i++)
-      await tool.run(
-        { action: 'a', request_uri: `svc://per-line/${i}`, params: { i } },
-        { runId: 'pl', sop: 's', step: 1, call: i, idempotencyKey: `pl${i}`, signal },
-      )
+    await attestLines(store, signer, LINES, 'per-line')
     const warnings: string[] = []
     const sync = createAttestSync({
       store,

@@ -13,7 +13,7 @@ import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
-import { createChainAttestTool } from '../../tools/chain_attest.ts'
+import { attestLines } from '../helpers/attest-lines.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -43,15 +43,7 @@ if (noScript) {
     const chainFile = join(home, 'chain.json')
     await writeChainFile(chainFile, { ...chain.info, attestorUrl: attestor.url })
     const store = await openAttestStore(attestStorePath(paths.data))
-    const tool = createChainAttestTool({ store, signer: signerFromKey(chain.accounts.device.privateKey) })
-    const signal = new AbortController().signal
-    for (let i = 0; i < LINES; i++) {
-      const r = await tool.run(
-        { action: 'a', request_uri: `svc://${name}/${i}`, params: { i } },
-        { runId: name, sop: 's', step: 1, call: i, idempotencyKey: `${name}${i}`, signal },
-      )
-      if (!r.ok) throw new Error(r.error)
-    }
+    await attestLines(store, signerFromKey(chain.accounts.device.privateKey), LINES, name)
     await store.close()
     return { home, chainFile }
   }
