@@ -5,14 +5,21 @@
 // SVC_SCREENSHOTS=1 writes each page at 1366 and 390 px to test-results/screenshots/.
 import t from 'tap'
 import type { BrowserContext, Page } from 'playwright-core'
-import { findChromium, launchChromium, screenshot, wantScreenshots } from '../web/browser.ts'
+import {
+  findChromium,
+  launchChromium,
+  PHONE,
+  pageWidths,
+  screenshot,
+  screenshotWidths,
+  WIDTHS,
+  wantScreenshots,
+} from '../web/browser.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { consolePasswordCommand } from '../../hub/cli/hub-console-password.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { APPROVAL_SOP, type ConsoleHub, startConsoleHub, triggerRun } from './console-helpers.ts'
 
-const PHONE = 390
-const WIDTHS = [1366, PHONE] as const
 const PASSWORD = 'correct horse battery staple'
 
 interface TapTest {
@@ -54,27 +61,8 @@ async function browserTests(executablePath: string): Promise<void> {
     })
     return page
   }
-  const shot = async (page: Page, name: string): Promise<void> => {
-    if (!wantScreenshots()) return
-    const was = page.viewportSize()
-    for (const w of WIDTHS) {
-      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
-      await screenshot(page, `console-${name}-${w}`)
-    }
-    if (was) await page.setViewportSize(was)
-  }
-  const widths = (page: Page) =>
-    page.evaluate(() => {
-      const view = window.innerWidth
-      const out = Array.from(document.body.querySelectorAll('*'))
-        .filter((e) => e.getBoundingClientRect().right > view + 0.5 && e.children.length === 0)
-        .slice(0, 3)
-        .map(
-          (e) =>
-            `${e.tagName.toLowerCase()}.${e.className} right ${Math.round(e.getBoundingClientRect().right)}`,
-        )
-      return { doc: document.documentElement.scrollWidth, view, out }
-    })
+  const shot = (page: Page, name: string) => screenshotWidths(page, `console-${name}`)
+  const widths = pageWidths
   const smallTargets = (page: Page): Promise<string[]> =>
     page.evaluate(() => {
       const out: string[] = []

@@ -6,13 +6,10 @@
 import t from 'tap'
 import type { BrowserContext, Page } from 'playwright-core'
 import type { AttestStore } from '../../hub/attest/store.ts'
-import { findChromium, launchChromium, screenshot, wantScreenshots } from '../web/browser.ts'
+import { findChromium, launchChromium, PHONE, screenshot, screenshotWidths, WIDTHS } from '../web/browser.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startConsoleHub } from './console-helpers.ts'
 import { BROKEN_SOP, HOLD_SOP, ROUTES_SOP, SALE_SOP } from './console-pages-fixtures.ts'
-
-const PHONE = 390
-const WIDTHS = [1366, PHONE] as const
 
 interface TapTest {
   teardown(fn: () => unknown): void
@@ -59,15 +56,7 @@ async function browserTests(executablePath: string): Promise<void> {
     })
     return page
   }
-  const shot = async (page: Page, name: string): Promise<void> => {
-    if (!wantScreenshots()) return
-    const was = page.viewportSize()
-    for (const w of WIDTHS) {
-      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
-      await screenshot(page, `console-${name}-${w}`)
-    }
-    if (was) await page.setViewportSize(was)
-  }
+  const shot = (page: Page, name: string) => screenshotWidths(page, `console-${name}`)
   /** The document's width against the viewport, and what sticks out (outside a scrolling box). */
   const widths = (page: Page) =>
     page.evaluate(() => {

@@ -28,12 +28,18 @@ import {
   postListing,
   signIn,
 } from '../market/market-helpers.ts'
-import { findChromium, launchChromium, screenshot, wantScreenshots } from './browser.ts'
+import {
+  findChromium,
+  launchChromium,
+  PHONE,
+  pageWidths,
+  screenshot,
+  screenshotWidths,
+  WIDTHS,
+  wantScreenshots,
+} from './browser.ts'
 import { type TestWallet, type WalletBehaviour, injectWallet } from './wallet.ts'
 import { startWebMarket } from './web-helpers.ts'
-
-const PHONE = 390
-const WIDTHS = [1366, PHONE] as const
 
 // The smallest valid PNG: one pixel.
 const PNG_1X1 = Buffer.from(
@@ -126,30 +132,8 @@ async function browserTests(executablePath: string): Promise<void> {
     })
     return { page, wallet }
   }
-  /** With SVC_SCREENSHOTS=1: the page as it is now at 1366 px and at 390 px (a phone). */
-  const shot = async (page: Page, name: string): Promise<void> => {
-    if (!wantScreenshots()) return
-    const was = page.viewportSize()
-    for (const w of WIDTHS) {
-      await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
-      await screenshot(page, `${name}-${w}`)
-    }
-    if (was) await page.setViewportSize(was)
-  }
-  /** The document's width against the viewport's: a page must never scroll sideways. */
-  const widths = (page: Page) =>
-    page.evaluate(() => {
-      const view = window.innerWidth
-      // When it does, which elements stick out (the innermost ones), to say what to fix.
-      const out = Array.from(document.body.querySelectorAll('*'))
-        .filter((e) => e.getBoundingClientRect().right > view + 0.5 && e.children.length === 0)
-        .slice(0, 3)
-        .map(
-          (e) =>
-            `${e.tagName.toLowerCase()}.${e.className} right ${Math.round(e.getBoundingClientRect().right)}`,
-        )
-      return { doc: document.documentElement.scrollWidth, view, out }
-    })
+  const shot = screenshotWidths
+  const widths = pageWidths
   /** Visible controls shorter than 44 px (WCAG 2.5.5): buttons, fields, summaries, nav links. */
   const smallTargets = (page: Page): Promise<string[]> =>
     page.evaluate(() => {

@@ -72,3 +72,35 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 }
 
 export const wantScreenshots = (): boolean => process.env.SVC_SCREENSHOTS === '1'
+
+/** The widths every page is judged at: a desktop and a 390-px phone. */
+export const PHONE = 390
+export const WIDTHS = [1366, PHONE] as const
+
+/** With SVC_SCREENSHOTS=1: the page as it is now at each of WIDTHS, as `<name>-<width>.png`. */
+export async function screenshotWidths(page: Page, name: string): Promise<void> {
+  if (!wantScreenshots()) return
+  const was = page.viewportSize()
+  for (const w of WIDTHS) {
+    await page.setViewportSize({ width: w, height: w === PHONE ? 844 : 900 })
+    await screenshot(page, `${name}-${w}`)
+  }
+  if (was) await page.setViewportSize(was)
+}
+
+/**
+ * The document's width against the viewport's (a page must never scroll sideways) and, when it
+ * does, the innermost elements that stick out, to say what to fix.
+ */
+export const pageWidths = (page: Page): Promise<{ doc: number; view: number; out: string[] }> =>
+  page.evaluate(() => {
+    const view = window.innerWidth
+    const out = Array.from(document.body.querySelectorAll('*'))
+      .filter((e) => e.getBoundingClientRect().right > view + 0.5 && e.children.length === 0)
+      .slice(0, 3)
+      .map(
+        (e) =>
+          `${e.tagName.toLowerCase()}.${e.className} right ${Math.round(e.getBoundingClientRect().right)}`,
+      )
+    return { doc: document.documentElement.scrollWidth, view, out }
+  })
