@@ -10,27 +10,17 @@ import {
   readApiToken,
   writeApiInfo,
 } from '../../hub/api/index.ts'
-import { main } from '../../hub/cli/main.ts'
-import type { CliIo } from '../../hub/cli/io.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { call, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
 
+/** `svc sop <argv…>` with this environment. */
 function cli(env: NodeJS.ProcessEnv) {
-  return async (...argv: string[]) => {
-    let out = ''
-    let err = ''
-    const io: CliIo = {
-      out: (s) => void (out += s + '\n'),
-      err: (s) => void (err += s + '\n'),
-      env,
-      cwd: process.cwd(),
-    }
-    const code = await main(['sop', ...argv], io)
-    return { code, out, err }
-  }
+  const svc = svcCli(env)
+  return (...argv: string[]) => svc('sop', ...argv)
 }
 
 async function hub(t: Parameters<typeof startEngine>[0]) {

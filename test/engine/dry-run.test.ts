@@ -2,23 +2,12 @@
 // over SOP fixtures loaded by the real loader.
 import t from 'tap'
 import { fileURLToPath } from 'node:url'
-import { main } from '../../hub/cli/main.ts'
-import type { CliIo } from '../../hub/cli/io.ts'
+import { svcCli } from '../helpers/cli.ts'
 
 const fixtures = fileURLToPath(new URL('./fixtures/sops', import.meta.url))
 
-async function svc(...argv: string[]) {
-  let out = ''
-  let err = ''
-  const io: CliIo = {
-    out: (s) => void (out += s + '\n'),
-    err: (s) => void (err += s + '\n'),
-    env: { ...process.env, SVC_SOPS_DIR: fixtures },
-    cwd: process.cwd(),
-  }
-  const code = await main(['sop', 'run', ...argv], io)
-  return { code, out, err }
-}
+const cli = svcCli({ ...process.env, SVC_SOPS_DIR: fixtures })
+const svc = (...argv: string[]) => cli('sop', 'run', ...argv)
 
 t.test('runs to the first gate, printing each resolved call; --approve-all goes through', async (t) => {
   const a = await svc('restock', '--payload', '{"slot":"B2","count":3}')

@@ -5,8 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import type { CliIo } from '../../hub/cli/io.ts'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -43,19 +42,10 @@ const GATE_MD = `# gate
    - terminal: true
 `
 
+/** `svc sop <argv…>` with this environment. */
 function cli(env: NodeJS.ProcessEnv) {
-  return async (...argv: string[]) => {
-    let out = ''
-    let err = ''
-    const io: CliIo = {
-      out: (s) => void (out += s + '\n'),
-      err: (s) => void (err += s + '\n'),
-      env,
-      cwd: process.cwd(),
-    }
-    const code = await main(['sop', ...argv], io)
-    return { code, out, err }
-  }
+  const svc = svcCli(env)
+  return (...argv: string[]) => svc('sop', ...argv)
 }
 
 t.test('svc sop against a running hub, then from its stored records', async (t) => {

@@ -3,26 +3,14 @@
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { main } from '../../hub/cli/main.ts'
-import type { CliIo } from '../../hub/cli/io.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { loadAll } from '../../hub/listing/queue.ts'
 import { syncListings } from '../../hub/listing/sync.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { FIELDS, storeWith } from './fixtures.ts'
 
 function cli(home: string, cwd = home) {
-  return async (...argv: string[]) => {
-    let out = ''
-    let err = ''
-    const io: CliIo = {
-      out: (s) => void (out += s + '\n'),
-      err: (s) => void (err += s + '\n'),
-      env: { ...process.env, SVC_HOME: home },
-      cwd,
-    }
-    const code = await main(argv, io)
-    return { code, out, err }
-  }
+  return svcCli({ ...process.env, SVC_HOME: home }, cwd)
 }
 
 const KEY = 'svc_' + 'K'.repeat(43)
