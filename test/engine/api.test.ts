@@ -11,6 +11,7 @@ import {
   writeApiInfo,
 } from '../../hub/api/index.ts'
 import { svcCli } from '../helpers/cli.ts'
+import type { SopBacklog } from '../../sops/run/backlog.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -240,15 +241,7 @@ t.test('GET /sop/runs pages by cursor and time; GET /sop/held counts the backlog
     })
   const held = (await (await fetch(h.url + '/sop/held', { headers: auth })).json()) as {
     now: number
-    sops: {
-      sop: string
-      count: number
-      held: number
-      deferred: number
-      oldestAt: number
-      newestAt: number
-      oldestAgeMs: number
-    }[]
+    sops: SopBacklog[]
   }
   t.match(
     held.sops,
