@@ -43,6 +43,7 @@ import type { AgentAdapter } from '../agent/types.ts'
 import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
+import { LiveRuns } from './live-runs.ts'
 import { EngineStore, type OnceMark } from './store.ts'
 import { summary } from './summary.ts'
 import type { EngineOptions } from './types.ts'
@@ -53,7 +54,7 @@ const silent: Log = { info() {}, warn() {}, error() {} }
 export class Engine implements HubEngine {
   private sops = new Map<string, Sop>()
   /** Unfinished runs (active and parked); finished ones live only in the store. */
-  private live = new Map<string, RunRecord>()
+  private live = new LiveRuns()
   /** The SOP object each live run started with: a reload does not change a run mid-flight. */
   private runSop = new Map<string, Sop>()
   private kept = new Map<string, KeptTrigger[]>()
@@ -146,18 +147,14 @@ export class Engine implements HubEngine {
     const t = transition(run.state, event)
     // A refused transition is a bug in the engine, never something a caller can cause.
     if (!t.ok) throw new Error(`run ${run.id}: ${t.error}`)
+    const from = run.state
     run.state = t.state
     run.updatedAt = this.now()
+    this.live.moved(run, from)
   }
 
   private view(sop: string) {
-    let active = 0
-    let parked = 0
-    for (const r of this.live.values()) {
-      if (r.sop !== sop) continue
-      if (holdsSlot(r.state)) active++
-      else if (isParked(r.state)) parked++
-    }
+    const { active, parked } = this.live.slots(sop)
     const last = this.lastFinished.get(sop)
     return { active, parked, now: this.now(), ...(last !== undefined ? { lastFinishedAt: last } : {}) }
   }
@@ -317,7 +314,7 @@ export class Engine implements HubEngine {
       admission,
     })
     if (first.kind === 'step') this.enter(run, first.step)
-    this.live.set(run.id, run)
+    this.live.add(run)
     this.runSop.set(run.id, sop)
     return run
   }
@@ -944,7 +941,7 @@ export class Engine implements HubEngine {
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
     this.marks = await this.store.marks()
-    for (const r of await this.store.unfinished()) this.live.set(r.id, r)
+    for (const r of await this.store.unfinished()) this.live.add(r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) {
       // The stored record of the current step may be from an earlier visit (entering a step is
