@@ -426,11 +426,11 @@ export class Engine implements HubEngine {
    * run keeps its slot meanwhile. It resumes by itself once the write goes through. Admission
    * writes are not retried: a trigger the store cannot take is refused, and its source told so.
    */
-  private async durable(runId: string, ops: BatchOp[]): Promise<void> {
+  private async durable(runId: string, ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
     let wait = 100
     for (let tries = 0; ; tries++) {
       try {
-        await this.store.write(ops)
+        await this.store.write(ops, opts)
         if (tries > 0)
           this.log.info({ run: runId, tries: tries + 1 }, 'run checkpoint written; the run goes on')
         return
@@ -462,10 +462,14 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     run.updatedAt = this.now()
-    await this.durable(run.id, [
-      ...this.store.finishOps(run, summary(run)),
-      this.store.lastFinishedOp(run.sop, run.finishedAt),
-    ])
+    // Deferred (group-commit.ts): no side effect waits for a finished run's record, only the
+    // news of it (watchers, released triggers); a kill before it lands re-runs the last step
+    // on restart, marked as a possible repeat, as a kill during that step would.
+    await this.durable(
+      run.id,
+      [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
+      { defer: true },
+    )
     this.runChanged(run)
     this.store.forget(run.id)
     this.release(run.sop)

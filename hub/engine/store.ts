@@ -295,9 +295,10 @@ export class EngineStore {
     return { type: 'put', key: LAST + sop, value: String(at) }
   }
 
-  async write(ops: BatchOp[]): Promise<void> {
-    if (!this.unmarked) return this.committer.write(ops)
-    await this.committer.write([...ops, { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }])
+  /** One synced write, shared with concurrent writers (group-commit.ts, also for `defer`). */
+  async write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
+    if (!this.unmarked) return this.committer.write(ops, opts)
+    await this.committer.write([...ops, { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }], opts)
     this.unmarked = false
   }
 

@@ -1,0 +1,102 @@
+// The group committer (hub/engine/group-commit.ts): writers share syncs, none is told "stored"
+// before its batch is written, and a deferrable write rides in the next write's batch.
+import t from 'tap'
+import { waitFor } from '../helpers/wait.ts'
+import { GroupCommitter, type WriteBatch } from '../../hub/engine/group-commit.ts'
+
+/** A batch writer that holds each batch until released, and keeps what it was given. */
+function heldWriter() {
+  const batches: { key: string; value?: string; type: string }[][] = []
+  const waiting: (() => void)[] = []
+  const write: WriteBatch = (ops) => {
+    batches.push(ops)
+    return new Promise<void>((r) => waiting.push(r))
+  }
+  return { write, batches, releaseOne: () => waiting.shift()?.() }
+}
+
+const settle = () => new Promise((r) => setImmediate(r))
+
+t.test(
+  'writers in one turn share a batch; later ones wait for the next and are not resolved early',
+  async (t) => {
+    const w = heldWriter()
+    const c = new GroupCommitter(w.write)
+    const done: string[] = []
+    void c.write([{ type: 'put', key: 'a', value: '1' }]).then(() => done.push('a'))
+    void c.write([{ type: 'put', key: 'b', value: '1' }]).then(() => done.push('b'))
+    await settle()
+    t.equal(w.batches.length, 1, 'one batch for the two writers of one turn')
+    t.same(
+      w.batches[0]!.map((o) => o.key),
+      ['a', 'b'],
+    )
+    void c.write([{ type: 'put', key: 'c', value: '1' }]).then(() => done.push('c'))
+    await settle()
+    t.equal(w.batches.length, 1, 'a write while a batch is on disk waits for the next')
+    t.same(done, [], 'nobody is told stored before the sync')
+    w.releaseOne()
+    await waitFor(() => w.batches.length === 2, 'the next batch')
+    t.same(done, ['a', 'b'], "the first batch's writers, once it is written")
+    w.releaseOne()
+    await c.drain()
+    t.same(done, ['a', 'b', 'c'])
+  },
+)
+
+t.test('a deferrable write joins the next write that cannot wait: one sync for both', async (t) => {
+  const w = heldWriter()
+  const c = new GroupCommitter(w.write)
+  const done: string[] = []
+  void c.write([{ type: 'put', key: 'fin', value: 'x' }], { defer: true }).then(() => done.push('fin'))
+  await settle()
+  t.equal(w.batches.length, 0, 'the deferrable write waits')
+  void c.write([{ type: 'put', key: 'adm', value: 'y' }]).then(() => done.push('adm'))
+  await settle()
+  t.equal(w.batches.length, 1, 'the urgent write starts the batch at once')
+  t.same(
+    w.batches[0]!.map((o) => o.key),
+    ['fin', 'adm'],
+    'and carries the deferred one',
+  )
+  w.releaseOne()
+  await c.drain()
+  t.same(done.sort(), ['adm', 'fin'])
+})
+
+t.test('a deferrable write alone is still written, and drain() does not wait for the delay', async (t) => {
+  const w = heldWriter()
+  const c = new GroupCommitter(w.write)
+  let stored = false
+  void c.write([{ type: 'put', key: 'fin', value: 'x' }], { defer: true }).then(() => (stored = true))
+  // By itself (no other writer comes): the timer starts its batch.
+  await waitFor(() => w.batches.length === 1, 'the deferred batch')
+  w.releaseOne()
+  await c.drain()
+  t.ok(stored, 'written without another writer')
+  void c.write([{ type: 'put', key: 'fin2', value: 'x' }], { defer: true })
+  const drained = c.drain()
+  await settle()
+  t.equal(w.batches.length, 2, 'drain() starts a waiting deferred batch at once')
+  w.releaseOne()
+  await drained
+})
+
+t.test('the last operation on a key wins; a failed batch rejects its writers only', async (t) => {
+  let fail = true
+  const seen: { key: string; value?: string; type: string }[][] = []
+  const c = new GroupCommitter(async (ops) => {
+    seen.push(ops)
+    if (fail) {
+      fail = false
+      throw new Error('disk full')
+    }
+  })
+  const a = c.write([{ type: 'put', key: 'k', value: '1' }])
+  const b = c.write([{ type: 'put', key: 'k', value: () => '2' }])
+  await t.rejects(a, /disk full/)
+  await t.rejects(b, /disk full/)
+  t.same(seen[0], [{ type: 'put', key: 'k', value: '2' }], 'one put, the latest value, serialised at the cut')
+  await c.write([{ type: 'del', key: 'k' }])
+  t.same(seen[1], [{ type: 'del', key: 'k' }], 'the next batch goes through')
+})
