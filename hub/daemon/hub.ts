@@ -20,6 +20,7 @@ import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { connectHeld } from '../triggers/session-gate.ts'
+import { quietClientLog } from '../broker/client-log.ts'
 import { amqpTarget } from '../triggers/amqp-url.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
 import { accountsPath } from '../broker/accounts-file.ts'
@@ -145,6 +146,7 @@ export async function startHub(
       connectTimeout: 10_000,
       resubscribe: true,
       writeCache: false,
+      ...quietClientLog,
       ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
       ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
       // The embedded broker's own login for the hub: never refused, whatever the accounts say.
@@ -199,6 +201,7 @@ export async function startHub(
     // The hub's other sessions (board availability, board commands) log in as the main one does.
     const sessionBase = {
       ...target.value,
+      ...quietClientLog,
       ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
       ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
       ...(broker ? broker.hubLogin : {}),
