@@ -16,9 +16,10 @@
 // and at the end `events/s svc/node-red: <x>x` from the medians.
 // PEER_EVENTS, PEER_ROUNDS and PEER_SYSTEMS (comma list of svc,svc-embedded,node-red) narrow it;
 // PEER_MOSQUITTO_DEFAULTS=1 runs Mosquitto with its default queue limits; PEER_PROFILE=<dir>
-// writes the hub's CPU profile there.
+// writes the hub's CPU profile there; PEER_THREADS=1 prints each system's burst CPU by thread;
+// PEER_NODE_ARGS passes node flags to the hub (e.g. "--max-semi-space-size=1", as the systemd unit).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, loadavg, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -70,6 +71,23 @@ function cpuSecOf(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(f[11]) + Number(f[12])) / 100
+}
+
+/** CPU seconds by thread (/proc/<pid>/task/<tid>), for PEER_THREADS=1: the main thread apart from V8 and libuv helpers. */
+function threadCpuOf(pid: number): Map<string, number> {
+  const out = new Map<string, number>()
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+      const k = tid === String(pid) ? `${name} (main)` : `${name} ${tid}`
+      out.set(k, (out.get(k) ?? 0) + (Number(f[11]) + Number(f[12])) / 100)
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return out
 }
 
 function rssOf(pid: number): number {
@@ -184,11 +202,16 @@ async function startSvc(dir: string, brokerUrl: string | null): Promise<Running>
   // Out of the box: the CLI as users start it, its default log level.
   // PEER_PROFILE=<dir>: the hub writes a V8 CPU profile there when it stops (node --cpu-prof).
   const prof = process.env.PEER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.PEER_PROFILE] : []
-  const child = spawn(process.execPath, [...prof, '--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
-    cwd: root,
-    env: { ...process.env, SVC_HOME: home },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
+  const extra = process.env.PEER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
+  const child = spawn(
+    process.execPath,
+    [...prof, ...extra, '--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'],
+    {
+      cwd: root,
+      env: { ...process.env, SVC_HOME: home },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
   const line = await waitForLine(child, (l) => l.includes('"hub started"'), 'svc hub to start')
   return {
     brokerUrl: (JSON.parse(line) as { broker: string }).broker,
@@ -298,6 +321,7 @@ async function round(
       return n
     }
     const cpu0 = running.pids.reduce((s, p) => s + cpuSecOf(p), 0)
+    const threads0 = process.env.PEER_THREADS ? threadCpuOf(running.pids[0] as number) : undefined
     const bcpu0 = usesMosquitto ? cpuSecOf(broker.pid) : 0
     let count = 0
     const done = new Promise<void>((resolve) => {
@@ -322,6 +346,15 @@ async function round(
     const cpuSec = running.pids.reduce((s, p) => s + cpuSecOf(p), 0) - cpu0
     const brokerCpuSec = usesMosquitto ? cpuSecOf(broker.pid) - bcpu0 : 0
     const busyRss = running.pids.reduce((s, p) => s + rssOf(p), 0)
+    if (threads0) {
+      const by = [...threadCpuOf(running.pids[0] as number)]
+        .map(([name, sec]) => [name, sec - (threads0.get(name) ?? 0)] as const)
+        .filter(([, sec]) => sec > 0)
+        .sort((a, b) => b[1] - a[1])
+      process.stdout.write(
+        `${system} CPU by thread: ${by.map(([n, s]) => `${n} ${s.toFixed(2)} s`).join(', ')}\n`,
+      )
+    }
     let repeated = 0
     for (let i = 0; i < EVENTS; i++) repeated += Math.max(0, (seen.get(start + i) ?? 0) - 1)
     return {
