@@ -10,6 +10,7 @@ import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 import { minimalFilters, topicMatches } from '../../mqtt/topics.ts'
 import { takeHeldMessages } from './session-gate.ts'
+import { Fifo } from './fifo.ts'
 
 /** Messages bigger than this are not offered to triggers (logged and ignored). */
 export const MAX_TRIGGER_PAYLOAD = 256 * 1024
@@ -29,21 +30,17 @@ export function dispatchMessage(
   topic: string,
   text: string,
 ): MessageMatch[] {
+  // A message starts one or two SOPs, so the ones already started are found by a look along
+  // `out` (a Set per message was a measurable share of the router's allocations).
   const out: MessageMatch[] = []
-  const seen = new Set<string>()
+  const started = (sop: string): boolean => out.some((m) => m.sop === sop)
   for (const p of plan.peripheral) {
-    if (seen.has(p.sop) || p.filter !== topic) continue
-    if (firer.matches(p.trigger.condition, text)) {
-      seen.add(p.sop)
-      out.push({ sop: p.sop, type: 'peripheral' })
-    }
+    if (p.filter !== topic || started(p.sop)) continue
+    if (firer.matches(p.trigger.condition, text)) out.push({ sop: p.sop, type: 'peripheral' })
   }
   for (const m of plan.mqtt) {
-    if (seen.has(m.sop) || !topicMatches(m.filter, topic)) continue
-    if (firer.matches(m.trigger.condition, text)) {
-      seen.add(m.sop)
-      out.push({ sop: m.sop, type: 'mqtt' })
-    }
+    if (!topicMatches(m.filter, topic) || started(m.sop)) continue
+    if (firer.matches(m.trigger.condition, text)) out.push({ sop: m.sop, type: 'mqtt' })
   }
   return out
 }
@@ -143,7 +140,7 @@ export function createMessageSource(
   const held: (() => void)[] = []
   // PUBACKs in arrival order (MQTT 3.1.1 §4.6: a client sends PUBACKs in the order the PUBLISH
   // packets came), each released once its message's admissions are stored.
-  const acks: PendingAck[] = []
+  const acks = new Fifo<PendingAck>()
   const byId = new Map<number, PendingAck>()
   // A new connection: PUBACKs owed on the old one are moot (the broker sends those messages again).
   let gen = 0
@@ -183,7 +180,7 @@ export function createMessageSource(
 
   const flushAcks = (): void => {
     while (acks.length > 0) {
-      const head = acks[0]!
+      const head = acks.peek()!
       if (head.gen !== gen) {
         acks.shift()
         if (byId.get(head.messageId) === head) byId.delete(head.messageId)
