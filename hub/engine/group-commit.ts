@@ -2,12 +2,10 @@
 // arrives while one `sync: true` batch is on disk goes into the next one. One fsync then covers
 // many runs' state changes, and no writer is told "stored" before its batch is synced.
 //
-// A put's value may be a function, serialised when its batch is cut: several state changes of
-// one run waiting for the same batch then cost one serialisation and one put (the latest state,
-// which is a state the run really reached; in JS nothing runs between the cut and the write).
-export type BatchOp =
-  | { type: 'put'; key: string; value: string | (() => string) }
-  | { type: 'del'; key: string }
+// Operations go to LevelDB in arrival order, so of two on one key the later wins (LevelDB
+// applies a batch in order); they are not merged here, which cost more per operation (a map
+// of every key in the batch) than the few repeated keys a batch has (`last!<sop>`) save.
+export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
 
 /**
  * How long a deferrable write may wait for a write that cannot wait: a run's final record rides
@@ -16,12 +14,10 @@ export type BatchOp =
  */
 export const DEFER_MS = 5
 
-export type WriteBatch = (
-  ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[],
-) => Promise<void>
+export type WriteBatch = (ops: BatchOp[]) => Promise<void>
 
 interface Pending {
-  ops: Map<string, BatchOp>
+  ops: BatchOp[]
   waiters: { resolve: () => void; reject: (e: unknown) => void }[]
 }
 
@@ -44,12 +40,8 @@ export class GroupCommitter {
    */
   write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (!this.pending) this.pending = { ops: new Map(), waiters: [] }
-      for (const op of ops) {
-        // The last operation on a key wins, in arrival order (LevelDB would apply them in order anyway).
-        this.pending.ops.delete(op.key)
-        this.pending.ops.set(op.key, op)
-      }
+      if (!this.pending) this.pending = { ops: [], waiters: [] }
+      for (const op of ops) this.pending.ops.push(op)
       this.pending.waiters.push({ resolve, reject })
       if (this.flushing) return
       if (opts.defer) {
@@ -80,11 +72,7 @@ export class GroupCommitter {
       this.pending = null
       const t0 = performance.now()
       try {
-        const ops = [...batch.ops.values()].map((op) =>
-          op.type === 'put' && typeof op.value === 'function'
-            ? { type: 'put' as const, key: op.key, value: op.value() }
-            : (op as { type: 'put'; key: string; value: string } | { type: 'del'; key: string }),
-        )
+        const ops = batch.ops
         await this.writeBatch(ops)
         this.busyMs += performance.now() - t0
         this.batches++

@@ -100,9 +100,7 @@ export class EngineStore {
    * form under 1 µs (bench: the engine's batches hold hundreds of operations), and both are the
    * same one atomic, synced WriteBatch.
    */
-  private async writeSynced(
-    ops: ({ type: 'put'; key: string; value: string } | { type: 'del'; key: string })[],
-  ): Promise<void> {
+  private async writeSynced(ops: BatchOp[]): Promise<void> {
     const batch = this.db.batch()
     try {
       for (const op of ops) {

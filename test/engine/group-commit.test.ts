@@ -82,21 +82,31 @@ t.test('a deferrable write alone is still written, and drain() does not wait for
   await drained
 })
 
-t.test('the last operation on a key wins; a failed batch rejects its writers only', async (t) => {
-  let fail = true
-  const seen: { key: string; value?: string; type: string }[][] = []
-  const c = new GroupCommitter(async (ops) => {
-    seen.push(ops)
-    if (fail) {
-      fail = false
-      throw new Error('disk full')
-    }
-  })
-  const a = c.write([{ type: 'put', key: 'k', value: '1' }])
-  const b = c.write([{ type: 'put', key: 'k', value: () => '2' }])
-  await t.rejects(a, /disk full/)
-  await t.rejects(b, /disk full/)
-  t.same(seen[0], [{ type: 'put', key: 'k', value: '2' }], 'one put, the latest value, serialised at the cut')
-  await c.write([{ type: 'del', key: 'k' }])
-  t.same(seen[1], [{ type: 'del', key: 'k' }], 'the next batch goes through')
-})
+t.test(
+  'operations go in arrival order; a failed batch rejects its writers, the next goes through',
+  async (t) => {
+    let fail = true
+    const seen: { key: string; value?: string; type: string }[][] = []
+    const c = new GroupCommitter(async (ops) => {
+      seen.push(ops)
+      if (fail) {
+        fail = false
+        throw new Error('disk full')
+      }
+    })
+    const a = c.write([{ type: 'put', key: 'k', value: '1' }])
+    const b = c.write([
+      { type: 'put', key: 'k', value: '2' },
+      { type: 'del', key: 'j' },
+    ])
+    await t.rejects(a, /disk full/)
+    await t.rejects(b, /disk full/)
+    t.same(
+      seen[0]!.map((o) => `${o.type} ${o.key} ${o.value ?? ''}`),
+      ['put k 1', 'put k 2', 'del j '],
+      'in the order handed in (LevelDB keeps the later of two on a key)',
+    )
+    await c.write([{ type: 'del', key: 'k' }])
+    t.same(seen[1], [{ type: 'del', key: 'k' }], 'the next batch goes through')
+  },
+)
