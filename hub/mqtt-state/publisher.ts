@@ -70,8 +70,9 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
 
   const send = (topic: string, payload: string, qos: 0 | 1, retain: boolean): void => {
     if (closed) return
-    o.client.publishAsync(topic, payload, { qos, retain }).catch((err: unknown) => {
-      if (!closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
+    // The callback form: a run's changes are two of these per run, and a promise each showed.
+    o.client.publish(topic, payload, { qos, retain }, (err) => {
+      if (err && !closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
     })
   }
 
