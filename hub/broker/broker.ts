@@ -14,6 +14,7 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
+import { type LevelLike, batchedDb } from './batched-db.ts'
 import { forwardOnce, replayOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
@@ -112,8 +113,10 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   if (tlsFiles && !tlsFiles.ok) throw new Error(tlsFiles.error)
 
   await mkdir(opts.dbPath, { recursive: true })
-  const db = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
-  await db.open()
+  const level = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
+  await level.open()
+  // Writes coalesced per turn of the event loop, values just written read from memory (batched-db.ts).
+  const db = batchedDb(level as unknown as LevelLike)
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
