@@ -15,6 +15,7 @@ import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
 import { type LevelLike, batchedDb } from './batched-db.ts'
+import { cleanSessionAcks } from './clean-acks.ts'
 import { forwardOnce, replayOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
@@ -121,7 +122,10 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
     // A queued message already sent live on a connection is not sent from the queue (forward-once.ts).
-    persistence: replayOnce(orderedPersistence(aedesPersistenceLevel(db) as object), once) as unknown,
+    // A clean session's PUBACK clears nothing, and is not looked up (clean-acks.ts).
+    persistence: cleanSessionAcks(
+      replayOnce(orderedPersistence(aedesPersistenceLevel(db) as object), once),
+    ) as unknown,
     preConnect: (client, packet, callback) =>
       once.preConnect(client, packet, (err, ok) =>
         err || !ok ? callback(err, ok) : reserveStoredPacketIds(client, packet, callback),
