@@ -146,6 +146,10 @@ export async function startHub(
       connectTimeout: 10_000,
       resubscribe: true,
       writeCache: false,
+      // mqtt.js otherwise moves its keepalive timer on every packet it sends (a clearInterval and
+      // a new setInterval: 1.5% of the hub's main thread over a peer burst); the ping then goes
+      // every keepalive period whatever the traffic, one small packet a minute.
+      reschedulePings: false,
       ...quietClientLog,
       ...(config.broker.username !== undefined ? { username: config.broker.username } : {}),
       ...(config.broker.password !== undefined ? { password: config.broker.password } : {}),
