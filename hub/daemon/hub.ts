@@ -21,6 +21,7 @@ import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { connectHeld } from '../triggers/session-gate.ts'
 import { quietClientLog } from '../broker/client-log.ts'
+import { directPublish } from '../broker/direct-publish.ts'
 import { amqpTarget } from '../triggers/amqp-url.ts'
 import { startBroker, type EmbeddedBroker } from '../broker/broker.ts'
 import { accountsPath } from '../broker/accounts-file.ts'
@@ -192,15 +193,20 @@ export async function startHub(
     client.on('connect', (ack) => log.info({ sessionPresent: ack.sessionPresent }, 'mqtt session connected'))
     closers.push({ name: 'mqtt', fn: () => client.endAsync() })
     // A possible repeat after a restart carries a user property where the session is MQTT 5.
-    const publish: PublishPort = async (topic, payload, o) => {
-      await client.publishAsync(topic, payload, {
-        qos: o.qos,
-        retain: o.retain,
-        ...(o.repeat && client.options.protocolVersion === 5
-          ? { properties: { userProperties: { [REPEAT_PROPERTY]: '1' } } }
-          : {}),
-      })
-    }
+    // On the embedded broker the hub's own messages go straight into it (direct-publish.ts); it
+    // speaks MQTT 3.1.1, which has no user property to mark a repeat with.
+    const direct = broker ? directPublish(broker.aedes) : null
+    const publish: PublishPort = direct
+      ? (topic, payload, o) => direct(topic, payload, o)
+      : async (topic, payload, o) => {
+          await client.publishAsync(topic, payload, {
+            qos: o.qos,
+            retain: o.retain,
+            ...(o.repeat && client.options.protocolVersion === 5
+              ? { properties: { userProperties: { [REPEAT_PROPERTY]: '1' } } }
+              : {}),
+          })
+        }
 
     // The hub's other sessions (board availability, board commands) log in as the main one does.
     const sessionBase = {
@@ -299,6 +305,7 @@ export async function startHub(
       ? null
       : await startStateTopics({
           client,
+          ...(direct ? { publish: direct } : {}),
           engine,
           sops: () => sops,
           diagnostics: () => diagnostics,

@@ -7,6 +7,7 @@ import type { MqttClient } from 'mqtt'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Log } from '../log.ts'
+import type { DirectPublish } from '../broker/direct-publish.ts'
 import { birthTopic, discoveryMessages, MAX_SIGNALS_PER_BOARD } from './ha-discovery.ts'
 import {
   HUB_STATE_TOPIC,
@@ -21,6 +22,8 @@ import {
 
 export interface StateTopicsOptions {
   client: MqttClient
+  /** Publishes without the client (the embedded broker's own publish, direct-publish.ts). */
+  publish?: DirectPublish
   engine: HubEngine
   sops: () => readonly Sop[]
   diagnostics: () => readonly Diagnostic[]
@@ -70,10 +73,12 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
 
   const send = (topic: string, payload: string, qos: 0 | 1, retain: boolean): void => {
     if (closed) return
-    // The callback form: a run's changes are two of these per run, and a promise each showed.
-    o.client.publish(topic, payload, { qos, retain }, (err) => {
+    const failed = (err: unknown): void => {
       if (err && !closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
-    })
+    }
+    if (o.publish) o.publish(topic, payload, { qos, retain }).catch(failed)
+    // The callback form: a run's changes are two of these per run, and a promise each showed.
+    else o.client.publish(topic, payload, { qos, retain }, failed)
   }
 
   const publishSummaries = (): void => {
@@ -214,9 +219,11 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       unwatch()
       if (timer) clearTimeout(timer)
       o.client.off('message', onMessage)
-      await o.client
-        .publishAsync(HUB_STATE_TOPIC, OFFLINE_STATE, { qos: 1, retain: true })
-        .catch(() => undefined)
+      const offline = { qos: 1, retain: true } as const
+      await (o.publish
+        ? o.publish(HUB_STATE_TOPIC, OFFLINE_STATE, offline)
+        : o.client.publishAsync(HUB_STATE_TOPIC, OFFLINE_STATE, offline)
+      ).catch(() => undefined)
       await saving
     },
   }

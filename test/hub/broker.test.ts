@@ -4,6 +4,7 @@ import t from 'tap'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
 import { clientErrorLevel, startBroker } from '../../hub/broker/broker.ts'
+import { directPublish } from '../../hub/broker/direct-publish.ts'
 import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
@@ -115,3 +116,41 @@ t.test('a client that hangs up is routine (debug); any other client error is a w
   t.equal(clientErrorLevel('Invalid header flag bits, must be 0x0 for auth packet'), 'warn')
   t.equal(clientErrorLevel('keep alive timeout'), 'warn')
 })
+
+t.test(
+  'the hub publishing straight into its broker: delivered live, queued for an offline session, retained',
+  async (t) => {
+    const dir = await tempDir(t)
+    const dbPath = join(dir, 'broker')
+    let broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+    t.teardown(() => broker.close())
+    const away = await mqtt.connectAsync(broker.url, { clientId: 'away', clean: false, reconnectPeriod: 0 })
+    await away.subscribeAsync('out/#', { qos: 1 })
+    await away.endAsync()
+    const live = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    await live.subscribeAsync('out/#', { qos: 1 })
+
+    const publish = directPublish(broker.aedes)
+    const got = nextMessage(live, 'out/1')
+    await publish('out/1', 'answer', { qos: 1, retain: false })
+    t.equal((await got).payload, 'answer', 'a live subscriber has it')
+    await publish('svc/hub/state', '{"state":"online"}', { qos: 1, retain: true })
+    await live.endAsync()
+
+    // Once the publish resolved, the message is in the offline session's queue and the retained
+    // message in the store: both are there after a restart.
+    await broker.close()
+    broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+    // Listening before the connection: the queue is sent right after CONNACK.
+    const back = mqtt.connect(broker.url, { clientId: 'away', clean: false, reconnectPeriod: 0 })
+    t.equal((await nextMessage(back, 'out/1')).payload, 'answer', 'queued for the session that was away')
+    await back.endAsync()
+    const fresh = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    const retained = nextMessage(fresh, 'svc/hub/state')
+    await fresh.subscribeAsync('svc/hub/state', { qos: 1 })
+    const r = await retained
+    t.equal(r.payload, '{"state":"online"}')
+    t.equal(r.retain, true)
+    await fresh.endAsync()
+  },
+)
