@@ -20,6 +20,16 @@ function nextMessage(client: mqtt.MqttClient, topic: string): Promise<{ payload:
   })
 }
 
+/** What a new client subscribing to `topic` gets first: the retained message, if any. */
+async function retainedOn(url: string, topic: string): Promise<{ payload: string; retain: boolean }> {
+  const fresh = await mqtt.connectAsync(url, { reconnectPeriod: 0 })
+  const retained = nextMessage(fresh, topic)
+  await fresh.subscribeAsync(topic, { qos: 1 })
+  const r = await retained
+  await fresh.endAsync()
+  return r
+}
+
 t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
   const dir = await tempDir(t)
   const dbPath = join(dir, 'broker')
@@ -50,13 +60,7 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
   t.equal(queued.payload, 'queued-while-away')
   await back.endAsync()
 
-  const fresh = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
-  const retained = nextMessage(fresh, 'boards/vend1/availability')
-  await fresh.subscribeAsync('boards/+/availability', { qos: 1 })
-  const r = await retained
-  t.equal(r.payload, 'online')
-  t.equal(r.retain, true)
-  await fresh.endAsync()
+  t.same(await retainedOn(broker.url, 'boards/vend1/availability'), { payload: 'online', retain: true })
 })
 
 t.test('MQTT over WebSocket reaches the same broker', async (t) => {
@@ -145,12 +149,6 @@ t.test(
     const back = mqtt.connect(broker.url, { clientId: 'away', clean: false, reconnectPeriod: 0 })
     t.equal((await nextMessage(back, 'out/1')).payload, 'answer', 'queued for the session that was away')
     await back.endAsync()
-    const fresh = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
-    const retained = nextMessage(fresh, 'svc/hub/state')
-    await fresh.subscribeAsync('svc/hub/state', { qos: 1 })
-    const r = await retained
-    t.equal(r.payload, '{"state":"online"}')
-    t.equal(r.retain, true)
-    await fresh.endAsync()
+    t.same(await retainedOn(broker.url, 'svc/hub/state'), { payload: '{"state":"online"}', retain: true })
   },
 )
