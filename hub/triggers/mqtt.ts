@@ -30,8 +30,8 @@ export function dispatchMessage(
   topic: string,
   text: string,
 ): MessageMatch[] {
-  // A message starts one or two SOPs, so the ones already started are found by a look along
-  // `out` (a Set per message was a measurable share of the router's allocations).
+  // A message starts one SOP or a few, so the ones already started are found by a look along
+  // `out` rather than a Set made for every message.
   const out: MessageMatch[] = []
   const started = (sop: string): boolean => out.some((m) => m.sop === sop)
   for (const p of plan.peripheral) {
