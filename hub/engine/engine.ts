@@ -55,6 +55,12 @@ export class Engine implements HubEngine {
   private sops = new Map<string, Sop>()
   /** Unfinished runs (active and parked); finished ones live only in the store. */
   private live = new LiveRuns()
+  /**
+   * Runs finished whose final record is not on disk yet (it waits for the next sync, up to
+   * DEFER_MS): reads are answered from here meanwhile, so nobody sees the run as it was stored
+   * at its admission after its output has gone out.
+   */
+  private finishing = new Map<string, RunRecord>()
   /** The SOP object each live run started with: a reload does not change a run mid-flight. */
   private runSop = new Map<string, Sop>()
   private kept = new Map<string, KeptTrigger[]>()
@@ -465,11 +471,16 @@ export class Engine implements HubEngine {
     // Deferred (group-commit.ts): no side effect waits for a finished run's record, only the
     // news of it (watchers, released triggers); a kill before it lands re-runs the last step
     // on restart, marked as a possible repeat, as a kill during that step would.
-    await this.durable(
-      run.id,
-      [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
-      { defer: true },
-    )
+    this.finishing.set(run.id, run)
+    try {
+      await this.durable(
+        run.id,
+        [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
+        { defer: true },
+      )
+    } finally {
+      this.finishing.delete(run.id)
+    }
     this.runChanged(run)
     this.store.forget(run.id)
     this.release(run.sop)
@@ -824,7 +835,7 @@ export class Engine implements HubEngine {
   private async notWaiting(runId: string, run: RunRecord | undefined): Promise<RunResult | null> {
     if (typeof runId !== 'string' || runId === '') return { ok: false, error: 'run id is missing' }
     if (run && isParked(run.state) && run.gate) return null
-    const stored = run ?? (await this.store.getRun(runId))
+    const stored = run ?? this.finishing.get(runId) ?? (await this.store.getRun(runId))
     if (!stored) return { ok: false, error: `no run with id "${runId}"` }
     return { ok: false, error: `run ${runId} is not waiting for approval (it is ${stored.state})` }
   }
@@ -850,7 +861,7 @@ export class Engine implements HubEngine {
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    return this.live.get(runId) ?? (await this.store.getRun(runId))
+    return this.live.get(runId) ?? this.finishing.get(runId) ?? (await this.store.getRun(runId))
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunSummary[]> {
@@ -859,7 +870,7 @@ export class Engine implements HubEngine {
 
   /** From the run index (store.ts); the live runs from memory, which may be ahead of the store. */
   queryRuns(filter: RunFilter = {}): Promise<RunPage> {
-    return this.store.queryRuns(filter, [...this.live.values()].map(summary))
+    return this.store.queryRuns(filter, [...this.live.values(), ...this.finishing.values()].map(summary))
   }
 
   async logs(runId: string): Promise<LogEntry[] | undefined> {

@@ -92,3 +92,23 @@ t.test('the injected log hears about state changes', async (t) => {
   await engine.idle()
   t.match(lines, [/warn attempt 1 failed: call 0 \(fail\): it broke/, /error failed: step 1 failed/])
 })
+
+t.test('a finished run reads as finished while its final record waits for the next sync', async (t) => {
+  const s = sop({ steps: [step(1, { calls: [call('block')] })] })
+  const { engine, tools } = await startEngine(t, [s])
+  const d = await engine.trigger('test-sop', event())
+  await waitFor(() => tools.blockedCount() === 1, 'the step is running')
+  tools.release()
+  // The step's call returns; the final record is handed to the group commit, which holds it up
+  // to DEFER_MS for another write to share the sync. Read in that window:
+  await new Promise((r) => setImmediate(r))
+  t.equal((await engine.getRun(d.runId!))?.state, 'completed', 'getRun')
+  const page = await engine.queryRuns({ state: 'completed' })
+  t.same(
+    page.runs.map((r) => r.id),
+    [d.runId],
+    'and the run history, by its final state',
+  )
+  await engine.idle()
+  t.equal((await engine.getRun(d.runId!))?.state, 'completed', 'and from the store once written')
+})
