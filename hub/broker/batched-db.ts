@@ -86,8 +86,8 @@ export function batchedDb<D extends LevelLike>(db: D): D & { stats: BatchedStats
       stats.batches++
       stats.ops += ops.size
       // A key deleted and not written since is LevelDB's to answer now: keeping its null would
-      // fill the cache with every message ever acknowledged, and clearing it at MAX_CACHED sent
-      // the reads of messages still in flight to LevelDB (6.5% of a burst's main thread).
+      // fill the cache with every message ever acknowledged, and each time that reached
+      // MAX_CACHED the values of messages still in flight were let go with them.
       for (const [k, op] of ops) if (op.type === 'del' && cache.get(k) === null) cache.delete(k)
       for (const w of told) w.resolve()
     } catch (err) {
