@@ -196,17 +196,17 @@ export async function startHub(
     // On the embedded broker the hub's own messages go straight into it (direct-publish.ts); it
     // speaks MQTT 3.1.1, which has no user property to mark a repeat with.
     const direct = broker ? directPublish(broker.aedes) : null
-    const publish: PublishPort = direct
-      ? (topic, payload, o) => direct(topic, payload, o)
-      : async (topic, payload, o) => {
-          await client.publishAsync(topic, payload, {
-            qos: o.qos,
-            retain: o.retain,
-            ...(o.repeat && client.options.protocolVersion === 5
-              ? { properties: { userProperties: { [REPEAT_PROPERTY]: '1' } } }
-              : {}),
-          })
-        }
+    const publish: PublishPort =
+      direct ??
+      (async (topic, payload, o) => {
+        await client.publishAsync(topic, payload, {
+          qos: o.qos,
+          retain: o.retain,
+          ...(o.repeat && client.options.protocolVersion === 5
+            ? { properties: { userProperties: { [REPEAT_PROPERTY]: '1' } } }
+            : {}),
+        })
+      })
 
     // The hub's other sessions (board availability, board commands) log in as the main one does.
     const sessionBase = {

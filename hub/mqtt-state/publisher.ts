@@ -71,14 +71,15 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
   let dirty = false
   let lastSent = 0
 
+  // Straight into the embedded broker when given one (direct-publish.ts), else by the session.
+  const publish: DirectPublish =
+    o.publish ?? ((topic, payload, opts) => o.client.publishAsync(topic, payload, opts).then(() => undefined))
+
   const send = (topic: string, payload: string, qos: 0 | 1, retain: boolean): void => {
     if (closed) return
-    const failed = (err: unknown): void => {
-      if (err && !closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
-    }
-    if (o.publish) o.publish(topic, payload, { qos, retain }).catch(failed)
-    // The callback form: a run's changes are two of these per run, and a promise each showed.
-    else o.client.publish(topic, payload, { qos, retain }, failed)
+    publish(topic, payload, { qos, retain }).catch((err: unknown) => {
+      if (!closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
+    })
   }
 
   const publishSummaries = (): void => {
@@ -219,11 +220,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       unwatch()
       if (timer) clearTimeout(timer)
       o.client.off('message', onMessage)
-      const offline = { qos: 1, retain: true } as const
-      await (o.publish
-        ? o.publish(HUB_STATE_TOPIC, OFFLINE_STATE, offline)
-        : o.client.publishAsync(HUB_STATE_TOPIC, OFFLINE_STATE, offline)
-      ).catch(() => undefined)
+      await publish(HUB_STATE_TOPIC, OFFLINE_STATE, { qos: 1, retain: true }).catch(() => undefined)
       await saving
     },
   }
