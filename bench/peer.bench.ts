@@ -66,12 +66,14 @@ function pct(xs: number[], p: number): number {
 }
 const median = (xs: number[]): number => pct(xs, 50)
 
-function cpuSecOf(pid: number): number {
-  // utime and stime, fields 14 and 15 of /proc/<pid>/stat, in clock ticks (100 a second here).
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+/** utime and stime, fields 14 and 15 of a `stat` file in /proc, in clock ticks (100 a second here). */
+function statCpuSec(path: string): number {
+  const stat = readFileSync(path, 'utf8')
   const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return (Number(f[11]) + Number(f[12])) / 100
 }
+
+const cpuSecOf = (pid: number): number => statCpuSec(`/proc/${pid}/stat`)
 
 /** CPU seconds by thread (/proc/<pid>/task/<tid>), for PEER_THREADS=1: the main thread apart from V8 and libuv helpers. */
 function threadCpuOf(pid: number): Map<string, number> {
@@ -79,10 +81,8 @@ function threadCpuOf(pid: number): Map<string, number> {
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
       const name = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
       const k = tid === String(pid) ? `${name} (main)` : `${name} ${tid}`
-      out.set(k, (out.get(k) ?? 0) + (Number(f[11]) + Number(f[12])) / 100)
+      out.set(k, (out.get(k) ?? 0) + statCpuSec(`/proc/${pid}/task/${tid}/stat`))
     } catch {
       // the thread ended between the listing and the read
     }
