@@ -6,22 +6,17 @@ import { privateKeyToAccount } from 'viem/accounts'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { anvilAccount } from '../../chain/accounts.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
-import { startDevChain } from '../../chain/dev.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { ATTEST_PATH, INFO_PATH } from '../../records/attestor-request.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { lineHash } from '../../records/hash.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 
-const chain = await startDevChain()
-t.teardown(() => chain.stop())
-const cfg = await loadAttestorConfig({ chain: chain.info, uriBase: 'https://attest.example/' })
-if (!cfg.ok) throw new Error(cfg.error)
-const srv = await startAttestorServer(cfg.config)
-t.teardown(() => srv.close())
+const { chain, attestor: srv, config } = await startDevAttestor(t, { uriBase: 'https://attest.example/' })
 const pub = publicClientFor(chain.rpcUrl)
 const { device, owner, attestor, buyer } = chain.accounts
 const devW = walletClientFor(chain.rpcUrl, device.privateKey)
@@ -160,7 +155,7 @@ t.test('bad bodies: 400 naming the field', async (t) => {
 })
 
 t.test('chain unreachable: 502', async (t) => {
-  const dead = await startAttestorServer({ ...cfg.config, rpcUrl: 'http://127.0.0.1:1' })
+  const dead = await startAttestorServer({ ...config, rpcUrl: 'http://127.0.0.1:1' })
   t.teardown(() => dead.close())
   const res = await fetch(dead.url + ATTEST_PATH, {
     method: 'POST',

@@ -6,22 +6,15 @@ import t from 'tap'
 import { parseAbiItem, parseGwei } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
-import { startDevChain } from '../../chain/dev.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
 import { attestLines } from '../helpers/attest-lines.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
-const chain = await startDevChain()
-t.teardown(() => chain.stop())
-const cfg = await loadAttestorConfig({ chain: chain.info })
-if (!cfg.ok) throw new Error(cfg.error)
-const attestor = await startAttestorServer(cfg.config)
-t.teardown(() => attestor.close())
+const { chain, attestor } = await startDevAttestor(t)
 const pub = publicClientFor(chain.rpcUrl)
 const rpc = (method: string, params: unknown[] = []) =>
   pub.request({ method: method as never, params: params as never }) as Promise<unknown>

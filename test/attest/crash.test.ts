@@ -10,24 +10,17 @@ import { createInterface } from 'node:readline'
 import t, { type Test } from 'tap'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor } from '../../chain/clients.ts'
-import { startDevChain } from '../../chain/dev.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import { exportAttestations } from '../../hub/attest/export.ts'
 import type { AttestRecord } from '../../hub/attest/record.ts'
 import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
 import { verifyLine } from '../../hub/attest/verify-line.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 20)
-const chain = await startDevChain()
-t.teardown(() => chain.stop())
-const cfg = await loadAttestorConfig({ chain: chain.info })
-if (!cfg.ok) throw new Error(cfg.error)
-const attestor = await startAttestorServer(cfg.config)
-t.teardown(() => attestor.close())
+const { chain, attestor } = await startDevAttestor(t)
 const dir = await tempDir(t)
 const storePath = join(dir, 'store')
 const fixture = join(import.meta.dirname, 'fixtures', 'attest-loop.ts')

@@ -8,25 +8,18 @@ import { type Hex, keccak256, recoverMessageAddress, stringToHex } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { registerAgent } from '../../chain/deploy.ts'
-import { startDevChain } from '../../chain/dev.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import { exportAttestations } from '../../hub/attest/export.ts'
 import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
 import { verifyLine } from '../../hub/attest/verify-line.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
 import { lineHash } from '../../records/hash.ts'
 import { createChainAttestTool } from '../../tools/chain_attest.ts'
 import type { ToolContext } from '../../tools/types.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
-const chain = await startDevChain()
-t.teardown(() => chain.stop())
-const cfg = await loadAttestorConfig({ chain: chain.info })
-if (!cfg.ok) throw new Error(cfg.error)
-const attestor = await startAttestorServer(cfg.config)
-t.teardown(() => attestor.close())
+const { chain, attestor } = await startDevAttestor(t)
 const pub = publicClientFor(chain.rpcUrl)
 const dir = await tempDir(t)
 const store = await openAttestStore(join(dir, 'attest'))

@@ -7,13 +7,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { writeChainFile } from '../../chain/chain-file.ts'
-import { startDevChain } from '../../chain/dev.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
 import { svcPaths } from '../../hub/paths.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
 import { attestLines } from '../helpers/attest-lines.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -27,12 +25,7 @@ if (noScript) {
   t.comment(`skipped: util-linux \`script\` is missing (${noScript.message}); apt-get install util-linux`)
   t.pass('skipped: no script(1) for a pseudo-terminal')
 } else {
-  const chain = await startDevChain()
-  t.teardown(() => chain.stop())
-  const cfg = await loadAttestorConfig({ chain: chain.info })
-  if (!cfg.ok) throw new Error(cfg.error)
-  const attestor = await startAttestorServer(cfg.config)
-  t.teardown(() => attestor.close())
+  const { chain, attestor } = await startDevAttestor(t)
 
   /** A home with LINES attested lines waiting, the enrolled device's key and the chain file. */
   async function home(t: Test, name: string): Promise<{ home: string; chainFile: string }> {

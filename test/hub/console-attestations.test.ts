@@ -5,15 +5,13 @@
 import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { startDevChain } from '../../chain/dev.ts'
 import type { AttestStore } from '../../hub/attest/store.ts'
 import { main } from '../../hub/cli/main.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { ConsoleClient, startConsoleHub } from './console-helpers.ts'
 import { SALE_SOP } from './console-pages-fixtures.ts'
+import { startDevAttestor } from '../helpers/dev-attestor.ts'
 
 async function signedIn(t: Teardown, toml?: string, home?: string) {
   let store: AttestStore | undefined
@@ -117,12 +115,7 @@ t.test('a hub that does not attest: the Attestations page says so, sync now is r
 })
 
 t.test('sync now, against a real chain and attestor, attests the waiting lines', async (t) => {
-  const dev = await startDevChain()
-  t.teardown(() => dev.stop())
-  const cfg = await loadAttestorConfig({ chain: dev.info })
-  if (!cfg.ok) throw new Error(cfg.error)
-  const attestor = await startAttestorServer(cfg.config)
-  t.teardown(() => attestor.close())
+  const { chain: dev, attestor } = await startDevAttestor(t)
   // The dev chain's enrolled device key is the hub's (as `svc chain dev` leaves it).
   const home = await tempDir(t)
   await writeFile(join(home, 'device.key'), `${dev.accounts.device.privateKey}\n`, { mode: 0o600 })
