@@ -22,6 +22,7 @@ import { forwardOnce, replayOnce } from '../hub/broker/forward-once.ts'
 import { orderedPersistence } from '../hub/broker/order.ts'
 import { reserveStoredPacketIds } from '../hub/broker/packet-ids.ts'
 import { HUB_LEVELDB_SIZES } from '../hub/leveldb.ts'
+import { publishInLanes } from './publish-lanes.ts'
 
 const SEQUENTIAL = 1000
 const PUBLISHERS = 4
@@ -86,18 +87,7 @@ async function round(dir: string, storeFirst: boolean, n: number): Promise<Resul
   )
   const want = SEQUENTIAL + PUBLISHERS * EACH
   const start = performance.now()
-  await Promise.all(
-    pubs.map(async (c, p) => {
-      let next = 0
-      const lane = async (): Promise<void> => {
-        while (next < EACH) {
-          const j = next++
-          await c.publishAsync(`ack/p${p}`, `${p}:${j}`, { qos: 1 })
-        }
-      }
-      await Promise.all(Array.from({ length: WINDOW }, lane))
-    }),
-  )
+  await publishInLanes(pubs, 'ack/p', EACH, WINDOW, 1)
   while (received < want) await new Promise((r) => setTimeout(r, 5))
   const seconds = (performance.now() - start) / 1000
   await Promise.all([...pubs, sub].map((c) => c.endAsync()))

@@ -16,6 +16,7 @@ import aedesPersistenceLevel from 'aedes-persistence-level'
 import { forwardOnce } from '../hub/broker/forward-once.ts'
 import { orderedPersistence } from '../hub/broker/order.ts'
 import { HUB_LEVELDB_SIZES } from '../hub/leveldb.ts'
+import { publishInLanes } from './publish-lanes.ts'
 
 const PUBLISHERS = 4
 const EACH = 5000
@@ -68,18 +69,7 @@ async function round(dir: string, ordered: boolean, qos: 1 | 2, n: number): Prom
     ),
   )
   const start = performance.now()
-  await Promise.all(
-    pubs.map(async (c, p) => {
-      let next = 0
-      const lane = async (): Promise<void> => {
-        while (next < EACH) {
-          const j = next++
-          await c.publishAsync(`order/p${p}`, `${p}:${j}`, { qos })
-        }
-      }
-      await Promise.all(Array.from({ length: WINDOW }, lane))
-    }),
-  )
+  await publishInLanes(pubs, 'order/p', EACH, WINDOW, qos)
   await all
   const seconds = (performance.now() - start) / 1000
   await Promise.all([...pubs, ...subs].map((c) => c.endAsync()))
