@@ -1,32 +1,21 @@
 // Durability (issue 3, item 7): a real child hub is killed with SIGKILL mid-run; the engine
 // restarted on the same LevelDB folder keeps waiting approvals waiting and held triggers held,
 // resumes the run that was mid-step, and repeats no effect that was already durable.
-import { spawn } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { waitFor } from '../helpers/wait.ts'
+import { startReadyChild } from '../helpers/ready-child.ts'
 import { SOPS, effects, worldTools } from './fixtures/restart-world.ts'
 
 const child = fileURLToPath(new URL('./fixtures/hub-child.ts', import.meta.url))
 
 t.test('kill -9 mid-run, restart, and carry on without repeating an effect', async (t) => {
   const dir = await tempDir(t, 'svc-restart-')
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, dir], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  let exited = false
-  proc.on('exit', () => (exited = true))
-  t.teardown(() => {
-    if (!exited && proc.pid) process.kill(proc.pid, 'SIGKILL')
-  })
-  await waitFor(() => existsSync(join(dir, 'ready')) || exited, 'the child hub to reach its states', {
-    timeoutMs: 30_000,
-  })
-  t.notOk(exited, 'child is still running when killed')
+  const proc = await startReadyChild(t, child, dir, 'the child hub to reach its states')
+  t.notOk(proc.exited(), 'child is still running when killed')
   const ids = JSON.parse(readFileSync(join(dir, 'ready'), 'utf8')) as {
     mid: string
     gated: string
@@ -40,8 +29,7 @@ t.test('kill -9 mid-run, restart, and carry on without repeating an effect', asy
     'step 1 and the first call of step 2 happened',
   )
 
-  process.kill(proc.pid!, 'SIGKILL')
-  await waitFor(() => exited, 'the child to die')
+  await proc.kill()
 
   const engine = await createEngine({ sops: SOPS, tools: worldTools(dir, 'second'), dbPath: join(dir, 'db') })
   t.teardown(() => engine.close())

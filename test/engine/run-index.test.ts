@@ -1,8 +1,6 @@
 // The run index (hub/engine/run-index.ts, store.ts): newest-first keyset pages by SOP, state and
 // time that agree with the run records — across pages, when runs change state, after a SIGKILL
 // mid-write, and after re-indexing a store written before the index existed.
-import { spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Level } from 'level'
@@ -12,6 +10,7 @@ import { EngineStore } from '../../hub/engine/store.ts'
 import type { RunFilter, RunSummary } from '../../sops/hub-engine.ts'
 import { MANY_RUNS_SOPS, manyRunsState, writeManyRuns } from '../../bench/fixtures/many-runs.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { startReadyChild } from '../helpers/ready-child.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
@@ -137,20 +136,9 @@ t.test(
 t.test('after a SIGKILL mid-write the index agrees with the records', async (t) => {
   const dir = await tempDir(t, 'svc-index-crash-')
   const child = fileURLToPath(new URL('./fixtures/index-child.ts', import.meta.url))
-  const proc = spawn(process.execPath, ['--import', 'tsx', child, dir], {
-    stdio: ['ignore', 'inherit', 'inherit'],
-  })
-  let exited = false
-  proc.on('exit', () => (exited = true))
-  t.teardown(() => {
-    if (!exited && proc.pid) process.kill(proc.pid, 'SIGKILL')
-  })
-  await waitFor(() => existsSync(join(dir, 'ready')) || exited, 'the child to store 300 changes', {
-    timeoutMs: 30_000,
-  })
-  t.notOk(exited, 'the child was still writing')
-  process.kill(proc.pid!, 'SIGKILL')
-  await waitFor(() => exited, 'the child to die')
+  const proc = await startReadyChild(t, child, dir, 'the child to store 300 changes')
+  t.notOk(proc.exited(), 'the child was still writing')
+  await proc.kill()
   const check = await indexAgrees(join(dir, 'db'))
   t.ok(check.runs > 100, `many runs were stored (${check.runs})`)
   t.same(check.agree, { extra: [], missing: [] }, 'no index key without its run, none missing')
