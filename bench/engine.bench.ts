@@ -3,7 +3,8 @@
 //   runs/s of a 5-step deterministic SOP with in-memory tools and durable run records
 //   trigger → first-step latency p50/p99 (one run at a time, durable)
 import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
+import { loadLine } from './load.ts'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Level } from 'level'
@@ -133,11 +134,7 @@ try {
   console.log(
     `engine    trigger → first step latency    p50 ${lat.p50.toFixed(3)} ms, p99 ${lat.p99.toFixed(3)} ms (one run at a time; the run record is synced before the first step, so the sync-batch latency above is its floor)`,
   )
-  console.log(
-    `load      ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')} (1/5/15-min load average on ${cpus().length} cores while measuring)`,
-  )
+  console.log(loadLine())
 } finally {
   await rm(dir, { recursive: true, force: true })
 }

@@ -21,7 +21,8 @@
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
+import { loadAverages } from './load.ts'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
@@ -384,9 +385,7 @@ const broker = await startMosquitto(dir)
 try {
   const rounds: Round[] = []
   process.stdout.write(
-    `${EVENTS} events a burst, ${SAMPLES} one at a time; ${cpus().length} cores, load ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')}\n`,
+    `${EVENTS} events a burst, ${SAMPLES} one at a time; ${cpus().length} cores, load ${loadAverages()}\n`,
   )
   let base = 1_000_000
   for (let r = 0; r < ROUNDS; r++) {

@@ -10,7 +10,8 @@
 //
 //   npm run bench -- runs            (RUNS=100000 by default)
 import { mkdtemp, rm } from 'node:fs/promises'
-import { cpus, loadavg, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
+import { loadLine } from './load.ts'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { createLocalApi, issueApiToken } from '../hub/api/index.ts'
@@ -125,11 +126,7 @@ try {
       `${q.name.padEnd(10)}  ${`${ms(a.p50)} / ${ms(a.p99)}`.padEnd(23)}  ${`${ms(b.p50)} / ${ms(b.p99)}`.padEnd(27)}  ${`${ms(c.p50)} / ${ms(c.p99)}`.padEnd(29)}  ${(c.p50 / a.p50).toFixed(0)}x faster`,
     )
   }
-  console.log(
-    `load      ${loadavg()
-      .map((l) => l.toFixed(1))
-      .join(' ')} (1/5/15-min load average on ${cpus().length} cores while measuring)`,
-  )
+  console.log(loadLine())
 } finally {
   await rm(dir, { recursive: true, force: true })
 }
