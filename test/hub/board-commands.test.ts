@@ -7,7 +7,7 @@ import mqtt from 'mqtt'
 import t from 'tap'
 import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { accountsPath } from '../../hub/broker/accounts-file.ts'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { resolveConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
 import { realParts } from '../../hub/daemon/real-parts.ts'
@@ -15,21 +15,6 @@ import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { writeAccounts } from './broker-auth-helpers.ts'
-
-function capture(env: NodeJS.ProcessEnv) {
-  const out: string[] = []
-  const err: string[] = []
-  return {
-    io: {
-      out: (s: string) => void out.push(s),
-      err: (s: string) => void err.push(s),
-      env,
-      cwd: process.cwd(),
-    },
-    out,
-    err,
-  }
-}
 
 t.test('board commands over MQTT and the local API; status; bad input refused', async (t) => {
   const home = await tempDir(t, 'svc-hub-home-')
@@ -146,29 +131,30 @@ t.test('board commands over MQTT and the local API; status; bad input refused', 
   })
 
   t.test('svc board status and svc board send through the local API', async (t) => {
-    let c = capture(env)
-    t.equal(await main(['board', 'status', '--json'], c.io), 0)
-    const s = JSON.parse(c.out.join('')) as { boards: Record<string, Record<string, unknown>> }
+    const svc = svcCli(env)
+    let r = await svc('board', 'status', '--json')
+    t.equal(r.code, 0)
+    const s = JSON.parse(r.out) as { boards: Record<string, Record<string, unknown>> }
     t.match(s.boards.vend1, { kind: 'serial', state: 'online', fw: 'svc-companion/0.1.0', garbage: 0 })
-    c = capture(env)
-    t.equal(await main(['board', 'status'], c.io), 0)
+    r = await svc('board', 'status')
+    t.equal(r.code, 0)
     t.match(
-      c.out[0],
+      r.out,
       /^BOARD +STATE +KIND +FIRMWARE +LINES +EVENTS +GARBAGE +OVERLONG +RECONNECTS +LAST EVENT\nvend1 +online +serial +svc-companion\/0\.1\.0 /,
     )
 
-    c = capture(env)
-    t.equal(await main(['board', 'send', 'vend1', 'gpio_write', '{"pin":4,"value":1}'], c.io), 0)
-    t.same(c.out, ['{"pin":4,"value":1}'], 'the board answer printed')
-    c = capture(env)
-    t.equal(await main(['board', 'send', 'vend1', 'ping', '--json'], c.io), 0)
-    t.same(JSON.parse(c.out.join('')), { board: 'vend1', cmd: 'ping', ok: true, result: 'pong' })
+    r = await svc('board', 'send', 'vend1', 'gpio_write', '{"pin":4,"value":1}')
+    t.equal(r.code, 0)
+    t.equal(r.out, '{"pin":4,"value":1}\n', 'the board answer printed')
+    r = await svc('board', 'send', 'vend1', 'ping', '--json')
+    t.equal(r.code, 0)
+    t.same(JSON.parse(r.out), { board: 'vend1', cmd: 'ping', ok: true, result: 'pong' })
 
     const before = sim.stats().commands
     const refused = async (argv: string[], code: number, err: RegExp) => {
-      const c = capture(env)
-      t.equal(await main(['board', 'send', ...argv], c.io), code, argv.join(' '))
-      t.match(c.err.join(''), err)
+      const r = await svc('board', 'send', ...argv)
+      t.equal(r.code, code, argv.join(' '))
+      t.match(r.err, err)
     }
     await refused(['vend1', 'gpio_write', '{pin:4}'], 2, /args-json: not JSON/)
     await refused(['vend1', 'Bad'], 2, /cmd: must match/)

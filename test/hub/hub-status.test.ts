@@ -6,7 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
 import { fileURLToPath } from 'node:url'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { EMBEDDED_QUEUE, EXTERNAL_QUEUE, type HubStatus } from '../../hub/api/status.ts'
 import { formatHubStatus } from '../../hub/cli/hub-status.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
@@ -17,20 +17,8 @@ import { waitFor } from '../helpers/wait.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
-function capture(home: string) {
-  const out: string[] = []
-  const err: string[] = []
-  return {
-    io: {
-      out: (s: string) => void out.push(s),
-      err: (s: string) => void err.push(s),
-      env: { SVC_HOME: home },
-      cwd: root,
-    },
-    out,
-    err,
-  }
-}
+/** `svc` in this process, on the hub whose home is `home`. */
+const svcIn = (home: string) => svcCli({ SVC_HOME: home }, root)
 
 async function writeHome(home: string, broker: string): Promise<void> {
   await mkdir(join(home, 'sops', 'answer'), { recursive: true })
@@ -62,9 +50,9 @@ async function afterEvents(t: Test, home: string, url: string, n: number): Promi
   for (let i = 0; i < n; i++)
     await pub.publishAsync(`in/${i}`, `{"seq":${i},"v":${i % 2 ? 10 : 0}}`, { qos: 1 })
   await waitFor(() => answers >= n / 2, 'the answers')
-  const c = capture(home)
-  t.equal(await main(['hub', 'status', '--json'], c.io), 0)
-  return JSON.parse(c.out.join('')) as HubStatus
+  const r = await svcIn(home)('hub', 'status', '--json')
+  t.equal(r.code, 0)
+  return JSON.parse(r.out) as HubStatus
 }
 
 t.test('svc hub status on the embedded broker: runs, broker and the MQTT backlog', async (t) => {
@@ -83,9 +71,9 @@ t.test('svc hub status on the embedded broker: runs, broker and the MQTT backlog
   t.equal(s.mqtt?.cap, 10_000)
   t.equal(s.mqtt?.lagging, false)
 
-  const c = capture(home)
-  t.equal(await main(['hub', 'status'], c.io), 0)
-  const text = c.out.join('\n')
+  const r = await svcIn(home)('hub', 'status')
+  t.equal(r.code, 0)
+  const text = r.out
   t.match(text, new RegExp(`^hub +online since .* pid ${hub.pid}`, 'm'))
   t.match(text, /^broker +embedded mqtt:\/\/127\.0\.0\.1:\d+, connected$/m)
   t.match(text, /^sops +1 loaded, 0 invalid$/m)
@@ -162,12 +150,13 @@ t.test('what a person reads when the hub is behind', async (t) => {
 
 t.test('no hub running, or a stray argument: a clear error', async (t) => {
   const home = await tempDir(t)
-  let c = capture(home)
-  t.equal(await main(['hub', 'status'], c.io), 1)
-  t.match(c.err.join(''), /hub-api\.json|no hub|not running|svc hub run/)
-  c = capture(home)
-  t.equal(await main(['hub', 'status', 'now'], c.io), 2)
-  t.match(c.err.join(''), /unexpected argument "now"/)
-  c = capture(home)
-  t.equal(await main(['hub', 'status', '--bogus'], c.io), 2)
+  const svc = svcIn(home)
+  let r = await svc('hub', 'status')
+  t.equal(r.code, 1)
+  t.match(r.err, /hub-api\.json|no hub|not running|svc hub run/)
+  r = await svc('hub', 'status', 'now')
+  t.equal(r.code, 2)
+  t.match(r.err, /unexpected argument "now"/)
+  r = await svc('hub', 'status', '--bogus')
+  t.equal(r.code, 2)
 })
