@@ -6,47 +6,38 @@ import { join } from 'node:path'
 import { access, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import mqtt from 'mqtt'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
-function capture(env: NodeJS.ProcessEnv) {
-  const out: string[] = []
-  const err: string[] = []
-  return {
-    io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env, cwd: root },
-    out,
-    err,
-  }
-}
-
 t.test('svc hub config prints the effective config; bad config and usage are one-line errors', async (t) => {
   const home = await tempDir(t)
-  let c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', 'config', '--json'], c.io), 0)
-  const shown = JSON.parse(c.out.join('')) as { broker: { port: number }; hub: { sops_dir: string } }
+  const svc = svcCli({ SVC_HOME: home }, root)
+  let r = await svc('hub', 'config', '--json')
+  t.equal(r.code, 0)
+  const shown = JSON.parse(r.out) as { broker: { port: number }; hub: { sops_dir: string } }
   t.equal(shown.broker.port, 1883)
   t.equal(shown.hub.sops_dir, join(home, 'sops'))
 
   await writeFile(join(home, 'bad.toml'), '[broker]\nport = -1\npassword = "secret"\n')
-  c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', 'config', '--config', join(home, 'bad.toml')], c.io), 1)
-  t.match(c.err.join(''), /^svc hub: .*bad\.toml: broker\.port: must be >= 0/)
+  r = await svc('hub', 'config', '--config', join(home, 'bad.toml'))
+  t.equal(r.code, 1)
+  t.match(r.err, /^svc hub: .*bad\.toml: broker\.port: must be >= 0/)
 
   await writeFile(join(home, 'ok.toml'), '[broker]\npassword = "secret"\n')
-  c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', 'config', '--config', join(home, 'ok.toml')], c.io), 0)
-  t.notMatch(c.out.join(''), /secret/, 'the broker password is not printed')
+  r = await svc('hub', 'config', '--config', join(home, 'ok.toml'))
+  t.equal(r.code, 0)
+  t.notMatch(r.out, /secret/, 'the broker password is not printed')
 
-  c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', 'frobnicate'], c.io), 2)
-  t.match(c.err.join(''), /unknown subcommand "frobnicate"/)
-  c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', '--simulate', 'a/b', 'config'], c.io), 2)
-  t.match(c.err.join(''), /--simulate: board name "a\/b"/)
-  c = capture({ SVC_HOME: home })
-  t.equal(await main(['hub', '--bogus'], c.io), 2)
+  r = await svc('hub', 'frobnicate')
+  t.equal(r.code, 2)
+  t.match(r.err, /unknown subcommand "frobnicate"/)
+  r = await svc('hub', '--simulate', 'a/b', 'config')
+  t.equal(r.code, 2)
+  t.match(r.err, /--simulate: board name "a\/b"/)
+  r = await svc('hub', '--bogus')
+  t.equal(r.code, 2)
 })
 
 t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {

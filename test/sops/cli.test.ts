@@ -1,28 +1,20 @@
-// `svc sop …` through main() with a capturing CliIo; one smoke test through bin/svc.js.
+// `svc sop …` in this process (test/helpers/cli.ts); one smoke test through bin/svc.js.
 import t from 'tap'
 import { spawnSync } from 'node:child_process'
 import { cp, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { main } from '../../hub/cli/main.ts'
-import type { CliIo } from '../../hub/cli/io.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..')
 const examples = join(repo, 'sops', 'examples')
 const broken = join(repo, 'test', 'sops', 'broken')
 
-function capture(env: NodeJS.ProcessEnv = {}, cwd = repo) {
-  const out: string[] = []
-  const err: string[] = []
-  const io: CliIo = { out: (s) => void out.push(s), err: (s) => void err.push(s), env, cwd }
-  return { io, out, err, stdout: () => out.join('\n'), stderr: () => err.join('\n') }
-}
-
+/** `svc sop <argv…>`; what it printed as its lines joined, without the last newline. */
 async function run(argv: string[], env: NodeJS.ProcessEnv = {}, cwd = repo) {
-  const c = capture(env, cwd)
-  const code = await main(['sop', ...argv], c.io)
-  return { code, stdout: c.stdout(), stderr: c.stderr() }
+  const r = await svcCli(env, cwd)('sop', ...argv)
+  return { code: r.code, stdout: r.out.replace(/\n$/, ''), stderr: r.err.replace(/\n$/, '') }
 }
 
 t.test('validate accepts every example, by name and by directory', async (t) => {
