@@ -3,22 +3,14 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { noSocat, startPtyPair } from '../bridge/pty.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 const root = join(import.meta.dirname, '..', '..')
 
-function captureIo() {
-  const out: string[] = []
-  const err: string[] = []
-  return {
-    io: { out: (s: string) => void out.push(s), err: (s: string) => void err.push(s), env: {}, cwd: root },
-    out,
-    err,
-  }
-}
+const svc = svcCli({}, root)
 
 t.test('bad options are usage errors that say what was wrong', async (t) => {
   const cases: Array<[string[], RegExp]> = [
@@ -31,18 +23,18 @@ t.test('bad options are usage errors that say what was wrong', async (t) => {
     [['board', 'frobnicate'], /unknown subcommand "frobnicate"/],
   ]
   for (const [argv, re] of cases) {
-    const c = captureIo()
-    t.equal(await main(argv, c.io), 2, argv.join(' '))
-    t.match(c.err.join('\n'), re)
-    t.equal(c.err.join('\n').split('\n')[0]!.startsWith('svc board: '), true, 'one line, no stack')
+    const r = await svc(...argv)
+    t.equal(r.code, 2, argv.join(' '))
+    t.match(r.err, re)
+    t.equal(r.err.split('\n')[0]!.startsWith('svc board: '), true, 'one line, no stack')
   }
-  const help = captureIo()
-  t.equal(await main(['board', 'simulate', '--help'], help.io), 0)
+  const help = await svc('board', 'simulate', '--help')
+  t.equal(help.code, 0)
   // The usage may list the other board subcommands first (status, send); simulate's line is in it.
-  t.match(help.out.join(''), /^usage: [\s\S]*svc board simulate \[--port PATH\] \[--rate N\] \[--name NAME\]/)
-  const missing = captureIo()
-  t.equal(await main(['board', 'simulate', '--port', '/nonexistent/tty'], missing.io), 1)
-  t.match(missing.err.join(''), /^svc board: cannot open \/nonexistent\/tty: /)
+  t.match(help.out, /^usage: [\s\S]*svc board simulate \[--port PATH\] \[--rate N\] \[--name NAME\]/)
+  const missing = await svc('board', 'simulate', '--port', '/nonexistent/tty')
+  t.equal(missing.code, 1)
+  t.match(missing.err, /^svc board: cannot open \/nonexistent\/tty: /)
 })
 
 t.test('svc board simulate --port plays a board the bridge can talk to', { skip: noSocat }, async (t) => {
