@@ -17,7 +17,7 @@ import { readValidationStatus } from '../../chain/reads.ts'
 import { signerFromKey } from '../../hub/attest/device-key.ts'
 import type { AttestRecord } from '../../hub/attest/record.ts'
 import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
@@ -108,16 +108,9 @@ async function hubStatus(): Promise<{
   requested: number
   attested: number
 }> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await main(['attest', 'status', '--json'], {
-    out: (s) => void out.push(s),
-    err: (s) => void err.push(s),
-    env,
-    cwd: home,
-  })
-  if (code !== 0) throw new Error(`svc attest status: ${err.join('\n')}`)
-  return JSON.parse(out.join('\n'))
+  const r = await svcCli(env, home)('attest', 'status', '--json')
+  if (r.code !== 0) throw new Error(`svc attest status: ${r.err}`)
+  return JSON.parse(r.out)
 }
 
 const rand = seeded(SEED + 1)

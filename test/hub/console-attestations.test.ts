@@ -6,7 +6,7 @@ import t from 'tap'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { AttestStore } from '../../hub/attest/store.ts'
-import { main } from '../../hub/cli/main.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { ConsoleClient, startConsoleHub } from './console-helpers.ts'
@@ -46,16 +46,9 @@ async function signedIn(t: Teardown, toml?: string, home?: string) {
 
 /** `svc attest status --json`, the real CLI, against the running hub. */
 async function cliStatus(env: NodeJS.ProcessEnv, home: string): Promise<Record<string, unknown>> {
-  const out: string[] = []
-  const err: string[] = []
-  const code = await main(['attest', 'status', '--json'], {
-    out: (s) => void out.push(s),
-    err: (s) => void err.push(s),
-    env,
-    cwd: home,
-  })
-  if (code !== 0) throw new Error(`svc attest status: ${err.join('\n')}`)
-  return JSON.parse(out.join('\n')) as Record<string, unknown>
+  const r = await svcCli(env, home)('attest', 'status', '--json')
+  if (r.code !== 0) throw new Error(`svc attest status: ${r.err}`)
+  return JSON.parse(r.out) as Record<string, unknown>
 }
 
 const figure = (page: string, k: string): number => {
