@@ -15,6 +15,7 @@ import { sopGraphSvg } from '../hub/console/views/sop-graph-svg.ts'
 import { blankStep } from '../sops/blank-step.ts'
 import { graphText } from '../sops/graph.ts'
 import type { Sop } from '../sops/types.ts'
+import { sop } from '../test/engine/helpers.ts'
 import { lineHash } from '../records/hash.ts'
 
 const LINES = 100_000
@@ -96,18 +97,9 @@ async function attestationsPage(): Promise<void> {
 
 function bigSop(steps: number): Sop {
   const origin = { file: 'SOP.md', line: 1 }
-  return {
+  return sop({
     name: 'bench-graph',
     description: 'a long SOP',
-    priority: 'normal',
-    executionMode: 'auto',
-    cooldownSecs: 0,
-    maxConcurrent: 1,
-    admissionPolicy: 'parallel',
-    triggers: [{ type: 'manual', origin }],
-    dir: '/bench',
-    tomlPath: '/bench/SOP.toml',
-    mdPath: '/bench/SOP.md',
     steps: Array.from({ length: steps }, (_, k) => {
       const n = k + 1
       // Every 5th step switches forward, every 7th retries, every 9th jumps back on failure.
@@ -125,28 +117,28 @@ function bigSop(steps: number): Sop {
         ...(n === steps ? { terminal: true } : {}),
       })
     }),
-  }
+  })
 }
 
 function graph(): void {
-  const sop = bigSop(60)
+  const long = bigSop(60)
   const N = 200
   for (let k = 0; k < 20; k++) {
-    sopGraphSvg(sop)
-    graphText(sop)
+    sopGraphSvg(long)
+    graphText(long)
   }
   const svg: number[] = []
   const text: number[] = []
   for (let r = 0; r < ROUNDS; r++) {
     const t0 = process.hrtime.bigint()
-    for (let k = 0; k < N; k++) sopGraphSvg(sop)
+    for (let k = 0; k < N; k++) sopGraphSvg(long)
     const t1 = process.hrtime.bigint()
-    for (let k = 0; k < N; k++) graphText(sop)
+    for (let k = 0; k < N; k++) graphText(long)
     const t2 = process.hrtime.bigint()
     svg.push(Number(t1 - t0) / 1e6 / N)
     text.push(Number(t2 - t1) / 1e6 / N)
   }
-  const out = sopGraphSvg(sop)
+  const out = sopGraphSvg(long)
   console.log(
     `step graph, 60 steps: SVG ${median(svg).toFixed(2)} ms a render (${out.width}×${out.height} px, ${(out.svg.value.length / 1024).toFixed(0)} KiB)`,
   )
