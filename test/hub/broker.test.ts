@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import mqtt from 'mqtt'
 import { clientErrorLevel, startBroker } from '../../hub/broker/broker.ts'
 import { directPublish } from '../../hub/broker/direct-publish.ts'
+import { createMqttPublish } from '../../tools/mqtt_publish.ts'
 import { silentLog } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
@@ -150,5 +151,46 @@ t.test(
     t.equal((await nextMessage(back, 'out/1')).payload, 'answer', 'queued for the session that was away')
     await back.endAsync()
     t.same(await retainedOn(broker.url, 'svc/hub/state'), { payload: '{"state":"online"}', retain: true })
+  },
+)
+
+t.test(
+  'a topic the broker cannot take, published straight in: a clear error, and the broker goes on',
+  async (t) => {
+    const dir = await tempDir(t)
+    const broker = await startBroker({
+      host: '127.0.0.1',
+      port: 0,
+      wsPort: null,
+      dbPath: join(dir, 'broker'),
+      log: silentLog,
+    })
+    t.teardown(() => broker.close())
+    const tool = createMqttPublish(directPublish(broker.aedes))
+    const deep = Array.from({ length: 101 }, (_, i) => `l${i}`).join('/')
+    const signal = new AbortController().signal
+    const r = await tool.run(
+      { topic: deep, payload: 'x' },
+      { runId: 'r', sop: 's', step: 1, call: 0, idempotencyKey: 'k', signal },
+    )
+    t.equal(r.ok, false)
+    t.match(
+      !r.ok && r.error,
+      /^mqtt_publish l0\/l1\/.*: topic has too many levels$/,
+      'names the call and the topic',
+    )
+
+    const live = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    await live.subscribeAsync('out/#', { qos: 1 })
+    const got = nextMessage(live, 'out/2')
+    t.same(
+      await tool.run(
+        { topic: 'out/2', payload: 'after' },
+        { runId: 'r', sop: 's', step: 1, call: 1, idempotencyKey: 'k2', signal },
+      ),
+      { ok: true, output: { topic: 'out/2', bytes: 5 } },
+    )
+    t.equal((await got).payload, 'after', 'the next publish is delivered')
+    await live.endAsync()
   },
 )
