@@ -3,7 +3,7 @@
 // MQTT session's backlog with the broker limit that drops events next when the hub falls behind
 // (hub/README.md, Falling behind an external broker).
 import type { FastifyInstance } from 'fastify'
-import { BEHIND_AFTER_S, type MqttBacklog } from '../triggers/mqtt.ts'
+import { BEHIND_AFTER_S, type MqttBacklog } from '../triggers/intake.ts'
 import { type HubSnapshot, hubStateObject } from '../mqtt-state/payloads.ts'
 
 /** Where events the hub has not read yet wait, and who drops them past a limit. */

@@ -13,7 +13,7 @@ import type { Log } from '../log.ts'
 import { deliveryKey } from './amqp-delivery.ts'
 import { routingKeyError, routingKeyMatches } from './amqp-topic.ts'
 import type { Firer, FireResult } from './fire.ts'
-import { MAX_TRIGGER_PAYLOAD } from './mqtt.ts'
+import { MAX_TRIGGER_PAYLOAD } from './intake.ts'
 import type { TriggerPlan } from './plan.ts'
 
 /** Without `[amqp]` in hub.toml, each SOP with an amqp trigger is named once at start, with its line. */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { buildPlan, cronError, webhookPathError } from '../../hub/triggers/plan.ts'
-import { dispatchMessage, subscriptionFilters } from '../../hub/triggers/mqtt.ts'
+import { dispatchMessage, subscriptionFilters } from '../../hub/triggers/dispatch.ts'
 import { sop } from './fake-engine.ts'
 
 const always = { matches: (c: string) => c.trim() === '' || c === 'yes' }
