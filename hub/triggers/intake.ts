@@ -16,7 +16,7 @@ export const MAX_TRIGGER_PAYLOAD = 256 * 1024
 export const DEFAULT_MAX_IN_FLIGHT = 10_000
 
 /**
- * How long after its PUBACK was written a message's once-only mark is kept. A PUBACK written to
+ * How long after its PUBACK was sent a message's once-only mark is kept. A PUBACK written to
  * the socket can still be lost if the hub dies at once (the kernel resets a socket closed with
  * unread data), and a broker records it when it gets to it: the embedded broker, sharing the
  * hub's process and LevelDB thread pool, was seen taking over 2 s under a burst on two busy

@@ -133,7 +133,11 @@ export function createMessageSource(
       if (p.send) return cb?.()
       p.send = () => {
         if (!client.connected) return
-        ownSendPacket.call(this, packet, () => intake.forgetLater(p.marks))
+        // No write callback: mqtt.js adds a 'drain' listener for each one while the socket is
+        // full, over a thousand in a burst (Node's leak warning in the hub's log). The marks'
+        // 30 s count from the hand-over to the socket instead.
+        ownSendPacket.call(this, packet)
+        intake.forgetLater(p.marks)
       }
       cb?.()
       flushAcks()
