@@ -7,7 +7,9 @@ import { BEHIND_AFTER_S, type MqttBacklog } from '../triggers/intake.ts'
 import { type HubSnapshot, hubStateObject } from '../mqtt-state/payloads.ts'
 
 /** Where events the hub has not read yet wait, and who drops them past a limit. */
-export const EMBEDDED_QUEUE = 'the hub session in the embedded broker (LevelDB, no limit)'
+export const EMBEDDED_QUEUE =
+  'their publishers: the embedded broker hands events to the triggers in-process, withholds each ' +
+  "PUBACK until the event is admitted, and at the hub's cap reads no more from a publisher (nothing is dropped)"
 export const EXTERNAL_QUEUE =
   "the broker's queue for the hub session, up to the broker's limit, past which it drops them " +
   'without telling the hub (Mosquitto max_queued_messages, default 1000; EMQX mqtt.max_mqueue_len, default 1000)'

@@ -34,10 +34,22 @@ interface Started {
   onFinish: Done | null
 }
 
-const keyOf = (p: Counted): string => `${p.brokerId}:${p.brokerCounter}`
+/** A message's name inside the broker: the same on the packet a client sent and on its copies. */
+export const keyOf = (p: Counted): string => `${p.brokerId}:${p.brokerCounter}`
+
+/** What else a PUBACK waits for (the hub's in-process trigger feed, trigger-feed.ts). */
+export interface AckHooks {
+  /**
+   * Called once the message is authorized and counted (`keyOf` names it); a promise returned
+   * holds its PUBACK until it settles, as well as until the message is stored. Never rejects.
+   */
+  alsoAwait(client: Client, packet: PublishPacket & Counted): Promise<void> | null
+  /** Aedes has finished publishing the message, whatever became of it. */
+  published(key: string): void
+}
 
 /** Makes `aedes` store each QoS 1 message a client publishes before it acknowledges it. */
-export function ackAfterStore(aedes: Aedes): void {
+export function ackAfterStore(aedes: Aedes, hooks?: AckHooks): void {
   const broker = aedes as unknown as {
     id: string
     counter: number
@@ -91,22 +103,37 @@ export function ackAfterStore(aedes: Aedes): void {
       const counted = packet as PublishPacket & Counted
       counted.brokerId = broker.id
       counted.brokerCounter = ++broker.counter
+      const key = keyOf(counted)
       let answered = false
       const answer = (e: Error | null): void => {
         if (answered) return
         answered = true
-        queued.delete(keyOf(counted))
+        queued.delete(key)
         done(e)
       }
+      // Stored, and (with a hook that asks) admitted: then the PUBACK.
+      const also = hooks?.alsoAwait(client, counted) ?? null
+      let stored = false
+      let admitted = also === null
+      const storedNow = (): void => {
+        stored = true
+        if (admitted) answer(null)
+      }
+      also?.then(() => {
+        admitted = true
+        if (stored) answer(null)
+      })
       const s: Started = { finished: false, error: null, onFinish: null }
       started.set(packet, s)
-      queued.set(keyOf(counted), () => answer(null))
+      queued.set(key, storedNow)
       publish(packet, client, (publishErr) => {
         s.finished = true
         s.error = publishErr ?? null
         s.onFinish?.(s.error)
+        hooks?.published(key)
         // Not stored: no PUBACK. Aedes closes the connection and the publisher sends it again.
-        answer(s.error)
+        if (s.error) answer(s.error)
+        else storedNow()
       })
     })
   }

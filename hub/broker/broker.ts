@@ -14,6 +14,8 @@ import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
+import { type TriggerFeed, triggerFeed } from './trigger-feed.ts'
+import { clearQueue, queuedEvents, withholdQueue } from './leftovers.ts'
 import { type LevelLike, batchedDb } from './batched-db.ts'
 import { cleanSessionAcks } from './clean-acks.ts'
 import { forwardOnce, replayOnce } from './forward-once.ts'
@@ -41,6 +43,8 @@ export interface BrokerOptions {
   hubClientId?: string | null
   /** MQTT over TLS and/or WebSocket over TLS on `host`, with a PEM certificate and key. */
   tls?: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
+  /** The trigger filters at start: their messages are kept for the router until it attaches (trigger-feed.ts). */
+  triggerFilters?: readonly string[]
 }
 
 export interface EmbeddedBroker {
@@ -53,6 +57,8 @@ export interface EmbeddedBroker {
   tlsUrl: string | null
   /** `wss://host:port` when the WebSocket-over-TLS listener is on. */
   wssUrl: string | null
+  /** The hub's triggers, subscribed inside the broker (trigger-feed.ts). */
+  triggers: TriggerFeed
   /** How the hub's own session logs in: made at each start, in memory only, never refused. */
   hubLogin: { username: string; password: string }
   /** Re-reads the accounts file (SIGHUP; the file is also watched). */
@@ -68,6 +74,11 @@ export function noAccountsError(listener: Listener, accountsFile: string | null)
     `${accountsFile ? ` in ${accountsFile}` : ''}: anonymous clients are accepted only on loopback (Mosquitto 2.0's rule). ` +
     `Add an account with \`npx svc hub user add <name> --role admin|reader|board\`, or bind ${key} to 127.0.0.1`
   )
+}
+
+/** The persistence calls made at start for the hub's own session. */
+type SessionStore = Parameters<typeof clearQueue>[0] & {
+  cleanSubscriptions(client: { id: string }): Promise<void>
 }
 
 function listen(server: TcpServer | HttpServer, port: number, host: string): Promise<number> {
@@ -135,8 +146,35 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     authorizePublish: auth.authorizePublish,
     authorizeSubscribe: auth.authorizeSubscribe,
   })
-  // A QoS 1 PUBACK only once the message is stored (ack-after-store.ts).
-  ackAfterStore(aedes)
+  // The hub's triggers take messages inside the broker, before any client can connect; a QoS 1
+  // PUBACK only once the message is stored (ack-after-store.ts) and its triggers admitted.
+  const triggers = triggerFeed(aedes, {
+    filters: opts.triggerFilters ?? [],
+    hubClientId: opts.hubClientId ?? null,
+  })
+  ackAfterStore(aedes, triggers.ackHooks)
+  // An older hub's router subscribed its session to the trigger filters; the feed has taken over,
+  // and a message delivered both ways would start its runs twice. What that session still has
+  // queued goes to the triggers first (leftovers.ts).
+  if (opts.hubClientId) {
+    const id = opts.hubClientId
+    const persistence = (aedes as unknown as { persistence: SessionStore }).persistence
+    await persistence.cleanSubscriptions({ id })
+    const queued = await queuedEvents(persistence, id)
+    if (queued.length > 0) {
+      log.info({ events: queued.length }, "events queued for an older hub's session go to the triggers first")
+      const cleared = triggers
+        .keepFirst(queued)
+        .then(() => clearQueue(persistence, id))
+        .catch((err: unknown) =>
+          log.error(
+            { err: String(err) },
+            "the older hub's session queue was not cleared: its events may run again at the next start",
+          ),
+        )
+      withholdQueue(aedes, id, cleared)
+    }
+  }
   // A misbehaving client is its own problem: log it, never let it reach the process. Refusals by
   // the ACL were logged with their reason where they were made.
   aedes.on('clientError', (client, err) => {
@@ -227,6 +265,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     let closed = false
     return {
       aedes,
+      triggers,
       url,
       port,
       wsUrl,

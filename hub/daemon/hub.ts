@@ -20,6 +20,8 @@ import { createSopStatusTool } from '../../tools/sop_status.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import { startTriggerRouter, type TriggerRouter } from '../triggers/router.ts'
 import { connectHeld } from '../triggers/session-gate.ts'
+import { subscriptionFilters } from '../triggers/dispatch.ts'
+import { buildPlan } from '../triggers/plan.ts'
 import { quietClientLog } from '../broker/client-log.ts'
 import { directPublish } from '../broker/direct-publish.ts'
 import { amqpTarget } from '../triggers/amqp-url.ts'
@@ -122,6 +124,7 @@ export async function startHub(
         hubBoards: config.boards.map((b) => b.name),
         hubClientId: config.broker.clientId,
         tls: config.broker.tls,
+        triggerFilters: subscriptionFilters(buildPlan(sops)),
       })
       const b = broker
       closers.push({ name: 'broker', fn: () => b.close() })
@@ -130,8 +133,10 @@ export async function startHub(
       log.info({ url: brokerUrl }, 'using external broker; no embedded broker started')
     }
 
-    // clean: false keeps the session (and QoS 1 events) across reconnects; mqtt.js re-subscribes
-    // by itself when a broker comes back without the session.
+    // On an external broker, clean: false keeps the session (and QoS 1 events) across
+    // reconnects; mqtt.js re-subscribes by itself when a broker comes back without the session.
+    // The embedded broker hands events to the triggers in-process (trigger-feed.ts): the session
+    // is clean there, and clears what an older hub's session had queued (leftovers.ts).
     // writeCache: false: otherwise mqtt-packet (shared with the embedded Aedes) builds a table of
     // 65,536 two-byte Buffers, one per packet id, on its first write: 6.3 MB of the hub's 31 MB
     // of live heap, to save a 2-byte allocation per packet. The bytes on the wire are the same.
@@ -142,7 +147,7 @@ export async function startHub(
     const sessionOptions = {
       ...target.value,
       clientId: config.broker.clientId,
-      clean: false,
+      clean: broker !== null,
       reconnectPeriod: 1000,
       connectTimeout: 10_000,
       resubscribe: true,
@@ -350,7 +355,7 @@ export async function startHub(
       engine,
       matches: cachedMatcher(),
       log,
-      mqtt: client,
+      ...(broker ? { feed: broker.triggers } : { mqtt: client }),
       cron: {
         timezone: config.cron.timezone,
         catchUp: config.cron.catchUp,

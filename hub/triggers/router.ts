@@ -21,6 +21,8 @@ import { type FilesystemOptions, type FilesystemSource, createFilesystemSource }
 import { fireManual } from './manual.ts'
 import type { MessageSource, MqttBacklog } from './intake.ts'
 import { createMessageSource } from './mqtt.ts'
+import { createFeedSource } from './feed.ts'
+import type { TriggerFeed } from '../broker/trigger-feed.ts'
 import { type TriggerPlan, buildPlan } from './plan.ts'
 import { type WebhookGateway, type WebhookOptions, startWebhookGateway } from './webhook.ts'
 
@@ -28,8 +30,10 @@ export interface RouterOptions {
   engine: Engine
   matches: ConditionMatcher
   log: Log
-  /** A connected client; without one, peripheral and mqtt triggers are inert (warned). */
+  /** A connected client; without one (or a feed), peripheral and mqtt triggers are inert (warned). */
   mqtt?: MqttClient
+  /** The embedded broker's in-process feed (hub/broker/trigger-feed.ts), used instead of `mqtt`. */
+  feed?: TriggerFeed
   cron: CronOptions
   /** Without it, no webhook gateway is started (webhook triggers warned as inert). */
   webhook?: WebhookOptions
@@ -71,19 +75,22 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
       if (d.severity === 'error') log.error({ file: d.file, line: d.line }, `trigger skipped: ${line}`)
       else log.warn({ file: d.file, line: d.line }, line)
     }
-    if (!opts.mqtt && (p.peripheral.length > 0 || p.mqtt.length > 0))
+    if (!opts.mqtt && !opts.feed && (p.peripheral.length > 0 || p.mqtt.length > 0))
       log.warn('no MQTT connection: peripheral and mqtt triggers are inert')
     if (!opts.webhook && p.webhook.size > 0)
       log.warn({ paths: [...p.webhook.keys()] }, 'webhook gateway disabled: webhook triggers are inert')
   }
   report(plan)
 
-  const messages: MessageSource | undefined = opts.mqtt
-    ? createMessageSource(opts.mqtt, firer, log, plan, {
-        ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
-        engine: opts.engine,
-      })
-    : undefined
+  const sourceOpts = {
+    ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
+    engine: opts.engine,
+  }
+  const messages: MessageSource | undefined = opts.feed
+    ? createFeedSource(opts.feed, firer, log, plan, sourceOpts)
+    : opts.mqtt
+      ? createMessageSource(opts.mqtt, firer, log, plan, sourceOpts)
+      : undefined
   const cron: CronSource = await createCronSource(firer, log, { ...opts.cron, now })
   const fs: FilesystemSource = createFilesystemSource(firer, log, { ...opts.filesystem, now })
   const stops: (() => Promise<void>)[] = []

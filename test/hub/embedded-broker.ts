@@ -7,7 +7,13 @@ import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
 export async function startEmbeddedBroker(
   t: Teardown,
-  opts: { dbPath?: string; wsPort?: number | null; port?: number } = {},
+  opts: {
+    dbPath?: string
+    wsPort?: number | null
+    port?: number
+    triggerFilters?: string[]
+    hubClientId?: string
+  } = {},
 ): Promise<EmbeddedBroker> {
   const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
   const broker = await startBroker({
@@ -16,6 +22,8 @@ export async function startEmbeddedBroker(
     wsPort: opts.wsPort ?? null,
     dbPath,
     log: silentLog,
+    ...(opts.triggerFilters ? { triggerFilters: opts.triggerFilters } : {}),
+    ...(opts.hubClientId ? { hubClientId: opts.hubClientId } : {}),
   })
   t.teardown(() => broker.close())
   return broker

@@ -11,6 +11,7 @@ import { waitFor } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
 import { recordingLog } from './broker-auth-helpers.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
+import { queuedEvents } from '../../hub/broker/leftovers.ts'
 
 async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<RouterOptions> = {}) {
   const dir = await tempDir(t)
@@ -248,3 +249,95 @@ t.test('a QoS 1 PUBACK goes out only once the admission is stored, in arrival or
   await waitFor(() => sent.length === 3, 'the third PUBACK')
   t.equal(sent[2], ids.get('three'))
 })
+
+t.test(
+  "on the embedded broker, what an older hub's session still had queued is admitted first, once, and then let go of",
+  { timeout: 60_000 },
+  async (t) => {
+    const dir = await tempDir(t)
+    const dbPath = join(dir, 'broker')
+    // An older hub's router: its session subscribed to the trigger topic, then the hub stopped
+    // with events queued for it.
+    const before = await startEmbeddedBroker(t, { dbPath })
+    const old = await mqtt.connectAsync(before.url, { clientId: 'hub-1', clean: false, reconnectPeriod: 0 })
+    await old.subscribeAsync('in/+', { qos: 1 })
+    await old.endAsync()
+    const pub = await mqtt.connectAsync(before.url, { reconnectPeriod: 0 })
+    await pub.publishAsync('in/1', 'one', { qos: 1 })
+    await pub.publishAsync('in/2', 'two', { qos: 1 })
+    await pub.endAsync()
+    await before.close()
+
+    const upgraded = { dbPath, hubClientId: 'hub-1', triggerFilters: ['in/+'] }
+    // Killed before its router took them: the hub's clean session connected, and cleared nothing.
+    const killed = await startEmbeddedBroker(t, upgraded)
+    t.equal(killed.triggers.kept(), 2, 'the queued events are first in line')
+    const early = await mqtt.connectAsync(killed.url, {
+      clientId: 'hub-1',
+      clean: true,
+      reconnectPeriod: 0,
+      ...killed.hubLogin,
+    })
+    await early.endAsync()
+    await killed.close()
+
+    const broker = await startEmbeddedBroker(t, upgraded)
+    t.equal(broker.triggers.kept(), 2, 'still there at the next start')
+    const persistence = (
+      broker.aedes as unknown as {
+        persistence: Parameters<typeof queuedEvents>[0] & {
+          subscriptionsByClient(c: { id: string }): Promise<unknown[]>
+        }
+      }
+    ).persistence
+    t.same(
+      await persistence.subscriptionsByClient({ id: 'hub-1' }),
+      [],
+      "the older session's subscriptions are gone",
+    )
+    const hub = await mqtt.connectAsync(broker.url, {
+      clientId: 'hub-1',
+      clean: true,
+      reconnectPeriod: 0,
+      ...broker.hubLogin,
+    })
+    t.teardown(() => hub.endAsync(true))
+    let toSession = 0
+    hub.on('message', () => toSession++)
+    const engine = recordingEngine()
+    const router = await startTriggerRouter([sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])], {
+      engine,
+      matches,
+      log: silentLog,
+      feed: broker.triggers,
+      cron: { timezone: 'UTC', catchUp: true, statePath: join(dir, 'cron.json') },
+      filesystem: { debounceMs: 20 },
+    })
+    t.teardown(() => router.stop())
+    await engine.waitFor(2)
+    const now = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+    t.teardown(() => now.endAsync(true))
+    // Its PUBACK comes once it is admitted.
+    await now.publishAsync('in/3', 'three', { qos: 1 })
+    t.same(
+      engine.calls.map((c) => [c.event.source, c.event.payload, c.event.once?.key.split(' ')[0]]),
+      [
+        ['in/1', 'one', 'queued'],
+        ['in/2', 'two', 'queued'],
+        ['in/3', 'three', 'from'],
+      ],
+      'the queued ones first, then the new one, each once, each with a once-only key',
+    )
+    t.equal(toSession, 0, "nothing reached the hub's session")
+    // Once they are admitted, the clean session's connect clears them.
+    await waitFor(
+      async () => (await queuedEvents(persistence, 'hub-1')).length === 0,
+      'the old queue cleared',
+    )
+    await router.stop()
+    await hub.endAsync()
+    await broker.close()
+    const after = await startEmbeddedBroker(t, upgraded)
+    t.equal(after.triggers.kept(), 0, 'nothing is taken twice at the start after')
+  },
+)

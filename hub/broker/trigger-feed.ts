@@ -1,0 +1,172 @@
+// The hub's triggers subscribed inside the embedded broker, as a function (`aedes.subscribe`), not
+// as an MQTT session over loopback. A session meant, for every event: the broker storing a copy
+// for it in LevelDB and deleting it at its PUBACK, a packet written, parsed and acknowledged on
+// each side. Here the trigger source gets the very message Aedes publishes, and the publisher's
+// PUBACK waits for the event's admission to be stored (ack-after-store.ts `alsoAwait`): what the
+// broker acknowledged is recorded by the engine, with no copy in between.
+//
+// A message is handed over and Aedes goes on at once (other subscribers, the publisher's next
+// packets); the PUBACK alone waits. At `cap` messages being admitted, the hand-over waits too:
+// Aedes reads no more from that publisher until its current packets are done (backpressure).
+// A QoS 2 message always waits, since Aedes sends its PUBREC once the publish is done.
+//
+// Until the trigger router attaches (and after it detaches), messages on the trigger filters are
+// kept here in order, their PUBACKs withheld; the router takes them first. The hub's own messages
+// are never withheld: the hub publishes its state before its router starts, and would wait for
+// itself. They are still kept for the router, and admitted once it attaches.
+import type { Aedes, AedesPublishPacket } from 'aedes'
+import { topicMatches } from '../../mqtt/topics.ts'
+import { type AckHooks, keyOf } from './ack-after-store.ts'
+
+export interface FedMessage {
+  topic: string
+  payload: Buffer
+  qos: number
+  /**
+   * The once-only key of a message that may come again: a client's QoS 1 message under its packet
+   * id (`from <client> <id>`), which the client sends again if its PUBACK was lost. Null otherwise.
+   */
+  once: string | null
+}
+
+/** Takes a message; `done` once its admissions are stored (or failed, and said so). */
+export type FeedTake = (message: FedMessage, done: () => void) => void
+
+export interface TriggerFeed {
+  /** Messages on these filters go to the triggers. */
+  setFilters(filters: readonly string[]): void
+  /** From now on messages go to `take`, the kept ones first; `onCap` when the hand-over waits. */
+  attach(take: FeedTake, opts: { cap: number; onCap: () => void }): void
+  /** Messages are kept again (the router stopped); those being admitted finish. */
+  detach(): void
+  /** Messages kept for the router, not yet taken. */
+  kept(): number
+  /** Puts `messages` first in line for the router; resolves once all of them are admitted. */
+  keepFirst(messages: readonly FedMessage[]): Promise<void>
+  /** The hooks the PUBACK of a client's QoS 1 message goes through (ack-after-store.ts). */
+  ackHooks: AckHooks
+}
+
+interface Expected {
+  messageId: number
+  clientId: string
+  admitted: () => void
+}
+
+interface Kept {
+  message: FedMessage
+  /** Aedes' callback, when the hand-over waits for the admission. */
+  release: (() => void) | null
+  expected: Expected | undefined
+  after?: () => void
+}
+
+/** Messages kept before the router attaches and says its own cap. */
+const CAP_BEFORE_ATTACH = 10_000
+
+/** Subscribes the feed in `aedes` now: call it before the broker listens. */
+export function triggerFeed(
+  aedes: Aedes,
+  opts: { filters: readonly string[]; hubClientId: string | null },
+): TriggerFeed {
+  let filters = opts.filters
+  const wants = (topic: string): boolean => filters.some((f) => topicMatches(f, topic))
+  const expected = new Map<string, Expected>()
+  const kept: Kept[] = []
+  let take: FeedTake | null = null
+  let cap = CAP_BEFORE_ATTACH
+  let onCap = (): void => undefined
+  let outstanding = 0
+
+  const run = (k: Kept): void => {
+    const t = take as FeedTake
+    t(k.message, () => {
+      outstanding--
+      k.expected?.admitted()
+      k.release?.()
+      k.after?.()
+    })
+  }
+
+  // Aedes names the publishing client on the message it emits (aedes.js `emitPacket`).
+  // An answer given at once is given in a microtask: mqemitter starts the next queued message
+  // from inside the callback, and a queue of thousands answered synchronously overflows the stack.
+  const deliver = (packet: AedesPublishPacket & { clientId?: string }, callback: () => void): void => {
+    if (!wants(packet.topic)) return queueMicrotask(callback)
+    const key = keyOf(packet)
+    const e = expected.get(key)
+    if (e) expected.delete(key)
+    const message: FedMessage = {
+      topic: packet.topic,
+      payload: packet.payload as Buffer,
+      qos: packet.qos,
+      once: e ? `from ${e.clientId} ${e.messageId}` : null,
+    }
+    outstanding++
+    // Before the router attaches, the hub's own messages never wait: it would be waiting for itself.
+    const own = packet.clientId === undefined || packet.clientId === opts.hubClientId
+    const full = outstanding > cap
+    const waits = (packet.qos === 2 || full) && (take !== null || !own)
+    if (waits && full) onCap()
+    const k: Kept = { message, release: waits ? callback : null, expected: e }
+    if (take) run(k)
+    else kept.push(k)
+    if (!waits) queueMicrotask(callback)
+  }
+  aedes.subscribe('#', deliver, () => undefined)
+
+  return {
+    setFilters(next) {
+      filters = next
+    },
+    attach(t, o) {
+      take = t
+      cap = o.cap
+      onCap = o.onCap
+      for (const k of kept.splice(0)) run(k)
+    },
+    detach() {
+      take = null
+    },
+    kept: () => kept.length,
+    keepFirst(messages) {
+      let left = messages.length
+      if (left === 0) return Promise.resolve()
+      return new Promise<void>((resolve) => {
+        const first: Kept[] = messages.map((message) => ({
+          message,
+          release: null,
+          expected: undefined,
+          after: () => {
+            if (--left === 0) resolve()
+          },
+        }))
+        outstanding += first.length
+        if (take) for (const k of first) run(k)
+        else kept.unshift(...first)
+      })
+    },
+    ackHooks: {
+      alsoAwait(client, packet) {
+        // The hub's own sessions are not withheld (see the top of this file).
+        if (!wants(packet.topic) || client.id === opts.hubClientId || packet.messageId === undefined)
+          return null
+        return new Promise<void>((resolve) => {
+          expected.set(keyOf(packet), {
+            messageId: packet.messageId as number,
+            clientId: client.id,
+            admitted: resolve,
+          })
+        })
+      },
+      published(key) {
+        // Published without reaching the feed (its filters changed meanwhile): nothing to wait for.
+        const e = expected.get(key)
+        if (e) {
+          expected.delete(key)
+          e.admitted()
+        }
+      },
+    },
+  }
+}
