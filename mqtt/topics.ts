@@ -53,10 +53,26 @@ export function topicError(topic: string): string | null {
 }
 
 export function topicMatches(filter: string, topic: string): boolean {
-  const f = filter.split('/')
-  const t = topic.split('/')
+  return levelsMatch(filter.split('/'), topic.split('/'), topic.startsWith('$'))
+}
+
+/**
+ * `topicMatches` against any of `filters`, each split once here and each topic once per call: for
+ * a check on every message a broker carries (the embedded broker's trigger feed).
+ */
+export function anyFilterMatches(filters: readonly string[]): (topic: string) => boolean {
+  const split = filters.map((f) => f.split('/'))
+  if (split.length === 0) return () => false
+  return (topic) => {
+    const t = topic.split('/')
+    const dollar = topic.startsWith('$')
+    return split.some((f) => levelsMatch(f, t, dollar))
+  }
+}
+
+function levelsMatch(f: readonly string[], t: readonly string[], dollar: boolean): boolean {
   // MQTT-4.7.2-1: a filter starting with a wildcard does not match topics starting with `$`.
-  if (topic.startsWith('$') && (f[0] === '+' || f[0] === '#')) return false
+  if (dollar && (f[0] === '+' || f[0] === '#')) return false
   for (let i = 0; i < f.length; i++) {
     const level = f[i] as string
     if (level === '#') return true

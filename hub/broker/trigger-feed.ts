@@ -15,7 +15,7 @@
 // are never withheld: the hub publishes its state before its router starts, and would wait for
 // itself. They are still kept for the router, and admitted once it attaches.
 import type { Aedes, AedesPublishPacket } from 'aedes'
-import { topicMatches } from '../../mqtt/topics.ts'
+import { anyFilterMatches } from '../../mqtt/topics.ts'
 import { type AckHooks, keyOf } from './ack-after-store.ts'
 
 export interface FedMessage {
@@ -69,8 +69,7 @@ export function triggerFeed(
   aedes: Aedes,
   opts: { filters: readonly string[]; hubClientId: string | null },
 ): TriggerFeed {
-  let filters = opts.filters
-  const wants = (topic: string): boolean => filters.some((f) => topicMatches(f, topic))
+  let wants = anyFilterMatches(opts.filters)
   const expected = new Map<string, Expected>()
   const kept: Kept[] = []
   let take: FeedTake | null = null
@@ -117,7 +116,7 @@ export function triggerFeed(
 
   return {
     setFilters(next) {
-      filters = next
+      wants = anyFilterMatches(next)
     },
     attach(t, o) {
       take = t
