@@ -1,13 +1,12 @@
 // Peripheral and mqtt triggers fed inside the embedded broker (hub/broker/trigger-feed.ts): each
 // message the broker publishes on the trigger filters, its publisher's PUBACK held until the
 // admissions are stored. No session, so nothing to subscribe, read or acknowledge here.
-import type { Engine } from '../../sops/engine-api.ts'
 import type { TriggerFeed } from '../broker/trigger-feed.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 import { subscriptionFilters } from './dispatch.ts'
-import { DEFAULT_MAX_IN_FLIGHT, type MessageSource, type OnceMark, createIntake, onceKeys } from './intake.ts'
+import { type MessageSource, type SourceOptions, type OnceMark, createIntake, onceKeys } from './intake.ts'
 
 const BEHIND_EMBEDDED =
   'Publishers wait: the embedded broker withholds each PUBACK until the event is admitted, and ' +
@@ -18,12 +17,10 @@ export function createFeedSource(
   firer: Firer,
   log: Log,
   initial: TriggerPlan,
-  opts: { maxInFlight?: number; engine?: Pick<Engine, 'forgetOnce'> } = {},
+  opts: SourceOptions = {},
 ): MessageSource {
-  const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   const intake = createIntake(firer, log, initial, {
-    maxInFlight,
-    ...(opts.engine ? { engine: opts.engine } : {}),
+    ...opts,
     atCap: 'the broker stopped reading their publishers',
     behindAdvice: BEHIND_EMBEDDED,
   })
@@ -42,7 +39,7 @@ export function createFeedSource(
         intake.forgetLater(marks)
       })
     },
-    { cap: maxInFlight, onCap: () => intake.paused() },
+    { cap: intake.cap, onCap: () => intake.paused() },
   )
   return {
     handle: (topic, payload, now) => intake.handle(topic, payload, now),

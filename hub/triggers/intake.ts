@@ -97,6 +97,8 @@ export interface Intake {
     after: () => void,
   ): void
   inFlight(): number
+  /** The `inFlight` at which the source stops taking messages. */
+  cap: number
   /** The source stopped taking messages at the cap. */
   paused(): void
   /** Marks of a message just acknowledged, forgotten FORGET_AFTER_MS from now. */
@@ -106,9 +108,14 @@ export interface Intake {
   stop(): void
 }
 
-export interface IntakeOptions {
-  maxInFlight: number
+/** What the router gives each MQTT source. */
+export interface SourceOptions {
+  /** Default DEFAULT_MAX_IN_FLIGHT. */
+  maxInFlight?: number
   engine?: Pick<Engine, 'forgetOnce'>
+}
+
+export interface IntakeOptions extends SourceOptions {
   /** What stops at the cap: `the hub stopped reading` (its session), … */
   atCap: string
   /** What being behind costs with this source, and where the fix is; ends the warning. */
@@ -116,6 +123,7 @@ export interface IntakeOptions {
 }
 
 export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts: IntakeOptions): Intake {
+  const cap = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   let plan = initial
   let inFlight = 0
   const stats = { peak: 0, paused: 0, behind: 0, repeats: 0 }
@@ -194,6 +202,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
         })
     },
     inFlight: () => inFlight,
+    cap,
     paused() {
       stats.paused++
       warnBehind(`${inFlight} messages are being admitted (the cap): ${opts.atCap}`)
@@ -204,7 +213,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
     setPlan(next) {
       plan = next
     },
-    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds(), cap: opts.maxInFlight }),
+    backlog: () => ({ inFlight, ...stats, busySeconds: busySeconds(), cap }),
     stop() {
       clearInterval(tick)
     },

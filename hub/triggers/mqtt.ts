@@ -2,12 +2,11 @@
 // embedded one, feed.ts takes them inside the broker). Each QoS 1 message's PUBACK waits for
 // its admissions.
 import type { MqttClient } from 'mqtt'
-import type { Engine } from '../../sops/engine-api.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
 import { subscriptionFilters } from './dispatch.ts'
-import { DEFAULT_MAX_IN_FLIGHT, type MessageSource, type OnceMark, createIntake, onceKeys } from './intake.ts'
+import { type MessageSource, type SourceOptions, type OnceMark, createIntake, onceKeys } from './intake.ts'
 import { takeHeldMessages } from './session-gate.ts'
 import { Fifo } from './fifo.ts'
 
@@ -47,12 +46,10 @@ export function createMessageSource(
   firer: Firer,
   log: Log,
   initial: TriggerPlan,
-  opts: { maxInFlight?: number; engine?: Pick<Engine, 'forgetOnce'> } = {},
+  opts: SourceOptions = {},
 ): MessageSource {
-  const maxInFlight = opts.maxInFlight ?? DEFAULT_MAX_IN_FLIGHT
   const intake = createIntake(firer, log, initial, {
-    maxInFlight,
-    ...(opts.engine ? { engine: opts.engine } : {}),
+    ...opts,
     atCap: 'the hub stopped reading',
     behindAdvice: BEHIND_EXTERNAL,
   })
@@ -85,7 +82,7 @@ export function createMessageSource(
   }
 
   const release = (): void => {
-    while (held.length > 0 && intake.inFlight() < maxInFlight) held.shift()!()
+    while (held.length > 0 && intake.inFlight() < intake.cap) held.shift()!()
   }
 
   const onMessage = (topic: string, payload: Buffer, packet: PacketLike): void => {
@@ -119,7 +116,7 @@ export function createMessageSource(
   takeHeldMessages(client, onMessage as (t: string, p: Buffer, packet: object) => void, () => {
     ownSendPacket = internals._sendPacket
     internals.handleMessage = (_packet, callback) => {
-      if (intake.inFlight() < maxInFlight) return callback()
+      if (intake.inFlight() < intake.cap) return callback()
       intake.paused()
       held.push(() => callback())
     }
