@@ -4,9 +4,10 @@
 // They go to the triggers first, each under a once-only key that matches the older router's own
 // (`mqtt <client> <packet id>`, for one it may have admitted before it died) or names the message
 // for good (`queued <broker id>:<counter>`, for one never sent). The queue is cleared only once
-// every one is admitted (`clearQueue`), so a kill before then finds them again at the next start;
-// until then it reads as empty to the hub's session (`withholdQueue`), now clean, which would
-// otherwise have them sent to it.
+// every one is admitted (`clearQueue`), so a kill before then finds them again at the next start.
+// Until then it reads as empty to the hub's session (`withholdQueue`): for it, now clean, Aedes
+// would give each queued packet a new packet id, and the once-only keys above must read the same
+// at the next start.
 import { Readable } from 'node:stream'
 import type { Aedes } from 'aedes'
 import type { FedMessage } from './trigger-feed.ts'

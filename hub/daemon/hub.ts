@@ -136,7 +136,8 @@ export async function startHub(
     // On an external broker, clean: false keeps the session (and QoS 1 events) across
     // reconnects; mqtt.js re-subscribes by itself when a broker comes back without the session.
     // The embedded broker hands events to the triggers in-process (trigger-feed.ts): the session
-    // is clean there, and clears what an older hub's session had queued (leftovers.ts).
+    // is clean there, and what an older hub's session had queued goes to the triggers first
+    // (leftovers.ts).
     // writeCache: false: otherwise mqtt-packet (shared with the embedded Aedes) builds a table of
     // 65,536 two-byte Buffers, one per packet id, on its first write: 6.3 MB of the hub's 31 MB
     // of live heap, to save a 2-byte allocation per packet. The bytes on the wire are the same.
