@@ -1,5 +1,11 @@
 import t from 'tap'
-import { anyFilterMatches, filterCovers, filterError, minimalFilters, topicMatches } from '../../mqtt/topics.ts'
+import {
+  anyFilterMatches,
+  filterCovers,
+  filterError,
+  minimalFilters,
+  topicMatches,
+} from '../../mqtt/topics.ts'
 
 t.test('+ matches exactly one level', async (t) => {
   t.ok(topicMatches('boards/+/coin', 'boards/vend1/coin'))
@@ -33,8 +39,24 @@ t.test('exact topics', async (t) => {
 t.test('anyFilterMatches answers as topicMatches over its filters', async (t) => {
   const filters = ['boards/+/coin', 'a/#', '$SYS/#', 'x/y']
   const matches = anyFilterMatches(filters)
-  const topics = ['boards/v/coin', 'boards/v/x/coin', 'a', 'a/b/c', 'ab', '$SYS/broker', 'x/y', 'x/y/z', 'x', '']
-  for (const topic of topics) t.equal(matches(topic), filters.some((f) => topicMatches(f, topic)), topic)
+  const topics = [
+    'boards/v/coin',
+    'boards/v/x/coin',
+    'a',
+    'a/b/c',
+    'ab',
+    '$SYS/broker',
+    'x/y',
+    'x/y/z',
+    'x',
+    '',
+  ]
+  for (const topic of topics)
+    t.equal(
+      matches(topic),
+      filters.some((f) => topicMatches(f, topic)),
+      topic,
+    )
   t.notOk(anyFilterMatches([])('a'), 'no filter matches nothing')
   t.notOk(anyFilterMatches(['#'])('$SYS/broker'), 'the $ rule holds')
 })
