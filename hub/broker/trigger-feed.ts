@@ -7,7 +7,9 @@
 //
 // A message is handed over and Aedes goes on at once (other subscribers, the publisher's next
 // packets); the PUBACK alone waits. At `cap` messages being admitted, the hand-over waits too:
-// Aedes reads no more from that publisher until its current packets are done (backpressure).
+// Aedes reads no more from that publisher until its current packets are done (backpressure). A
+// waiting hand-over holds one of mqemitter's slots (Aedes' `concurrency`, 100), so past the cap
+// every other message through the broker waits behind them as well: delayed, never dropped.
 // A QoS 2 message always waits, since Aedes sends its PUBREC once the publish is done.
 //
 // Until the trigger router attaches (and after it detaches), messages on the trigger filters are
@@ -24,7 +26,8 @@ export interface FedMessage {
   qos: number
   /**
    * The once-only key of a message that may come again: a client's QoS 1 message under its packet
-   * id (`from <client> <id>`), which the client sends again if its PUBACK was lost. Null otherwise.
+   * id (`from <client> <id>`), which the client sends again if its PUBACK was lost, or an older
+   * session's queued event (leftovers.ts). Null otherwise.
    */
   once: string | null
 }
