@@ -46,6 +46,11 @@ export interface AckHooks {
   alsoAwait(client: Client, packet: PublishPacket & Counted): Promise<void> | null
   /** Aedes has finished publishing the message, whatever became of it. */
   published(key: string): void
+  /**
+   * Called once a client's message is authorized, before it is published (any QoS): `go` may be
+   * held, and Aedes then reads no more from that client until it runs.
+   */
+  whenRoom(client: Client, packet: PublishPacket, go: () => void): void
 }
 
 /** Makes `aedes` store each QoS 1 message a client publishes before it acknowledges it. */
@@ -97,44 +102,50 @@ export function ackAfterStore(aedes: Aedes, hooks?: AckHooks): void {
       // drops DUP copies would drop a message whose first send never arrived.
       packet.dup = false
       // A null client: a will of a session gone before a restart, published by Aedes itself.
-      if (packet.qos !== 1 || client === null) return done(null)
-      // The counter Aedes would give the message (aedes-packet), given now so that the queue
-      // write of this very message can be recognised.
-      const counted = packet as PublishPacket & Counted
-      counted.brokerId = broker.id
-      counted.brokerCounter = ++broker.counter
-      const key = keyOf(counted)
-      let answered = false
-      const answer = (e: Error | null): void => {
-        if (answered) return
-        answered = true
-        queued.delete(key)
-        done(e)
-      }
-      // Stored, and (with a hook that asks) admitted: then the PUBACK.
-      const also = hooks?.alsoAwait(client, counted) ?? null
-      let stored = false
-      let admitted = also === null
-      const storedNow = (): void => {
-        stored = true
-        if (admitted) answer(null)
-      }
-      also?.then(() => {
-        admitted = true
-        if (stored) answer(null)
-      })
-      const s: Started = { finished: false, error: null, onFinish: null }
-      started.set(packet, s)
-      queued.set(key, storedNow)
-      publish(packet, client, (publishErr) => {
-        s.finished = true
-        s.error = publishErr ?? null
-        s.onFinish?.(s.error)
-        hooks?.published(key)
-        // Not stored: no PUBACK. Aedes closes the connection and the publisher sends it again.
-        if (s.error) answer(s.error)
-        else storedNow()
-      })
+      if (client === null) return done(null)
+      if (hooks) hooks.whenRoom(client, packet, () => start(client, packet, done))
+      else start(client, packet, done)
+    })
+  }
+
+  const start = (client: Client, packet: PublishPacket, done: Done): void => {
+    if (packet.qos !== 1) return done(null)
+    // The counter Aedes would give the message (aedes-packet), given now so that the queue
+    // write of this very message can be recognised.
+    const counted = packet as PublishPacket & Counted
+    counted.brokerId = broker.id
+    counted.brokerCounter = ++broker.counter
+    const key = keyOf(counted)
+    let answered = false
+    const answer = (e: Error | null): void => {
+      if (answered) return
+      answered = true
+      queued.delete(key)
+      done(e)
+    }
+    // Stored, and (with a hook that asks) admitted: then the PUBACK.
+    const also = hooks?.alsoAwait(client, counted) ?? null
+    let stored = false
+    let admitted = also === null
+    const storedNow = (): void => {
+      stored = true
+      if (admitted) answer(null)
+    }
+    also?.then(() => {
+      admitted = true
+      if (stored) answer(null)
+    })
+    const s: Started = { finished: false, error: null, onFinish: null }
+    started.set(packet, s)
+    queued.set(key, storedNow)
+    publish(packet, client, (publishErr) => {
+      s.finished = true
+      s.error = publishErr ?? null
+      s.onFinish?.(s.error)
+      hooks?.published(key)
+      // Not stored: no PUBACK. Aedes closes the connection and the publisher sends it again.
+      if (s.error) answer(s.error)
+      else storedNow()
     })
   }
 }

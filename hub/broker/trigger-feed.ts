@@ -6,10 +6,13 @@
 // broker acknowledged is recorded by the engine, with no copy in between.
 //
 // A message is handed over and Aedes goes on at once (other subscribers, the publisher's next
-// packets); the PUBACK alone waits. At `cap` messages being admitted, the hand-over waits too:
-// Aedes reads no more from that publisher until its current packets are done (backpressure). A
-// waiting hand-over holds one of mqemitter's slots (Aedes' `concurrency`, 100), so past the cap
-// every other message through the broker waits behind them as well: delayed, never dropped.
+// packets); the PUBACK alone waits, and Aedes reads nothing more from that publisher until the
+// packets it is handling are done, PUBACKs written (backpressure, per publisher). Once `cap`
+// messages are being admitted, a client's next message on a trigger topic waits before it is
+// published (`whenRoom`), whatever its QoS: Aedes reads no more from that client, and everybody
+// else's messages go on. The hub's own messages wait at the hand-over instead, each holding one
+// of mqemitter's slots (Aedes' `concurrency`, 100): a flood of them past the cap delays the
+// broker's other messages too, never drops them.
 // A QoS 2 message always waits, since Aedes sends its PUBREC once the publish is done.
 //
 // Until the trigger router attaches (and after it detaches), messages on the trigger filters are
@@ -19,6 +22,7 @@
 import type { Aedes, AedesPublishPacket } from 'aedes'
 import { anyFilterMatches } from '../../mqtt/topics.ts'
 import { type AckHooks, keyOf } from './ack-after-store.ts'
+import { Fifo } from '../triggers/fifo.ts'
 
 export interface FedMessage {
   topic: string
@@ -80,6 +84,8 @@ export function triggerFeed(
   let onCap = (): void => undefined
   let outstanding = 0
 
+  // Clients' messages authorized while `cap` were being admitted, waiting to be published.
+  const waiting = new Fifo<() => void>()
   const run = (k: Kept): void => {
     const t = take as FeedTake
     t(k.message, () => {
@@ -87,6 +93,9 @@ export function triggerFeed(
       k.expected?.admitted()
       k.release?.()
       k.after?.()
+      // All of them: one released and then not delivered (its topic dropped from the filters
+      // meanwhile) would otherwise leave the rest waiting for a hand-over that never comes.
+      if (outstanding < cap) while (waiting.length > 0) waiting.shift()!()
     })
   }
 
@@ -107,9 +116,11 @@ export function triggerFeed(
     outstanding++
     // Before the router attaches, the hub's own messages never wait: it would be waiting for itself.
     const own = packet.clientId === undefined || packet.clientId === opts.hubClientId
-    const full = outstanding > cap
+    // A client's messages wait at the cap before they are published (`whenRoom`); the hub's own
+    // wait here, once the router is there to make room.
+    const full = outstanding > cap && own
+    if (full) onCap()
     const waits = (packet.qos === 2 || full) && (take !== null || !own)
-    if (waits && full) onCap()
     const k: Kept = { message, release: waits ? callback : null, expected: e }
     if (take) run(k)
     else kept.push(k)
@@ -160,6 +171,11 @@ export function triggerFeed(
             admitted: resolve,
           })
         })
+      },
+      whenRoom(client, packet, go) {
+        if (outstanding < cap || client.id === opts.hubClientId || !wants(packet.topic)) return go()
+        onCap()
+        waiting.push(go)
       },
       published(key) {
         // Published without reaching the feed (its filters changed meanwhile): nothing to wait for.
