@@ -17,8 +17,9 @@
 //
 // Until the trigger router attaches (and after it detaches), messages on the trigger filters are
 // kept here in order, their PUBACKs withheld; the router takes them first. The hub's own messages
-// are never withheld: the hub publishes its state before its router starts, and would wait for
-// itself. They are still kept for the router, and admitted once it attaches.
+// are not withheld then: the hub publishes its state before its router starts, and would wait for
+// itself. They are still kept for the router, and admitted once it attaches. Once it is attached,
+// the hub's own QoS 1 and 2 publishes on a trigger topic finish when their runs are admitted.
 import type { Aedes, AedesPublishPacket } from 'aedes'
 import { anyFilterMatches } from '../../mqtt/topics.ts'
 import { type AckHooks, keyOf } from './ack-after-store.ts'
@@ -114,13 +115,14 @@ export function triggerFeed(
       once: e ? `from ${e.clientId} ${e.messageId}` : null,
     }
     outstanding++
-    // Before the router attaches, the hub's own messages never wait: it would be waiting for itself.
+    // A client's QoS 1 message waits at its PUBACK, and at the cap before it is published
+    // (`whenRoom`). The hub's own messages wait here, once the router is attached (before, the hub
+    // would be waiting for itself): an `mqtt_publish` step on a trigger topic is done once the run
+    // it starts is admitted, as its PUBACK on an external broker would say.
     const own = packet.clientId === undefined || packet.clientId === opts.hubClientId
-    // A client's messages wait at the cap before they are published (`whenRoom`); the hub's own
-    // wait here, once the router is there to make room.
     const full = outstanding > cap && own
     if (full) onCap()
-    const waits = (packet.qos === 2 || full) && (take !== null || !own)
+    const waits = own ? take !== null && (packet.qos > 0 || full) : packet.qos === 2
     const k: Kept = { message, release: waits ? callback : null, expected: e }
     if (take) run(k)
     else kept.push(k)

@@ -110,6 +110,26 @@ t.test(
   },
 )
 
+t.test(
+  "once the router is attached, the hub's own publish on a trigger topic finishes when its run is admitted",
+  async (t) => {
+    // An mqtt_publish step that starts another SOP is done only once that run is recorded: a kill in
+    // between would otherwise lose the second run, with the step not run again.
+    const broker = await startEmbeddedBroker(t, { triggerFilters: ['in/+'], hubClientId: 'hub-1' })
+    const h = holdingTake()
+    broker.triggers.attach(h.take, { cap: 100, onCap: () => undefined })
+    const publish = directPublish(broker.aedes)
+    const chained = watch(publish('in/1', 'x', { qos: 1, retain: false }))
+    await waitFor(() => h.taken.length === 1, 'the event handed to the feed')
+    // A message on another topic is done as soon as it is queued; published after, it is done first.
+    await publish('other/1', 'x', { qos: 1, retain: false })
+    t.notOk(chained.settled(), 'not done while its run is being admitted')
+    h.releaseAll()
+    await chained.p
+    t.pass('done once admitted')
+  },
+)
+
 t.test('after the router detaches, events are kept again, unacknowledged, for the next attach', async (t) => {
   const broker = await startEmbeddedBroker(t, { triggerFilters: ['in/+'] })
   const first = holdingTake()
