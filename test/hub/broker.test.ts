@@ -32,10 +32,8 @@ async function retainedOn(url: string, topic: string): Promise<{ payload: string
 }
 
 t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
-  const dir = await tempDir(t)
-  const dbPath = join(dir, 'broker')
-  let broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
-  t.teardown(() => broker.close())
+  const dbPath = join(await tempDir(t), 'broker')
+  let broker = await startEmbeddedBroker(t, { dbPath })
 
   // A persistent session subscribes, then goes away.
   const sub = await mqtt.connectAsync(broker.url, { clientId: 'keeper', clean: false, reconnectPeriod: 0 })
@@ -49,7 +47,7 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
   await pub.endAsync()
 
   await broker.close()
-  broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+  broker = await startEmbeddedBroker(t, { dbPath })
 
   const back = await mqtt.connectAsync(broker.url, {
     clientId: 'keeper',
@@ -65,15 +63,7 @@ t.test('retained and queued QoS 1 messages survive a restart', async (t) => {
 })
 
 t.test('MQTT over WebSocket reaches the same broker', async (t) => {
-  const dir = await tempDir(t)
-  const broker = await startBroker({
-    host: '127.0.0.1',
-    port: 0,
-    wsPort: 0,
-    dbPath: join(dir, 'b'),
-    log: silentLog,
-  })
-  t.teardown(() => broker.close())
+  const broker = await startEmbeddedBroker(t, { wsPort: 0 })
   t.ok(broker.wsUrl)
   const ws = await mqtt.connectAsync(broker.wsUrl as string, { reconnectPeriod: 0 })
   const tcp = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
@@ -87,14 +77,7 @@ t.test('MQTT over WebSocket reaches the same broker', async (t) => {
 
 t.test('a port in use is an error, and nothing is left open', async (t) => {
   const dir = await tempDir(t)
-  const a = await startBroker({
-    host: '127.0.0.1',
-    port: 0,
-    wsPort: null,
-    dbPath: join(dir, 'a'),
-    log: silentLog,
-  })
-  t.teardown(() => a.close())
+  const a = await startEmbeddedBroker(t)
   await t.rejects(
     startBroker({ host: '127.0.0.1', port: a.port, wsPort: null, dbPath: join(dir, 'b'), log: silentLog }),
     /EADDRINUSE/,
@@ -125,10 +108,8 @@ t.test('a client that hangs up is routine (debug); any other client error is a w
 t.test(
   'the hub publishing straight into its broker: delivered live, queued for an offline session, retained',
   async (t) => {
-    const dir = await tempDir(t)
-    const dbPath = join(dir, 'broker')
-    let broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
-    t.teardown(() => broker.close())
+    const dbPath = join(await tempDir(t), 'broker')
+    let broker = await startEmbeddedBroker(t, { dbPath })
     const away = await mqtt.connectAsync(broker.url, { clientId: 'away', clean: false, reconnectPeriod: 0 })
     await away.subscribeAsync('out/#', { qos: 1 })
     await away.endAsync()
@@ -145,7 +126,7 @@ t.test(
     // Once the publish resolved, the message is in the offline session's queue and the retained
     // message in the store: both are there after a restart.
     await broker.close()
-    broker = await startBroker({ host: '127.0.0.1', port: 0, wsPort: null, dbPath, log: silentLog })
+    broker = await startEmbeddedBroker(t, { dbPath })
     // Listening before the connection: the queue is sent right after CONNACK.
     const back = mqtt.connect(broker.url, { clientId: 'away', clean: false, reconnectPeriod: 0 })
     t.equal((await nextMessage(back, 'out/1')).payload, 'answer', 'queued for the session that was away')
@@ -157,15 +138,7 @@ t.test(
 t.test(
   'a topic the broker cannot take, published straight in: a clear error, and the broker goes on',
   async (t) => {
-    const dir = await tempDir(t)
-    const broker = await startBroker({
-      host: '127.0.0.1',
-      port: 0,
-      wsPort: null,
-      dbPath: join(dir, 'broker'),
-      log: silentLog,
-    })
-    t.teardown(() => broker.close())
+    const broker = await startEmbeddedBroker(t)
     const tool = createMqttPublish(directPublish(broker.aedes))
     const deep = Array.from({ length: 101 }, (_, i) => `l${i}`).join('/')
     const signal = new AbortController().signal
