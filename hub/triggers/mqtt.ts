@@ -53,7 +53,6 @@ export function createMessageSource(
     atCap: 'the hub stopped reading',
     behindAdvice: BEHIND_EXTERNAL,
   })
-  let plan = initial
   let subscribed: string[] = []
   // mqtt.js continuations held while the cap is reached: it reads no further packet until one runs.
   const held: (() => void)[] = []
@@ -143,7 +142,7 @@ export function createMessageSource(
     client.on('message', onMessage)
   })
 
-  const resubscribe = async (): Promise<void> => {
+  const resubscribe = async (plan: TriggerPlan): Promise<void> => {
     const wanted = subscriptionFilters(plan)
     const drop = subscribed.filter((f) => !wanted.includes(f))
     const add = wanted.filter((f) => !subscribed.includes(f))
@@ -161,9 +160,8 @@ export function createMessageSource(
     handle: (topic, payload, now) => intake.handle(topic, payload, now),
     backlog: () => intake.backlog(),
     async setPlan(next) {
-      plan = next
       intake.setPlan(next)
-      await resubscribe()
+      await resubscribe(next)
     },
     // Subscriptions are left in place: the router's session is persistent (clean: false), so an
     // external broker queues QoS 1 events for it while the hub is down.
