@@ -12,6 +12,8 @@ import { startEmbeddedBroker } from './embedded-broker.ts'
 import { recordingLog } from './broker-auth-helpers.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
 import { queuedEvents } from '../../hub/broker/leftovers.ts'
+import { subscriptionFilters } from '../../hub/triggers/dispatch.ts'
+import { buildPlan } from '../../hub/triggers/plan.ts'
 
 async function setup(t: Test, sops: ReturnType<typeof sop>[], extra: Partial<RouterOptions> = {}) {
   const dir = await tempDir(t)
@@ -85,31 +87,73 @@ t.test('mqtt triggers: + wildcard and conditions; retained replays do not fire',
   )
 })
 
-t.test('what a client sends never crashes the router', async (t) => {
-  const { engine, pub, router } = await setup(t, [
-    sop('v', [{ type: 'peripheral', board: 'b', signal: 's', condition: '$.a.b.c == 1' }]),
-  ])
-  const nasty = [
-    '',
-    '{',
-    'null',
-    '[]',
-    '{"a":null}',
-    '\u0000\uffff',
-    Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'),
-    'x'.repeat(300 * 1024),
-  ]
-  for (const p of nasty) await pub.publishAsync('boards/b/s', p, { qos: 1 })
-  await pub.publishAsync('boards/b/s', '{"a":{"b":{"c":1}}}', { qos: 1 })
-  await engine.waitFor(1)
-  t.equal(engine.calls.length, 1)
-  t.equal(engine.calls[0]?.event.payload, '{"a":{"b":{"c":1}}}')
-  t.same(
-    await router.handleMessage('boards/b/s', 'x'.repeat(300 * 1024)),
-    [],
-    'oversized payloads are ignored',
-  )
-})
+/** The router fed inside the embedded broker (hub/broker/trigger-feed.ts), as the hub runs it there. */
+async function setupFed(t: Test, sops: ReturnType<typeof sop>[], engine: RouterOptions['engine']) {
+  const dir = await tempDir(t)
+  const broker = await startEmbeddedBroker(t, {
+    dbPath: join(dir, 'broker'),
+    triggerFilters: subscriptionFilters(buildPlan(sops)),
+  })
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  t.teardown(() => pub.endAsync(true))
+  const router = await startTriggerRouter(sops, {
+    engine,
+    matches,
+    log: silentLog,
+    feed: broker.triggers,
+    cron: { timezone: 'UTC', catchUp: true, statePath: join(dir, 'cron.json') },
+    filesystem: { debounceMs: 20 },
+  })
+  t.teardown(() => router.stop())
+  return { pub, router }
+}
+
+for (const via of ['session', 'feed'] as const)
+  t.test(`what a client sends never crashes the router (${via})`, async (t) => {
+    const sops = [sop('v', [{ type: 'peripheral', board: 'b', signal: 's', condition: '$.a.b.c == 1' }])]
+    const fed = recordingEngine()
+    const { engine, pub, router } =
+      via === 'session' ? await setup(t, sops) : { engine: fed, ...(await setupFed(t, sops, fed)) }
+    const nasty = [
+      '',
+      '{',
+      'null',
+      '[]',
+      '{"a":null}',
+      '\u0000\uffff',
+      Buffer.from([0xff, 0xfe, 0x00]).toString('latin1'),
+      'x'.repeat(300 * 1024),
+    ]
+    // Each PUBACK comes (on the feed, once the message has been offered): nothing hangs.
+    for (const p of nasty) await pub.publishAsync('boards/b/s', p, { qos: 1 })
+    await pub.publishAsync('boards/b/s', '{"a":{"b":{"c":1}}}', { qos: 1 })
+    await engine.waitFor(1)
+    t.equal(engine.calls.length, 1)
+    t.equal(engine.calls[0]?.event.payload, '{"a":{"b":{"c":1}}}')
+    t.same(
+      await router.handleMessage('boards/b/s', 'x'.repeat(300 * 1024)),
+      [],
+      'oversized payloads are ignored',
+    )
+  })
+
+t.test(
+  'on the feed, an engine that throws still lets the PUBACK go, and the next event is admitted',
+  async (t) => {
+    let n = 0
+    const engine = {
+      async trigger() {
+        n++
+        if (n === 1) throw new Error('store is down')
+        return { outcome: 'started' as const, runId: 'r2', reason: 'ok' }
+      },
+    }
+    const { pub } = await setupFed(t, [sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])], engine)
+    await pub.publishAsync('in/1', 'x', { qos: 1 })
+    await pub.publishAsync('in/2', 'x', { qos: 1 })
+    t.equal(n, 2, 'both offered; the failure was logged, not fatal')
+  },
+)
 
 t.test('an engine that throws is reported as a value; the router keeps going', async (t) => {
   const _dir = await tempDir(t)
