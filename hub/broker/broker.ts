@@ -15,6 +15,7 @@ import aedesPersistenceLevel from 'aedes-persistence-level'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
 import { type TriggerFeed, triggerFeed } from './trigger-feed.ts'
+import { watchSubscribers } from './subscribers.ts'
 import { clearQueue, queuedEvents, withholdQueue } from './leftovers.ts'
 import { type LevelLike, batchedDb } from './batched-db.ts'
 import { cleanSessionAcks } from './clean-acks.ts'
@@ -59,6 +60,8 @@ export interface EmbeddedBroker {
   wssUrl: string | null
   /** The hub's triggers, subscribed inside the broker (trigger-feed.ts). */
   triggers: TriggerFeed
+  /** True when a message on `topic` would reach a subscribed client or a trigger (subscribers.ts). */
+  heard(topic: string): boolean
   /** How the hub's own session logs in: made at each start, in memory only, never refused. */
   hubLogin: { username: string; password: string }
   /** Re-reads the accounts file (SIGHUP; the file is also watched). */
@@ -153,6 +156,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     hubClientId: opts.hubClientId ?? null,
   })
   ackAfterStore(aedes, triggers.ackHooks)
+  const subscribed = watchSubscribers(aedes)
   // An older hub's router subscribed its session to the trigger filters; the feed has taken over,
   // and a message delivered both ways would start its runs twice. What that session still has
   // queued goes to the triggers first (leftovers.ts).
@@ -266,6 +270,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     return {
       aedes,
       triggers,
+      heard: (topic) => triggers.wants(topic) || subscribed(topic),
       url,
       port,
       wsUrl,

@@ -4,6 +4,8 @@
 // stored for every persistent subscriber and retained where asked, which is what the session's
 // PUBACK meant (ack-after-store.ts). No ACL check applies: the hub's own login may publish on any
 // topic (auth.ts), and these are the hub's own messages.
+// A QoS 0 message that is not retained and that nobody would get (no subscribed client, no
+// trigger: `heard`) is dropped here, as the broker would drop it (subscribers.ts).
 import type { Aedes } from 'aedes'
 
 export type DirectPublish = (
@@ -12,9 +14,10 @@ export type DirectPublish = (
   opts: { qos: 0 | 1 | 2; retain: boolean },
 ) => Promise<void>
 
-export function directPublish(aedes: Aedes): DirectPublish {
+export function directPublish(aedes: Aedes, heard: (topic: string) => boolean): DirectPublish {
   return (topic, payload, opts) =>
     new Promise<void>((resolve, reject) => {
+      if (opts.qos === 0 && !opts.retain && !heard(topic)) return resolve()
       aedes.publish(
         {
           cmd: 'publish',

@@ -43,6 +43,8 @@ export type FeedTake = (message: FedMessage, done: () => void) => void
 export interface TriggerFeed {
   /** Messages on these filters go to the triggers. */
   setFilters(filters: readonly string[]): void
+  /** True when a message on `topic` goes to the triggers. */
+  wants(topic: string): boolean
   /** From now on messages go to `take`, the kept ones first; `onCap` when the hand-over waits. */
   attach(take: FeedTake, opts: { cap: number; onCap: () => void }): void
   /** Messages are kept again (the router stopped); those being admitted finish. */
@@ -134,6 +136,7 @@ export function triggerFeed(
     setFilters(next) {
       wants = anyFilterMatches(next)
     },
+    wants: (topic) => wants(topic),
     attach(t, o) {
       take = t
       cap = o.cap

@@ -201,7 +201,7 @@ export async function startHub(
     // A possible repeat after a restart carries a user property where the session is MQTT 5.
     // On the embedded broker the hub's own messages go straight into it (direct-publish.ts); it
     // speaks MQTT 3.1.1, which has no user property to mark a repeat with.
-    const direct = broker ? directPublish(broker.aedes) : null
+    const direct = broker ? directPublish(broker.aedes, broker.heard) : null
     const publish: PublishPort =
       direct ??
       (async (topic, payload, o) => {
@@ -311,7 +311,7 @@ export async function startHub(
       ? null
       : await startStateTopics({
           client,
-          ...(direct ? { publish: direct } : {}),
+          ...(direct && broker ? { publish: direct, heard: broker.heard } : {}),
           engine,
           sops: () => sops,
           diagnostics: () => diagnostics,

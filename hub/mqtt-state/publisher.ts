@@ -24,6 +24,11 @@ export interface StateTopicsOptions {
   client: MqttClient
   /** Publishes without the client (the embedded broker's own publish, direct-publish.ts). */
   publish?: DirectPublish
+  /**
+   * False when a message on the topic would reach nobody (the embedded broker's `heard`): a run's
+   * QoS 0 change is then not built. Unknown on an external broker, where every change is sent.
+   */
+  heard?: (topic: string) => boolean
   engine: HubEngine
   sops: () => readonly Sop[]
   diagnostics: () => readonly Diagnostic[]
@@ -124,7 +129,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       const key = runKey(c.run)
       if (lastRun.get(c.run.id) !== key) {
         const topic = runTopic(c.run.sop, c.run.id)
-        if (topic) send(topic, runChange(c.run), 0, false)
+        if (topic && (o.heard?.(topic) ?? true)) send(topic, runChange(c.run), 0, false)
         if (c.run.finishedAt !== undefined) lastRun.delete(c.run.id)
         else lastRun.set(c.run.id, key)
       }

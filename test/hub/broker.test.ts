@@ -116,7 +116,7 @@ t.test(
     const live = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
     await live.subscribeAsync('out/#', { qos: 1 })
 
-    const publish = directPublish(broker.aedes)
+    const publish = directPublish(broker.aedes, broker.heard)
     const got = nextMessage(live, 'out/1')
     await publish('out/1', 'answer', { qos: 1, retain: false })
     t.equal((await got).payload, 'answer', 'a live subscriber has it')
@@ -139,7 +139,7 @@ t.test(
   'a topic the broker cannot take, published straight in: a clear error, and the broker goes on',
   async (t) => {
     const broker = await startEmbeddedBroker(t)
-    const tool = createMqttPublish(directPublish(broker.aedes))
+    const tool = createMqttPublish(directPublish(broker.aedes, broker.heard))
     const deep = Array.from({ length: 101 }, (_, i) => `l${i}`).join('/')
     const signal = new AbortController().signal
     const r = await tool.run(

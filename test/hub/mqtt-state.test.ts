@@ -176,6 +176,28 @@ t.test('svc/hub/state, svc/approvals/pending and svc/runs/… follow a real run'
   await waitFor(() => w.json('svc/hub/state')?.state === 'offline', 'offline on a clean stop')
 })
 
+t.test('a run change nobody subscribes to is not published; once somebody does, it is', async (t) => {
+  const home = await tempDir(t, 'svc-state-quiet-')
+  const { hub } = await hubIn(t, home, { discovery: false, boards: [] })
+  const runTopics: string[] = []
+  hub.broker!.aedes.on('publish', (packet) => {
+    if (packet.topic.startsWith('svc/runs/')) runTopics.push(packet.topic)
+  })
+  const w = await watch(t, hub.brokerUrl, ['svc/approvals/pending'])
+  await w.client.publishAsync('plant/p1/go', '{"n":1}', { qos: 1 })
+  await waitFor(() => w.json('svc/approvals/pending')?.count === 1, 'the run parks at its checkpoint')
+  const runId = w.json('svc/approvals/pending')!.runs[0].run as string
+  t.same(runTopics, [], 'no svc/runs/… message while nobody subscribes to one')
+
+  const runs = await watch(t, hub.brokerUrl, ['svc/runs/+/+'])
+  t.ok((await hub.engine.approve(runId, { by: 'test' })).ok)
+  await waitFor(
+    () => runs.json(`svc/runs/gated/${runId}`)?.state === 'completed',
+    'the change reaches the subscriber',
+  )
+  t.ok(runTopics.includes(`svc/runs/gated/${runId}`), 'published once somebody listens')
+})
+
 t.test(
   'Home Assistant discovery: configs valid against HA’s schema, signals as they appear, removals',
   async (t) => {
