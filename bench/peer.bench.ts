@@ -17,7 +17,9 @@
 // PEER_EVENTS, PEER_ROUNDS and PEER_SYSTEMS (comma list of svc,svc-embedded,node-red) narrow it;
 // PEER_MOSQUITTO_DEFAULTS=1 runs Mosquitto with its default queue limits; PEER_PROFILE=<dir>
 // writes the hub's CPU profile there; PEER_THREADS=1 prints each system's burst CPU by thread;
-// PEER_NODE_ARGS passes node flags to the hub (e.g. "--max-semi-space-size=1", as the systemd unit).
+// PEER_NODE_ARGS passes node flags to the hub (e.g. "--max-semi-space-size=1", as the systemd unit);
+// PEER_WARMUP=<n> sends every system n events first, unmeasured, so the burst meets JIT-compiled
+// code as a long-running process would (default 0: each round measures a fresh process).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
@@ -304,6 +306,25 @@ async function round(
       const ok = await Promise.race([one(seq, 10).then(() => true), sleep(500).then(() => false)])
       if (ok) break
       if (tries > 120) throw new Error(`${system} never answered`)
+    }
+    // A warm-up burst, not measured (PEER_WARMUP events): the JIT compiles the hot paths of a
+    // fresh process during its first thousands of events, in every system alike.
+    const warm = Number(process.env.PEER_WARMUP ?? 0)
+    if (warm > 0) {
+      const from = base - 200_000
+      let want = 0
+      const acks: Promise<unknown>[] = []
+      for (let i = 0; i < warm; i++) {
+        if (i % 20 >= 10) want++
+        acks.push(pub.publishAsync(`in/${from + i}`, `{"seq":${from + i},"v":${i % 20}}`, { qos: 1 }))
+      }
+      await Promise.all(acks)
+      for (let tries = 0; tries < 300; tries++) {
+        let n = 0
+        for (let i = 0; i < warm; i++) if (seen.has(from + i)) n++
+        if (n >= want) break
+        await sleep(100)
+      }
     }
     await sleep(1000)
     const idleRss = running.pids.reduce((s, p) => s + rssOf(p), 0)

@@ -77,6 +77,43 @@ interface Written {
 }
 
 /**
+ * The state record as stored: what the head says already (`sop`, `createdAt`) and what is still
+ * at its start value (sops/run/record.ts `newRun`) are left out, and `replay` puts them back. A
+ * short run's two state records were about a third of its bytes, and every byte of a batch is
+ * encoded on the main thread, written to the log and compacted later (bench: peer). Left out by
+ * being set undefined on the fresh copy: JSON.stringify skips those, and the copy keeps its shape.
+ */
+function storedState(st: RunStateRecord): RunStateRecord {
+  const s = st as { [K in keyof RunStateRecord]: RunStateRecord[K] | undefined }
+  s.sop = undefined
+  s.createdAt = undefined
+  if (isEmpty(s.decisions)) s.decisions = undefined
+  if (isEmpty(s.decidedBy)) s.decidedBy = undefined
+  if (s.runApproved === false) s.runApproved = undefined
+  if (s.passedGates?.length === 0) s.passedGates = undefined
+  if (s.approvals?.length === 0) s.approvals = undefined
+  if (s.coalesced?.length === 0) s.coalesced = undefined
+  if (s.coalescedCount === 0) s.coalescedCount = undefined
+  return st
+}
+
+function isEmpty(o: object | undefined): boolean {
+  for (const _ in o) return false
+  return true
+}
+
+/** What `storedState` leaves out at its start value; fresh objects, since a run is mutated. */
+const startState = () => ({
+  decisions: {},
+  decidedBy: {},
+  runApproved: false,
+  passedGates: [],
+  approvals: [],
+  coalesced: [],
+  coalescedCount: 0,
+})
+
+/**
  * A step record that is settled is never changed in place: engine.ts gives a step a new record
  * each time it is entered (and after a restart), and only the running record is mutated. So a
  * settled record already written as the same object need not be serialised again to compare.
@@ -189,7 +226,7 @@ export class EngineStore {
       json += `"head":${JSON.stringify(head)},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '' })
     }
-    json += `"st":${JSON.stringify(st satisfies RunStateRecord)}`
+    json += `"st":${JSON.stringify(storedState(st))}`
     let changed = ''
     for (const k in steps) {
       const rec = steps[k]!
@@ -320,7 +357,8 @@ export class EngineStore {
     if (log.length > MAX_LOG_ENTRIES) log.splice(0, log.length - MAX_LOG_ENTRIES)
     const lastOutput =
       st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
-    return { run: { ...head, ...st, steps, log, lastOutput }, deltas }
+    // A record written before `storedState` carries every field; one written since, only those set.
+    return { run: { ...head, ...startState(), ...st, steps, log, lastOutput }, deltas }
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
