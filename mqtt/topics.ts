@@ -3,8 +3,8 @@
 // mqtt_publish tool (publish topics). Pure, imports nothing. Matching follows MQTT 3.1.1
 // section 4.7 (MQTT 5 is the same): `+` matches exactly one level, `#` (last level only)
 // matches the parent and any number of levels below (`a/#` matches `a`, MQTT-4.7.1-2). Our own
-// matcher rather than mqtt-match or aedes' qlobber: it is a dozen lines, it keeps the `$` rule
-// (MQTT-4.7.2-1) the others leave to the broker, and filterCovers needs the same walk.
+// matcher rather than mqtt-match or aedes' qlobber: it is short, it keeps the `$` rule
+// (MQTT-4.7.2-1) the others leave to the broker, and it makes nothing per message.
 
 /** DESIGN "MQTT topics": a board's events, `boards/<board>/<signal>`, payload the event's text. */
 export function boardTopic(board: string, signal: string): string {
@@ -52,34 +52,54 @@ export function topicError(topic: string): string | null {
   return null
 }
 
-export function topicMatches(filter: string, topic: string): boolean {
-  return levelsMatch(filter.split('/'), topic.split('/'), topic.startsWith('$'))
-}
-
 /**
- * `topicMatches` against any of `filters`, each split once here and each topic once per call: for
- * a check on every message a broker carries (the embedded broker's trigger feed).
+ * Walks filter and topic level by level in place: no array per call, since the broker's trigger
+ * feed and the trigger router ask for every message.
  */
-export function anyFilterMatches(filters: readonly string[]): (topic: string) => boolean {
-  const split = filters.map((f) => f.split('/'))
-  if (split.length === 0) return () => false
-  return (topic) => {
-    const t = topic.split('/')
-    const dollar = topic.startsWith('$')
-    return split.some((f) => levelsMatch(f, t, dollar))
+export function topicMatches(filter: string, topic: string): boolean {
+  // MQTT-4.7.2-1: a filter starting with a wildcard does not match topics starting with `$`.
+  if (topic.charCodeAt(0) === DOLLAR) {
+    const c = filter.charCodeAt(0)
+    if ((c === PLUS || c === HASH) && (filter.length === 1 || filter.charCodeAt(1) === SLASH)) return false
+  }
+  let f = 0
+  let t = 0
+  for (;;) {
+    let fEnd = filter.indexOf('/', f)
+    if (fEnd < 0) fEnd = filter.length
+    const fLen = fEnd - f
+    if (fLen === 1 && filter.charCodeAt(f) === HASH) return true
+    // The topic has no level left here.
+    if (t > topic.length) return false
+    let tEnd = topic.indexOf('/', t)
+    if (tEnd < 0) tEnd = topic.length
+    if (!(fLen === 1 && filter.charCodeAt(f) === PLUS) && !sameLevel(filter, f, fLen, topic, t, tEnd - t))
+      return false
+    if (fEnd === filter.length) return tEnd === topic.length
+    f = fEnd + 1
+    t = tEnd + 1
   }
 }
 
-function levelsMatch(f: readonly string[], t: readonly string[], dollar: boolean): boolean {
-  // MQTT-4.7.2-1: a filter starting with a wildcard does not match topics starting with `$`.
-  if (dollar && (f[0] === '+' || f[0] === '#')) return false
-  for (let i = 0; i < f.length; i++) {
-    const level = f[i] as string
-    if (level === '#') return true
-    if (i >= t.length) return false
-    if (level !== '+' && level !== t[i]) return false
+const DOLLAR = 36
+const PLUS = 43
+const HASH = 35
+const SLASH = 47
+
+function sameLevel(a: string, aAt: number, aLen: number, b: string, bAt: number, bLen: number): boolean {
+  if (aLen !== bLen) return false
+  for (let i = 0; i < aLen; i++) if (a.charCodeAt(aAt + i) !== b.charCodeAt(bAt + i)) return false
+  return true
+}
+
+/** `topicMatches` against any of `filters`: for a check on every message a broker carries. */
+export function anyFilterMatches(filters: readonly string[]): (topic: string) => boolean {
+  const all = [...filters]
+  if (all.length === 0) return () => false
+  return (topic) => {
+    for (const f of all) if (topicMatches(f, topic)) return true
+    return false
   }
-  return f.length === t.length
 }
 
 /** True when every topic matched by `inner` is also matched by `outer`. */
