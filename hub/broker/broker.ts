@@ -16,6 +16,7 @@ import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import { ackAfterStore } from './ack-after-store.ts'
 import { type TriggerFeed, triggerFeed } from './trigger-feed.ts'
 import { watchSubscribers } from './subscribers.ts'
+import { readInSlices } from './read-slices.ts'
 import { clearQueue, queuedEvents, withholdQueue } from './leftovers.ts'
 import { type LevelLike, batchedDb } from './batched-db.ts'
 import { cleanSessionAcks } from './clean-acks.ts'
@@ -197,7 +198,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     // Aedes leaves Nagle on: every reply would wait out the client's delayed ACK (no-delay.ts).
     noDelayStream(conn)
     auth.tag(conn, listener)
-    aedes.handle(conn, req)
+    readInSlices(conn, aedes.handle(conn, req))
   }
   const onWebSocket = (listener: Listener) => {
     const handle = handleOn(listener)
