@@ -18,6 +18,7 @@
 // PEER_MOSQUITTO_DEFAULTS=1 runs Mosquitto with its default queue limits; PEER_PROFILE=<dir>
 // writes the hub's CPU profile there; PEER_THREADS=1 prints each system's burst CPU by thread;
 // PEER_NODE_ARGS passes node flags to the hub (e.g. "--max-semi-space-size=1", as the systemd unit);
+// PEER_HUB=dist runs the hub bundled, as the systemd unit does (default: through tsx, as `npm start`);
 // PEER_WARMUP=<n> sends every system n events first, unmeasured, so the burst meets JIT-compiled
 // code as a long-running process would (default 0: each round measures a fresh process).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
@@ -29,6 +30,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import mqtt, { type MqttClient } from 'mqtt'
+import { buildDist } from '../hub/build/dist.ts'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
 import { freePort } from '../test/helpers/ports.ts'
 
@@ -206,15 +208,12 @@ async function startSvc(dir: string, brokerUrl: string | null): Promise<Running>
   // PEER_PROFILE=<dir>: the hub writes a V8 CPU profile there when it stops (node --cpu-prof).
   const prof = process.env.PEER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.PEER_PROFILE] : []
   const extra = process.env.PEER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-  const child = spawn(
-    process.execPath,
-    [...prof, ...extra, '--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'],
-    {
-      cwd: root,
-      env: { ...process.env, SVC_HOME: home },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  )
+  const cli = distEntry ? [distEntry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
+  const child = spawn(process.execPath, [...prof, ...extra, ...cli, 'hub'], {
+    cwd: root,
+    env: { ...process.env, SVC_HOME: home },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  })
   const line = await waitForLine(child, (l) => l.includes('"hub started"'), 'svc hub to start')
   return {
     brokerUrl: (JSON.parse(line) as { broker: string }).broker,
@@ -402,6 +401,13 @@ async function round(
 const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(0)} MB`
 
 const dir = await mkdtemp(join(tmpdir(), 'svc-peer-bench-'))
+// PEER_HUB=dist: the hub bundled as hub/svc-hub.service runs it (`npm run build`, bare node).
+let distEntry: string | null = null
+if (process.env.PEER_HUB === 'dist') {
+  const built = await buildDist(join(dir, 'dist'))
+  if (!built.ok) throw new Error(built.error)
+  distEntry = built.entry
+}
 const broker = await startMosquitto(dir)
 try {
   const rounds: Round[] = []

@@ -107,6 +107,22 @@ export function payloadAsInput(payload: string | Json): Json {
   }
 }
 
+/** A run's decisions, approvals and folded triggers as it starts: fresh objects, since a run is mutated. */
+export function startState(): Pick<
+  RunRecord,
+  'decisions' | 'decidedBy' | 'runApproved' | 'passedGates' | 'approvals' | 'coalesced' | 'coalescedCount'
+> {
+  return {
+    decisions: {},
+    decidedBy: {},
+    runApproved: false,
+    passedGates: [],
+    approvals: [],
+    coalesced: [],
+    coalescedCount: 0,
+  }
+}
+
 export function newRun(init: {
   id: string
   sop: string
@@ -128,13 +144,7 @@ export function newRun(init: {
     lastOutput: payloadAsInput(init.trigger.payload),
     lastFrom: null,
     steps: {},
-    decisions: {},
-    decidedBy: {},
-    runApproved: false,
-    passedGates: [],
-    approvals: [],
-    coalesced: [],
-    coalescedCount: 0,
+    ...startState(),
     admission: init.admission,
     log: [],
     logSeq: 0,

@@ -2,17 +2,11 @@
 // Aedes with LevelDB on loopback and real MQTT clients over TCP and WebSocket: Aedes never parses
 // more than a slice at once, a packet many slices long arrives whole, and a flood of packets that
 // Aedes handles at once (QoS 0) or later (QoS 1, 2) arrives whole and in order.
-import t, { type Test } from 'tap'
-import mqtt from 'mqtt'
+import t from 'tap'
 import { READ_SLICE } from '../../hub/broker/read-slices.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
-
-const connect = async (t: Test, url: string, opts: mqtt.IClientOptions = {}) => {
-  const c = await mqtt.connectAsync(url, { reconnectPeriod: 0, ...opts })
-  t.teardown(() => c.endAsync(true))
-  return c
-}
+import { client as connect } from './broker-auth-helpers.ts'
 
 /** The sizes of what Aedes' parser is given for one client, from now on. */
 function parsedSizes(aedes: unknown, clientId: string): number[] {

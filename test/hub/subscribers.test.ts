@@ -1,18 +1,12 @@
 // Whether a message on a topic would reach anybody on the embedded broker (real Aedes with
 // LevelDB on loopback, real MQTT clients): subscriptions made, changed, removed and closed, the
 // trigger filters, and what the hub's own publish drops for it and what it never drops.
-import t, { type Test } from 'tap'
-import mqtt from 'mqtt'
+import t from 'tap'
 import type { AedesPublishPacket } from 'aedes'
 import { directPublish } from '../../hub/broker/direct-publish.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
-
-const connect = async (t: Test, url: string, opts: mqtt.IClientOptions = {}) => {
-  const c = await mqtt.connectAsync(url, { reconnectPeriod: 0, ...opts })
-  t.teardown(() => c.endAsync(true))
-  return c
-}
+import { client as connect } from './broker-auth-helpers.ts'
 
 t.test(
   'a topic is heard while a client subscribes to it, and not once it unsubscribes or leaves',

@@ -1,12 +1,12 @@
 // The embedded broker's in-process trigger feed, on a real Aedes with LevelDB on loopback: what a
 // publisher is told (PUBACK, PUBREC) waits for the admission the feed hands over, and nothing is
 // taken twice or lost before the router attaches or at the cap.
-import t, { type Test } from 'tap'
-import mqtt from 'mqtt'
+import t from 'tap'
 import { directPublish } from '../../hub/broker/direct-publish.ts'
 import type { FedMessage } from '../../hub/broker/trigger-feed.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEmbeddedBroker } from './embedded-broker.ts'
+import { client as connect } from './broker-auth-helpers.ts'
 
 /** A promise's state, read without waiting for it. */
 function watch<T>(p: Promise<T>): { settled: () => boolean; p: Promise<T> } {
@@ -28,12 +28,6 @@ function holdingTake() {
       for (const x of taken) x.done()
     },
   }
-}
-
-const connect = async (t: Test, url: string, opts: mqtt.IClientOptions = {}) => {
-  const c = await mqtt.connectAsync(url, { reconnectPeriod: 0, ...opts })
-  t.teardown(() => c.endAsync(true))
-  return c
 }
 
 t.test(
