@@ -44,6 +44,11 @@ t.test('a persistent session that disconnects no longer hears QoS 0 messages', a
   // Aedes queues only QoS 1 and 2 messages for an offline session; a QoS 0 one would be lost anyway.
   await waitFor(() => !broker.heard('plant/a'), 'the offline session hears nothing live')
   t.pass('not heard while offline')
+  // Back with the same session and no SUBSCRIBE: Aedes restores its subscriptions itself.
+  const again = await connect(t, broker.url, { clientId: 'keeper', clean: false })
+  t.ok(again, 'reconnected')
+  await waitFor(() => broker.heard('plant/a'), 'the restored session hears again')
+  t.pass('heard once the session is back')
 })
 
 t.test('the trigger filters are heard, and follow a change of the plan', async (t) => {
