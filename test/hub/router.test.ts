@@ -12,6 +12,7 @@ import { startEmbeddedBroker } from './embedded-broker.ts'
 import { recordingLog } from './broker-auth-helpers.ts'
 import { recordingEngine, sop } from './fake-engine.ts'
 import { queuedEvents } from '../../hub/broker/leftovers.ts'
+import type { EmbeddedBroker } from '../../hub/broker/broker.ts'
 import { subscriptionFilters } from '../../hub/triggers/dispatch.ts'
 import { buildPlan } from '../../hub/triggers/plan.ts'
 
@@ -88,14 +89,13 @@ t.test('mqtt triggers: + wildcard and conditions; retained replays do not fire',
 })
 
 /** The router fed inside the embedded broker (hub/broker/trigger-feed.ts), as the hub runs it there. */
-async function setupFed(t: Test, sops: ReturnType<typeof sop>[], engine: RouterOptions['engine']) {
-  const dir = await tempDir(t)
-  const broker = await startEmbeddedBroker(t, {
-    dbPath: join(dir, 'broker'),
-    triggerFilters: subscriptionFilters(buildPlan(sops)),
-  })
-  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
-  t.teardown(() => pub.endAsync(true))
+async function fedRouter(
+  t: Test,
+  dir: string,
+  broker: EmbeddedBroker,
+  sops: ReturnType<typeof sop>[],
+  engine: RouterOptions['engine'],
+) {
   const router = await startTriggerRouter(sops, {
     engine,
     matches,
@@ -105,7 +105,19 @@ async function setupFed(t: Test, sops: ReturnType<typeof sop>[], engine: RouterO
     filesystem: { debounceMs: 20 },
   })
   t.teardown(() => router.stop())
-  return { pub, router }
+  return router
+}
+
+/** A fresh embedded broker on the SOPs' trigger filters, a publisher, and the router fed inside it. */
+async function setupFed(t: Test, sops: ReturnType<typeof sop>[], engine: RouterOptions['engine']) {
+  const dir = await tempDir(t)
+  const broker = await startEmbeddedBroker(t, {
+    dbPath: join(dir, 'broker'),
+    triggerFilters: subscriptionFilters(buildPlan(sops)),
+  })
+  const pub = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
+  t.teardown(() => pub.endAsync(true))
+  return { pub, router: await fedRouter(t, dir, broker, sops, engine) }
 }
 
 for (const via of ['session', 'feed'] as const)
@@ -349,15 +361,13 @@ t.test(
     let toSession = 0
     hub.on('message', () => toSession++)
     const engine = recordingEngine()
-    const router = await startTriggerRouter([sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])], {
+    const router = await fedRouter(
+      t,
+      dir,
+      broker,
+      [sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])],
       engine,
-      matches,
-      log: silentLog,
-      feed: broker.triggers,
-      cron: { timezone: 'UTC', catchUp: true, statePath: join(dir, 'cron.json') },
-      filesystem: { debounceMs: 20 },
-    })
-    t.teardown(() => router.stop())
+    )
     await engine.waitFor(2)
     const now = await mqtt.connectAsync(broker.url, { reconnectPeriod: 0 })
     t.teardown(() => now.endAsync(true))
