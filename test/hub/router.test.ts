@@ -149,34 +149,33 @@ for (const via of ['session', 'feed'] as const)
     )
   })
 
-t.test(
-  'on the feed, an engine that throws still lets the PUBACK go, and the next event is admitted',
-  async (t) => {
-    let n = 0
-    const engine = {
-      async trigger() {
-        n++
-        if (n === 1) throw new Error('store is down')
-        return { outcome: 'started' as const, runId: 'r2', reason: 'ok' }
-      },
-    }
-    const { pub } = await setupFed(t, [sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])], engine)
-    await pub.publishAsync('in/1', 'x', { qos: 1 })
-    await pub.publishAsync('in/2', 'x', { qos: 1 })
-    t.equal(n, 2, 'both offered; the failure was logged, not fatal')
-  },
-)
-
-t.test('an engine that throws is reported as a value; the router keeps going', async (t) => {
-  const _dir = await tempDir(t)
+/** An engine whose first trigger throws (its store is down) and whose later ones start a run. */
+function failsFirst() {
   let n = 0
-  const engine = {
+  return {
+    calls: () => n,
     async trigger() {
       n++
       if (n === 1) throw new Error('store is down')
       return { outcome: 'started' as const, runId: 'r2', reason: 'ok' }
     },
   }
+}
+
+t.test(
+  'on the feed, an engine that throws still lets the PUBACK go, and the next event is admitted',
+  async (t) => {
+    const engine = failsFirst()
+    const { pub } = await setupFed(t, [sop('m', [{ type: 'mqtt', topic: 'in/+', condition: '' }])], engine)
+    await pub.publishAsync('in/1', 'x', { qos: 1 })
+    await pub.publishAsync('in/2', 'x', { qos: 1 })
+    t.equal(engine.calls(), 2, 'both offered; the failure was logged, not fatal')
+  },
+)
+
+t.test('an engine that throws is reported as a value; the router keeps going', async (t) => {
+  const _dir = await tempDir(t)
+  const engine = failsFirst()
   const router = await startTriggerRouter([sop('a', [{ type: 'manual' }])], {
     engine,
     matches,
