@@ -1,4 +1,4 @@
-// One transaction per line (a chain without the EIP-7702 batch executor) behind the hostile RPC:
+// One transaction per line (a chain without the EIP-7702 batch executor) behind hostile RPCs:
 // the device's requests and the attestor's answers go out through the same sender as batches
 // (fees from eth_feeHistory under the configured cap, a dropped or refused transaction replaced
 // at its nonce with bumped fees, 429's Retry-After waited), straight to the registry, each line
@@ -26,17 +26,24 @@ const CAP_GWEI = 40
 const chain = await startDevChain({ blockTime: 0.25 })
 t.teardown(() => chain.stop())
 const pub = publicClientFor(chain.rpcUrl) // the real node, for the checks
-const proxy = await startHostileRpc({
-  target: chain.rpcUrl,
-  seed: 7,
-  rates: { '429': 0.03, '5xx': 0.03, 'tx-dropped': 0.35, underpriced: 0.15, 'basefee-jump': 0.02 },
-  baseFeeFactor: 2,
-})
+// The device and the attestor each behind their own hostile RPC, so the faults each meets do
+// not depend on how the two interleave: with these seeds both see drops among their first
+// transactions (the proxy's transaction schedule is fixed per seed).
+const hostile = (seed: number) =>
+  startHostileRpc({
+    target: chain.rpcUrl,
+    seed,
+    rates: { '429': 0.03, '5xx': 0.03, 'tx-dropped': 0.35, underpriced: 0.15, 'basefee-jump': 0.02 },
+    baseFeeFactor: 2,
+  })
+const proxy = await hostile(7)
 t.teardown(() => proxy.stop())
+const attestorProxy = await hostile(8)
+t.teardown(() => attestorProxy.stop())
 const { batchExecutor: _none, ...rest } = chain.info
 const perLine: ChainInfo = { ...rest, rpcUrl: proxy.url }
 
-const cfg = await loadAttestorConfig({ chain: perLine })
+const cfg = await loadAttestorConfig({ chain: { ...perLine, rpcUrl: attestorProxy.url } })
 if (!cfg.ok) throw new Error(cfg.error)
 const attestorWarnings: string[] = []
 const attestor = await startAttestorServer({
@@ -81,6 +88,7 @@ t.test(
       if (sync.status().rateLimitedUntil) rateLimited = true
     }
     proxy.calm()
+    attestorProxy.calm()
     t.same(store.counts(), { total: LINES, pending: 0, sending: 0, requested: 0, attested: LINES, failed: 0 })
     t.same(await store.sends(), [], 'no transaction left unsettled')
     t.equal(
@@ -134,7 +142,8 @@ t.test(
       'the answers too: one per transaction, under the cap',
     )
     // The faults met: drops and refusals answered by replacement at the same nonce.
-    t.ok(proxy.counts['tx-dropped'] > 0 && proxy.counts.underpriced > 0, 'the proxy dropped and refused')
+    const met = (f: 'tx-dropped' | 'underpriced' | '429') => proxy.counts[f] + attestorProxy.counts[f]
+    t.ok(met('tx-dropped') > 0 && met('underpriced') > 0, 'the proxies dropped and refused')
     t.match(
       warnings.join('\n'),
       /nonce \d+: (not mined within 800 ms|the node asked for a higher fee); replaced \(\d+×\) at [\d.]+ gwei max/,
@@ -145,9 +154,9 @@ t.test(
       /nonce \d+: (not mined within 800 ms|the node asked for a higher fee); replaced/,
       "the attestor's answers too",
     )
-    t.ok(proxy.counts['429'] > 0, 'the proxy rate-limited')
+    t.ok(met('429') > 0, 'the proxies rate-limited')
     t.comment(
-      `per-line: ${LINES} lines, ${runs} runs, rate-limited seen in status: ${rateLimited}, faults ${JSON.stringify(proxy.counts)}`,
+      `per-line: ${LINES} lines, ${runs} runs, rate-limited seen in status: ${rateLimited}, faults ${JSON.stringify(proxy.counts)}, the attestor's ${JSON.stringify(attestorProxy.counts)}`,
     )
   },
 )

@@ -132,3 +132,33 @@ t.test('the hostile proxy repeats its schedule for a seed', async (t) => {
   t.same(runs[0], runs[1])
   t.ok(runs[0]!['5xx']! > 0, 'faults were injected')
 })
+
+t.test(
+  "the hostile proxy's transaction faults follow the transactions, whatever reads come between",
+  async (t) => {
+    const faultsMet = async (readsBetween: number) => {
+      const p = await startHostileRpc({
+        target: anvil.rpcUrl,
+        seed: 11,
+        rates: { '5xx': 0.3, 'tx-dropped': 0.3, underpriced: 0.3 },
+      })
+      const call = (method: string, params: unknown[]) =>
+        fetch(p.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        }).then((r) => r.text())
+      for (let k = 0; k < 20; k++) {
+        for (let j = 0; j < readsBetween; j++) await call('eth_chainId', [])
+        // Not a valid transaction: the node refuses it, but the proxy has drawn its fault first.
+        await call('eth_sendRawTransaction', ['0x00'])
+      }
+      const met = { dropped: p.counts['tx-dropped'], underpriced: p.counts.underpriced }
+      await p.stop()
+      return met
+    }
+    const alone = await faultsMet(0)
+    t.ok(alone.dropped > 0 && alone.underpriced > 0, 'both transaction faults were drawn')
+    t.same(await faultsMet(3), alone, 'three reads before each transaction change nothing')
+  },
+)

@@ -4,6 +4,8 @@
 // then dropped from the pool (anvil_dropTransaction), "nonce too low" and "replacement
 // transaction underpriced" for transactions it never forwarded, base-fee jumps
 // (anvil_setNextBlockBaseFeePerGas) and slow answers. Same seed, same schedule of decisions.
+// Transactions have a schedule of their own: the n-th eth_sendRawTransaction through a proxy
+// meets the same transaction fault on every run, however many reads and polls came between.
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
 
 export const FAULTS = [
@@ -25,7 +27,10 @@ export interface HostileOptions {
   /** The real node (anvil). */
   target: string
   seed: number
-  /** Chance per request of each fault (0..1); the first one drawn wins. */
+  /**
+   * Chance per request of each fault (0..1); the first one drawn wins. A transaction draws the
+   * transaction-only faults first, from their own stream, then the others.
+   */
   rates: Partial<Record<Fault, number>>
   /** Retry-After seconds sent with a 429 (default 1). */
   retryAfterS?: number
@@ -75,6 +80,7 @@ async function rpc(target: string, method: string, params: unknown[]): Promise<u
 
 export async function startHostileRpc(o: HostileOptions): Promise<HostileRpc> {
   const rand = seeded(o.seed)
+  const txRand = seeded(o.seed ^ 0x5bd1e995)
   let rates = { ...o.rates }
   const counts = Object.fromEntries([...FAULTS.map((f) => [f, 0]), ['requests', 0]]) as HostileRpc['counts']
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -82,11 +88,15 @@ export async function startHostileRpc(o: HostileOptions): Promise<HostileRpc> {
 
   function pick(reqs: RpcReq[]): Fault | undefined {
     const isTx = reqs.length === 1 && reqs[0]!.method === 'eth_sendRawTransaction'
+    if (isTx) {
+      // Draw for every transaction fault, so the n-th transaction's draws are always the same.
+      let txFault: Fault | undefined
+      for (const f of FAULTS) if (TX_ONLY.has(f) && txRand() < (rates[f] ?? 0)) txFault ??= f
+      if (txFault) return txFault
+    }
     for (const f of FAULTS) {
-      const p = rates[f] ?? 0
-      // Draw for every fault every time, so the schedule does not depend on which apply.
-      const hit = rand() < p
-      if (hit && (isTx || !TX_ONLY.has(f))) return f
+      if (TX_ONLY.has(f)) continue
+      if (rand() < (rates[f] ?? 0)) return f
     }
     return undefined
   }
