@@ -17,6 +17,7 @@ import { ackAfterStore } from './ack-after-store.ts'
 import { type TriggerFeed, triggerFeed } from './trigger-feed.ts'
 import { watchSubscribers } from './subscribers.ts'
 import { readInSlices } from './read-slices.ts'
+import { writePerTurn } from './write-per-turn.ts'
 import { clearQueue, queuedEvents, withholdQueue } from './leftovers.ts'
 import { type LevelLike, batchedDb } from './batched-db.ts'
 import { cleanSessionAcks } from './clean-acks.ts'
@@ -197,6 +198,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   const handleOn = (listener: Listener) => (conn: Duplex, req?: IncomingMessage) => {
     // Aedes leaves Nagle on: every reply would wait out the client's delayed ACK (no-delay.ts).
     noDelayStream(conn)
+    writePerTurn(conn)
     auth.tag(conn, listener)
     readInSlices(conn, aedes.handle(conn, req))
   }
