@@ -8,6 +8,7 @@ import type { Diagnostic, Sop } from '../../sops/types.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Log } from '../log.ts'
 import type { DirectPublish } from '../broker/direct-publish.ts'
+import { coalescer } from './coalesce.ts'
 import { birthTopic, discoveryMessages, MAX_SIGNALS_PER_BOARD } from './ha-discovery.ts'
 import {
   HUB_STATE_TOPIC,
@@ -61,6 +62,9 @@ interface DiscoveryFile {
   topics: string[]
 }
 
+/** Runs whose latest change is kept while the session cannot take them (about 200 bytes each). */
+export const HELD_RUN_CHANGES = 10_000
+
 const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 
 export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopics> {
@@ -86,6 +90,40 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       if (!closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
     })
   }
+
+  // Run changes through a session to an external broker: while it is offline or its socket is
+  // backed up, each run's latest change waits (coalesce.ts) for the socket to drain or the session
+  // to come back. Sent anyway, mqtt.js would queue every change, each with a `drain` listener.
+  // The embedded broker takes them straight away (direct-publish.ts).
+  let armed: unknown = null
+  const runChanges = o.publish
+    ? null
+    : coalescer({
+        busy: () => !o.client.connected || o.client.stream?.writableNeedDrain === true,
+        send: (topic, payload) => send(topic, payload, 0, false),
+        max: HELD_RUN_CHANGES,
+      })
+  const caughtUp = (): void => {
+    armed = null
+    const counts = runChanges?.flush()
+    if (counts === null || counts === undefined) return arm()
+    const entry = { ...counts, max: HELD_RUN_CHANGES }
+    if (counts.dropped > 0)
+      o.log.warn(
+        entry,
+        'run changes dropped while the broker connection was backed up (each run kept its latest)',
+      )
+    else o.log.debug?.(entry, 'run changes held while the broker connection was backed up are sent')
+  }
+  // Once a change is held: the socket's next `drain` (or the session's next connect) sends it.
+  const arm = (): void => {
+    if (!runChanges || runChanges.kept() === 0 || closed) return
+    const stream = o.client.connected ? o.client.stream : null
+    if (stream === null || armed === stream) return
+    armed = stream
+    stream.once('drain', caughtUp)
+  }
+  if (runChanges) o.client.on('connect', caughtUp)
 
   const publishSummaries = (): void => {
     dirty = false
@@ -129,7 +167,10 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       const key = runKey(c.run)
       if (lastRun.get(c.run.id) !== key) {
         const topic = runTopic(c.run.sop, c.run.id)
-        if (topic && (o.heard?.(topic) ?? true)) send(topic, runChange(c.run), 0, false)
+        if (topic && runChanges) {
+          runChanges.offer(topic, runChange(c.run))
+          arm()
+        } else if (topic && (o.heard?.(topic) ?? true)) send(topic, runChange(c.run), 0, false)
         if (c.run.finishedAt !== undefined) lastRun.delete(c.run.id)
         else lastRun.set(c.run.id, key)
       }
@@ -225,6 +266,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       unwatch()
       if (timer) clearTimeout(timer)
       o.client.off('message', onMessage)
+      o.client.off('connect', caughtUp)
       await publish(HUB_STATE_TOPIC, OFFLINE_STATE, { qos: 1, retain: true }).catch(() => undefined)
       await saving
     },

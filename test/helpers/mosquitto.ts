@@ -33,11 +33,14 @@ function accepts(port: number): Promise<boolean> {
   })
 }
 
-/** Anonymous clients allowed: it listens on loopback only (Mosquitto 2.0's local-only rule). */
-export async function startMosquitto(t: Teardown): Promise<Mosquitto> {
+/**
+ * Anonymous clients allowed: it listens on loopback only (Mosquitto 2.0's local-only rule).
+ * `port`: the port of one stopped before, to start it again where its clients reconnect.
+ */
+export async function startMosquitto(t: Teardown, opts: { port?: number } = {}): Promise<Mosquitto> {
   if (!BIN) throw new Error(noMosquitto as string)
   const dir = await tempDir(t, 'svc-mosquitto-')
-  const port = await freePort()
+  const port = opts.port ?? (await freePort())
   const conf = join(dir, 'mosquitto.conf')
   await writeFile(conf, `listener ${port} 127.0.0.1\nallow_anonymous true\npersistence false\n`)
   const proc = spawn(BIN, ['-c', conf], { stdio: ['ignore', 'pipe', 'pipe'] })

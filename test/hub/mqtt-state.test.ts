@@ -81,7 +81,11 @@ const GATED_SOP_MD = `# gated
    - call: {"tool":"wait","args":{"ms":1}}
 `
 
-async function hubIn(t: Teardown, home: string, o: { discovery: boolean; boards: string[] }) {
+async function hubIn(
+  t: Teardown,
+  home: string,
+  o: { discovery: boolean; boards: string[]; brokerUrl?: string },
+) {
   const sopsDir = join(home, 'sops')
   await mkdir(join(sopsDir, 'gated'), { recursive: true })
   await writeFile(join(sopsDir, 'gated', 'SOP.toml'), GATED_SOP_TOML)
@@ -89,7 +93,10 @@ async function hubIn(t: Teardown, home: string, o: { discovery: boolean; boards:
   const cfg = resolveConfig(
     {
       hub: { sops_dir: sopsDir, data_dir: join(home, 'data'), log_level: 'silent' },
-      broker: { port: 0, client_id: 'svc-hub-test.node' },
+      broker: {
+        ...(o.brokerUrl ? { url: o.brokerUrl } : { port: 0 }),
+        client_id: 'svc-hub-test.node',
+      },
       webhook: { enabled: false },
       homeassistant: { discovery: o.discovery },
       boards: o.boards.map((name) => ({
@@ -175,6 +182,55 @@ t.test('svc/hub/state, svc/approvals/pending and svc/runs/… follow a real run'
   await hub.close()
   await waitFor(() => w.json('svc/hub/state')?.state === 'offline', 'offline on a clean stop')
 })
+
+t.test(
+  'on an external broker, the changes a run makes while the session is offline go out as its latest state',
+  { skip: noMosquitto },
+  async (t) => {
+    const external = await startMosquitto(t)
+    const home = await tempDir(t, 'svc-state-held-')
+    const { hub, close } = await hubIn(t, home, { discovery: false, boards: [], brokerUrl: external.url })
+    const sent: { topic: string; payload: string }[] = []
+    hub.mqtt.on('packetsend', (p) => {
+      if (p.cmd === 'publish' && p.topic.startsWith('svc/runs/'))
+        sent.push({ topic: p.topic, payload: String(p.payload) })
+    })
+    const w = await watch(t, external.url, ['svc/approvals/pending'])
+    await w.client.publishAsync('plant/p1/go', '{"n":1}', { qos: 1 })
+    await waitFor(() => w.json('svc/approvals/pending')?.count === 1, 'the run parks at its checkpoint')
+    const runId = w.json('svc/approvals/pending')!.runs[0].run as string
+    const topic = `svc/runs/gated/${runId}`
+    await waitFor(() => sent.some((m) => m.topic === topic), 'its change sent while online')
+
+    process.kill(external.proc.pid!, 'SIGTERM')
+    await waitFor(() => !hub.mqtt.connected, 'the session is offline')
+    const offlineFrom = sent.length
+    const states: string[] = []
+    const unwatch = hub.engine.watch((c) => {
+      if (c.kind === 'run' && c.run.id === runId) states.push(c.run.state)
+    })
+    t.ok((await hub.engine.approve(runId, { by: 'test' })).ok)
+    await waitFor(
+      async () => (await hub.engine.getRun(runId))?.state === 'completed',
+      'the run completes offline',
+    )
+    unwatch()
+    t.ok(new Set(states).size >= 2, `the run changed more than once offline (${states.join(', ')})`)
+    t.equal(sent.length, offlineFrom, 'nothing sent while offline')
+
+    await startMosquitto(t, { port: external.port })
+    await waitFor(
+      () => sent.slice(offlineFrom).some((m) => m.topic === topic),
+      'the session back, the change goes out',
+    )
+    // mqtt.js sends what it queued offline in one go on reconnect: all of it is in `sent` by now.
+    const after = sent.slice(offlineFrom).filter((m) => m.topic === topic)
+    t.equal(after.length, 1, 'one message for the run')
+    t.equal(JSON.parse(after[0]!.payload).state, 'completed', 'its latest state')
+    // Stopped while its broker runs: it leaves its offline state there and ends its session.
+    await close()
+  },
+)
 
 t.test('a run change nobody subscribes to is not published; once somebody does, it is', async (t) => {
   const home = await tempDir(t, 'svc-state-quiet-')
