@@ -4,10 +4,11 @@
 // setImmediate, a PUBACK follows its publish's callback), and mqtt-packet corks the socket only
 // until the next tick: every packet was one `writev` system call. In a peer burst those calls
 // were 11% of the hub's main thread (bench/README.md, peer), one per PUBACK and one per delivery.
-// Here the first write of a turn goes out as before (an isolated event's answer waits for
-// nothing), and a second one corks the socket until a setImmediate at the end of the turn:
-// everything written after the first leaves in one call. Such a packet waits at most for the
-// rest of the turn, as a write does in Mosquitto's loop.
+// Here the first write goes out as before (an isolated event's answer waits for nothing), and
+// the first write also schedules a setImmediate; a second one before it runs corks the socket
+// until it does, so everything written in between leaves in one call. Such a packet waits at
+// most until the loop's next check phase, as a write waits for the end of a pass of Mosquitto's
+// loop.
 //
 // Only for sockets that write several chunks at once (`_writev`: TCP and TLS); a WebSocket
 // stream sends each chunk as its own frame anyway.
