@@ -105,8 +105,8 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
       })
   const caughtUp = (): void => {
     armed = null
-    const counts = runChanges?.flush()
-    if (counts === null || counts === undefined) return arm()
+    const counts = runChanges?.flush() ?? null
+    if (counts === null) return arm()
     const entry = { ...counts, max: HELD_RUN_CHANGES }
     if (counts.dropped > 0)
       o.log.warn(

@@ -1,8 +1,9 @@
 // The embedded broker sends what it writes to a connection during one turn of the event loop in
 // one write (hub/broker/write-per-turn.ts), on a real Aedes with LevelDB and real MQTT clients:
 // a flood of deliveries leaves in a handful of writes, whole and in order, at QoS 0 and 1; a
-// lone message still arrives; a WebSocket stream is left as it was.
-import type { Duplex } from 'node:stream'
+// lone message still arrives; a stream that cannot gather writes (as a WebSocket stream) is left
+// as it was.
+import { type Duplex, PassThrough } from 'node:stream'
 import t from 'tap'
 import { writePerTurn } from '../../hub/broker/write-per-turn.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -68,7 +69,6 @@ t.test('a lone message still goes out, and the next turn writes again', async (t
 })
 
 t.test('a stream that cannot gather writes is left as it is', async (t) => {
-  const { PassThrough } = await import('node:stream')
   const stream = new PassThrough() as Duplex
   const write = stream.write
   writePerTurn(stream)
