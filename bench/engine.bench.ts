@@ -1,7 +1,9 @@
 // SOP runtime throughput and latency (issue 3). Prints, in one process:
 //   baseline: raw LevelDB `sync: true` batches/s (one ~1 KiB put each, one after another)
+//   floor: the disk alone, a 1 KiB append and fdatasync(2) (what any durable write here costs)
 //   runs/s of a 5-step deterministic SOP with in-memory tools and durable run records
 //   trigger → first-step latency p50/p99 (one run at a time, durable)
+import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { loadLine } from './load.ts'
@@ -74,6 +76,28 @@ async function baseline(dir: string, seconds: number): Promise<{ rate: number; p
   return { rate, p50: pct(samples, 0.5), p99: pct(samples, 0.99) }
 }
 
+/**
+ * The disk's own floor under any durable write: a 1 KiB append to a file and its fdatasync,
+ * done on this thread (no thread pool, no LevelDB). What LevelDB's synced batch adds is above it.
+ */
+async function diskFloor(dir: string, n: number): Promise<{ p50: number; p99: number }> {
+  const fd = openSync(join(dir, 'floor'), 'a')
+  const chunk = Buffer.alloc(1024, 0x78)
+  const samples: number[] = []
+  try {
+    for (let i = 0; i < n; i++) {
+      const t0 = performance.now()
+      writeSync(fd, chunk)
+      fdatasyncSync(fd)
+      samples.push(performance.now() - t0)
+    }
+  } finally {
+    closeSync(fd)
+  }
+  samples.sort((a, b) => a - b)
+  return { p50: pct(samples, 0.5), p99: pct(samples, 0.99) }
+}
+
 async function throughput(
   dir: string,
   total: number,
@@ -121,12 +145,16 @@ async function latency(dir: string, n: number): Promise<{ p50: number; p99: numb
 const dir = await mkdtemp(join(tmpdir(), 'svc-engine-bench-'))
 try {
   const raw = await baseline(dir, 3)
+  const floor = await diskFloor(dir, 2000)
   const total = Number(process.env.RUNS ?? 10000)
   const inFlight = Number(process.env.IN_FLIGHT ?? 256)
   const tp = await throughput(dir, total, inFlight)
   const lat = await latency(dir, 2000)
   console.log(
     `baseline  raw LevelDB sync batches        ${raw.rate.toFixed(0).padStart(8)} batches/s  (one 1 KiB put each; latency p50 ${raw.p50.toFixed(3)} ms, p99 ${raw.p99.toFixed(3)} ms)`,
+  )
+  console.log(
+    `floor     1 KiB append + fdatasync        p50 ${floor.p50.toFixed(3)} ms, p99 ${floor.p99.toFixed(3)} ms (the disk alone, on the main thread: under any synced write here)`,
   )
   console.log(
     `engine    5-step deterministic runs       ${tp.rate.toFixed(0).padStart(8)} runs/s     (${(tp.rate / raw.rate).toFixed(2)}x the sync-batch rate; ${tp.batches} sync batches for ${tp.ops} writes, ${total} runs, ${inFlight} in flight; ${((tp.busyMs / 1000 / tp.secs) * 100).toFixed(0)}% of the time in batch writes)`,
