@@ -80,7 +80,7 @@ async function baseline(dir: string, seconds: number): Promise<{ rate: number; p
  * The disk's own floor under any durable write: a 1 KiB append to a file and its fdatasync,
  * done on this thread (no thread pool, no LevelDB). What LevelDB's synced batch adds is above it.
  */
-async function diskFloor(dir: string, n: number): Promise<{ p50: number; p99: number }> {
+function diskFloor(dir: string, n: number): { p50: number; p99: number } {
   const fd = openSync(join(dir, 'floor'), 'a')
   const chunk = Buffer.alloc(1024, 0x78)
   const samples: number[] = []
@@ -145,7 +145,7 @@ async function latency(dir: string, n: number): Promise<{ p50: number; p99: numb
 const dir = await mkdtemp(join(tmpdir(), 'svc-engine-bench-'))
 try {
   const raw = await baseline(dir, 3)
-  const floor = await diskFloor(dir, 2000)
+  const floor = diskFloor(dir, 2000)
   const total = Number(process.env.RUNS ?? 10000)
   const inFlight = Number(process.env.IN_FLIGHT ?? 256)
   const tp = await throughput(dir, total, inFlight)
