@@ -1,44 +1,71 @@
-// marketplace-api: States, "Agent key (active) → revoked when the key's wallet no longer holds
-// the agent NFT", done as part of any key-issue call. One ownerOf read per distinct agent.
+// Stale agent keys: a key stays `active` only while its wallet holds its agent NFT. Every
+// `POST /api/marketplace/keys` revokes the stale keys among those it is allowed to see: the
+// caller's own and those of the agent its challenge names (market/README.md, "Revocation").
+// The owner of each agent is read once per call, whatever the number of keys: the call's
+// `OwnerReads` remembers each answer, and the key-issue check reads through it too.
+import type { Address } from 'viem'
+import type { ReadResult } from '../../chain/reads.ts'
 import type { MarketChain } from '../chain/market-chain.ts'
 import { chainUnreachable } from '../http/errors.ts'
 import type { MarketDb } from '../store/store.ts'
 import type { KeyRecord } from '../store/records.ts'
 
-/** Revokes `account`'s active keys (only those of `agentIds` when given) whose wallet no longer owns their agent. */
-export async function revokeStaleKeys(
+/** `ownerOf` for one call: each agent read at most once. */
+export interface OwnerReads {
+  ownerOf(agentId: string): Promise<ReadResult<Address>>
+  /** How many agents were read on chain (what the call cost). */
+  readonly reads: number
+}
+
+export function ownerReads(chain: MarketChain): OwnerReads {
+  const seen = new Map<string, Promise<ReadResult<Address>>>()
+  return {
+    ownerOf(agentId) {
+      let r = seen.get(agentId)
+      if (!r) {
+        r = chain.ownerOf(BigInt(agentId))
+        seen.set(agentId, r)
+      }
+      return r
+    },
+    get reads() {
+      return seen.size
+    },
+  }
+}
+
+/** Why a key whose wallet is not `owner` (lowercase, or null: no such agent) was revoked. */
+export function staleReason(k: KeyRecord, owner: string | null): string {
+  return owner === null
+    ? `agent ${k.agentId} no longer exists`
+    : `wallet ${k.wallet} no longer holds agent ${k.agentId}: it is held by ${owner}`
+}
+
+/**
+ * Revokes the active keys among `keys` whose wallet no longer holds their agent, and returns
+ * them. Throws 502 when the chain cannot be reached (nothing is revoked on a guess).
+ */
+export async function revokeStale(
   db: MarketDb,
-  chain: MarketChain,
-  account: string,
-  agentIds: string[],
+  owners: OwnerReads,
+  keys: KeyRecord[],
   now: number,
 ): Promise<KeyRecord[]> {
-  // The account's own keys (asked for or held as wallet), by index; `agentIds` narrows further.
-  const keys = (await db.keysOf(account)).filter(
-    (k) => k.revokedAt === null && (agentIds.length === 0 || agentIds.includes(k.agentId)),
-  )
-  const agents = [...new Set(keys.map((k) => k.agentId))]
-  const owners = new Map<string, string | null>()
+  const active = keys.filter((k) => k.revokedAt === null)
+  const holder = new Map<string, string | null>()
   await Promise.all(
-    agents.map(async (a) => {
-      const r = await chain.ownerOf(BigInt(a))
+    [...new Set(active.map((k) => k.agentId))].map(async (a) => {
+      const r = await owners.ownerOf(a)
       if (!r.ok && r.kind === 'unreachable')
         throw chainUnreachable(`chain unreachable while reading ownerOf(${a}): ${r.error}`)
-      owners.set(a, r.ok ? r.value.toLowerCase() : null)
+      holder.set(a, r.ok ? r.value.toLowerCase() : null)
     }),
   )
   const revoked: KeyRecord[] = []
-  for (const k of keys) {
-    const owner = owners.get(k.agentId) ?? null
+  for (const k of active) {
+    const owner = holder.get(k.agentId) ?? null
     if (owner === k.wallet) continue
-    const r: KeyRecord = {
-      ...k,
-      revokedAt: now,
-      revokedReason:
-        owner === null
-          ? `agent ${k.agentId} no longer exists`
-          : `wallet ${k.wallet} no longer holds agent ${k.agentId}`,
-    }
+    const r: KeyRecord = { ...k, revokedAt: now, revokedReason: staleReason(k, owner) }
     await db.keys.put(k.id, r)
     revoked.push(r)
   }

@@ -1,7 +1,7 @@
 // Key challenges and agent keys (marketplace-api: POST /api/marketplace/challenges,
 // POST /api/marketplace/keys, GET /api/marketplace/keys). Session cookie required.
 import { randomBytes } from 'node:crypto'
-import type { FastifyPluginAsync } from 'fastify'
+import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
 import { Type, type Static } from 'typebox'
 import { type Hex, getAddress, recoverMessageAddress } from 'viem'
 import { keyChallengeMessage } from '../auth/messages.ts'
@@ -9,7 +9,7 @@ import { currentSession, requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
 import { HttpError, badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
 import { newAgentKey } from './agent-key.ts'
-import { revokeStaleKeys } from './revoke.ts'
+import { type OwnerReads, ownerReads, revokeStale } from './revoke.ts'
 import { keyRevokeRoute } from './revoke-route.ts'
 import type { ChallengeRecord, KeyRecord } from '../store/records.ts'
 import { Err } from '../http/schemas.ts'
@@ -18,6 +18,18 @@ import { ChallengeBody, KeyBody, KeyView, keyView } from './schemas.ts'
 export const keyRoutes =
   (ctx: MarketContext): FastifyPluginAsync =>
   async (app) => {
+    // The ownerOf answers of one call, shared by its revocation and its key-issue check.
+    const callOwners = new WeakMap<FastifyRequest, OwnerReads>()
+    // A chain that cannot be reached leaves the revocation to the next call rather than turn a
+    // 400 or 404 into a 502; issuing a key still needs ownerOf and answers 502 when it cannot.
+    const revokeDeferrable = async (req: FastifyRequest, owners: OwnerReads, keys: KeyRecord[]) => {
+      try {
+        await revokeStale(ctx.db, owners, keys, ctx.now())
+      } catch (err) {
+        if (!(err instanceof HttpError && err.statusCode === 502)) throw err
+        req.log.warn(`stale-key revocation deferred: ${err.message}`)
+      }
+    }
     await app.register(keyRevokeRoute(ctx))
     const rl = (n: 'challenges' | 'keys') => ({
       max: ctx.config.rateLimits[n].max,
@@ -70,21 +82,17 @@ export const keyRoutes =
       '/api/marketplace/keys',
       {
         config: { rateLimit: rl('keys') },
-        // marketplace-api: States, a key whose wallet lost the agent is revoked by *any* call to
-        // this route. onRequest runs before body parsing and schema validation, so a malformed
-        // body (400), an unknown challenge (404) or a failed signature still revokes, exactly
-        // once per request. A chain that cannot be reached leaves the revocation to the next
-        // call rather than turn that 400 or 404 into a 502; issuing a key still reads ownerOf
-        // itself and answers 502 when it cannot.
+        // A key whose wallet lost its agent is revoked by *any* call to this route
+        // (market/README.md, "Revocation"). onRequest runs before body parsing and schema
+        // validation, so a malformed body (400), an unknown challenge (404) or a failed signature
+        // still revokes the caller's own stale keys; the handler adds the keys of the agent the
+        // challenge names once it has read the challenge.
         onRequest: async (req) => {
           const s = await currentSession(req, ctx.session)
           if (!s) return
-          try {
-            await revokeStaleKeys(ctx.db, ctx.chain, s.address, [], ctx.now())
-          } catch (err) {
-            if (!(err instanceof HttpError && err.statusCode === 502)) throw err
-            req.log.warn(`stale-key revocation deferred: ${err.message}`)
-          }
+          const owners = ownerReads(ctx.chain)
+          callOwners.set(req, owners)
+          await revokeDeferrable(req, owners, await ctx.db.keysOf(s.address))
         },
         schema: {
           tags: ['keys'],
@@ -107,6 +115,10 @@ export const keyRoutes =
         const account = await requireAccount(req, ctx.session)
         const ch = await ctx.db.challenges.get(req.body.challengeId)
         if (!ch) throw notFound('challengeId: unknown challenge')
+        // The agent this call names: its keys held by a wallet that lost it are revoked whatever
+        // the call answers next (the new owner's first call revokes the old owner's keys).
+        const owners = callOwners.get(req) ?? ownerReads(ctx.chain)
+        if (ch.kind === 'key') await revokeDeferrable(req, owners, await ctx.db.activeKeysOfAgent(ch.agentId))
         if (ch.account !== account)
           throw forbidden('challengeId: the challenge was issued to another account')
         if (ch.kind !== 'key')
@@ -125,7 +137,7 @@ export const keyRoutes =
           throw forbidden(
             `signature: signed by ${getAddress(signer)}, not by the challenge wallet ${getAddress(ch.wallet)}`,
           )
-        const owner = await ctx.chain.ownerOf(BigInt(ch.agentId))
+        const owner = await owners.ownerOf(ch.agentId)
         if (!owner.ok) {
           if (owner.kind === 'unreachable')
             throw chainUnreachable(`chain unreachable while reading ownerOf(${ch.agentId}): ${owner.error}`)

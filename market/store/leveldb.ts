@@ -17,8 +17,8 @@ import {
 import type { KeyRecord, ListingRecord, PurchaseRecord } from './records.ts'
 import type { MarketStore, Sub } from './store.ts'
 
-// 2: purchases by buyer (the receipts page).
-const INDEX_VERSION = 2
+// 2: purchases by buyer (the receipts page). 3: active keys by agent (revocation on transfer).
+const INDEX_VERSION = 3
 
 type Root = Level<string, unknown>
 
@@ -47,6 +47,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
     keys: sub<KeyRecord>(root, 'keys'),
     keyHashes: sub<string>(root, 'keyHashes'),
     keyIndex: sub<string>(root, 'keyIndex'),
+    agentKeys: sub<string>(root, 'activeKeysByAgent'),
     listings: sub<ListingRecord>(root, 'listings'),
     index: sub<never>(root, 'listingIndex'),
     counts: sub<never>(root, 'listingCounts'),
@@ -61,13 +62,19 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
   const batch = (ops: unknown[]) => root.batch(ops as never, { sync: true })
 
   // A key is found by the account that asked for it and by its wallet (`<address>!<id>`).
-  const keyIndexOps = (k: KeyRecord) =>
-    [...new Set([k.account, k.wallet])].map((a) => ({
+  // Its agent's active keys (`<agentId>!<id>`): a revoked key leaves this index, so revoking on a
+  // transfer reads the keys that can still be revoked, never every key the agent ever had.
+  const keyIndexOps = (k: KeyRecord) => [
+    ...[...new Set([k.account, k.wallet])].map((a) => ({
       type: 'put',
       sublevel: s.keyIndex,
       key: `${a}!${k.id}`,
       value: k.id,
-    }))
+    })),
+    k.revokedAt === null
+      ? { type: 'put', sublevel: s.agentKeys, key: `${k.agentId}!${k.id}`, value: k.id }
+      : { type: 'del', sublevel: s.agentKeys, key: `${k.agentId}!${k.id}` },
+  ]
 
   // A buyer's purchases, newest first: `<buyer>!<inverted time>!<slug>` → the purchase's key.
   const buyerIndexOp = (p: PurchaseRecord) => ({
@@ -151,6 +158,12 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
       const keys = (await s.keys.getMany([...ids])).filter((k): k is KeyRecord => k !== undefined)
       return keys.sort((a, b) => a.createdAt - b.createdAt)
     },
+    async activeKeysOfAgent(agentId) {
+      const ids: string[] = []
+      for await (const id of s.agentKeys.values({ gte: `${agentId}!`, lt: `${agentId}!\xff` })) ids.push(id)
+      const keys = (await s.keys.getMany(ids)).filter((k): k is KeyRecord => k?.revokedAt === null)
+      return keys.sort((a, b) => a.createdAt - b.createdAt)
+    },
     putListings: (recs) =>
       lock.run('listings', async () => {
         const olds = await s.listings.getMany(recs.map((r) => r.slug))
@@ -176,6 +189,7 @@ export async function openLevelStore(path: string): Promise<MarketStore> {
     await s.index.clear()
     await s.counts.clear()
     await s.keyIndex.clear()
+    await s.agentKeys.clear()
     await s.buyerIndex.clear()
     for await (const l of s.listings.values())
       await lock.run('listings', async () => batch(await listingOps(ix, [{ old: undefined, rec: l }])))

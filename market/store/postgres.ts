@@ -192,6 +192,13 @@ export async function openPgStore(url: string, o: PgStoreOptions = {}): Promise<
       )
       return r.rows.map((x) => x.doc)
     },
+    async activeKeysOfAgent(agentId) {
+      const r = await pool.query<{ doc: KeyRecord }>(
+        "select doc from agent_keys where doc->>'agentId' = $1 and doc->>'revokedAt' is null order by created_at, k",
+        [agentId],
+      )
+      return r.rows.map((x) => x.doc)
+    },
     async putListings(recs) {
       await pool.query(
         `insert into listings (k, doc) select d->>'slug', d from jsonb_array_elements($1::jsonb) as d

@@ -109,6 +109,8 @@ export interface MarketStore {
   purchasesOf(buyer: string): Promise<PurchaseRecord[]>
   /** Keys asked for by `address` or held by it as wallet, oldest first. */
   keysOf(address: string): Promise<KeyRecord[]>
+  /** An agent's keys not yet revoked, whoever holds them, oldest first: from an index, not a scan. */
+  activeKeysOfAgent(agentId: string): Promise<KeyRecord[]>
   browse(q: BrowseQuery): Promise<BrowsePage>
   /** An agent's listings, newest first, samples left out. */
   agentListings(

@@ -328,3 +328,114 @@ t.test('a transferred agent NFT blocks listing and revokes keys at the next key-
   const nk = await issueKey(url, await signIn(url, newOwner.privateKey), newOwner.privateKey, agentId)
   t.equal(nk.status, 201, 'the new owner can issue a key')
 })
+
+t.test(
+  'the new owner’s key call revokes the old owner’s keys of that agent, naming the holder',
+  async (t) => {
+    // ownerOf reads counted by agent, so the test sees what one call costs.
+    const reads = new Map<string, number>()
+    const counted = await startMarket(t, dev, undefined, {
+      wrapChain: (c) => ({
+        ...c,
+        ownerOf: (id) => {
+          reads.set(id.toString(), (reads.get(id.toString()) ?? 0) + 1)
+          return c.ownerOf(id)
+        },
+      }),
+    })
+    const holder = anvilAccount(8)
+    const newOwner = anvilAccount(9)
+    const w = walletClientFor(dev.rpcUrl, holder.privateKey)
+    const pub = publicClientFor(dev.rpcUrl)
+    const holderCookie = await signIn(counted.url, holder.privateKey)
+    const newCookie = await signIn(counted.url, newOwner.privateKey)
+    const holderKeys = async () =>
+      (await api(counted.url, '/api/marketplace/keys', { cookie: holderCookie })).json.keys as Record<
+        string,
+        unknown
+      >[]
+    // The new owner's call revokes whether it issues a key or is refused.
+    const cases = [
+      { what: 'a key issued to the new owner', signer: newOwner.privateKey, status: 201 },
+      { what: 'a refused call (signed by the old holder)', signer: holder.privateKey, status: 403 },
+    ]
+    const ownAgents = new Set<string>()
+    for (const c of cases) {
+      const agentId = (
+        await registerAgent(w, pub, dev.identityRegistry, `svc://agents/${c.status}`)
+      ).toString()
+      // Two keys of one agent: the call still reads its owner once.
+      const k1 = await issueKey(counted.url, holderCookie, holder.privateKey, agentId)
+      const k2 = await issueKey(counted.url, holderCookie, holder.privateKey, agentId)
+      t.equal(k1.status, 201, JSON.stringify(k1.json))
+      t.equal(k2.status, 201, JSON.stringify(k2.json))
+      const tx = await w.writeContract({
+        address: dev.identityRegistry,
+        abi: identityRegistryAbi,
+        functionName: 'transferFrom',
+        args: [holder.address, newOwner.address, BigInt(agentId)],
+      })
+      await pub.waitForTransactionReceipt({ hash: tx })
+      const before = await holderKeys()
+      t.same(
+        [k1, k2].map((k) => before.find((x) => x.id === k.json.id)!.status),
+        ['active', 'active'],
+        `${c.what}: the old keys are active until a key call names the agent`,
+      )
+
+      const ch = await api(counted.url, '/api/marketplace/challenges', {
+        body: { kind: 'key', agentId, wallet: newOwner.address },
+        cookie: newCookie,
+      })
+      t.equal(ch.status, 201)
+      const signature = await privateKeyToAccount(c.signer).signMessage({
+        message: ch.json.message as string,
+      })
+      reads.clear()
+      const r = await api(counted.url, '/api/marketplace/keys', {
+        body: { challengeId: ch.json.id, signature },
+        cookie: newCookie,
+      })
+      t.equal(r.status, c.status, `${c.what}: ${JSON.stringify(r.json)}`)
+      // One read per agent involved: the one the call names and those of the caller's own keys
+      // (the new owner holds a key of the first case's agent by the second case).
+      t.same(
+        Object.fromEntries(reads),
+        Object.fromEntries([...ownAgents, agentId].map((a) => [a, 1])),
+        `${c.what}: one ownerOf read per agent involved`,
+      )
+
+      const after = await holderKeys()
+      for (const k of [k1, k2]) {
+        const old = after.find((x) => x.id === k.json.id)!
+        t.equal(old.status, 'revoked', `${c.what}: the old owner's key is revoked`)
+        t.equal(
+          old.revokedReason,
+          `wallet ${holder.address.toLowerCase()} no longer holds agent ${agentId}: it is held by ${newOwner.address.toLowerCase()}`,
+        )
+        t.match(old.revokedAt, /^\d{4}-\d\d-\d\dT/)
+      }
+      const listed = await postListing(counted.url, k1.json.key as string, dataset(3, agentId))
+      t.equal(listed.status, 403, `${c.what}: the revoked key cannot list`)
+      t.match(listed.json.error, /revoked: wallet .* no longer holds agent .*: it is held by/)
+      if (c.status === 201) {
+        ownAgents.add(agentId)
+        const mine = (await api(counted.url, '/api/marketplace/keys', { cookie: newCookie })).json
+          .keys as Record<string, unknown>[]
+        t.equal(mine.find((x) => x.id === r.json.id)!.status, 'active', "the new owner's key is active")
+      }
+    }
+  },
+)
+
+t.test('a key call naming an agent whose keys are all current revokes nothing', async (t) => {
+  const cookie = await signIn(url, owner.privateKey)
+  const first = await issueKey(url, cookie, owner.privateKey, dev.agentId)
+  t.equal(first.status, 201)
+  // A second call naming the same agent, by its holder: the first key stays active.
+  const second = await issueKey(url, cookie, owner.privateKey, dev.agentId)
+  t.equal(second.status, 201)
+  const keys = (await api(url, '/api/marketplace/keys', { cookie })).json.keys as Record<string, unknown>[]
+  t.equal(keys.find((x) => x.id === first.json.id)!.status, 'active')
+  t.equal(keys.find((x) => x.id === second.json.id)!.status, 'active')
+})

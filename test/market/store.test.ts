@@ -315,6 +315,51 @@ async function contract(t: Test, open: () => Promise<MarketStore>) {
     t.equal(stored, 1, 'one listing stored for the slot')
     t.same(await store.idempotent('key1!retry'), { slug: created })
   })
+
+  t.test("an agent's active keys, whoever holds them; a revoked key leaves the index", async (t) => {
+    const now = Date.now()
+    const key = (id: string, agentId: string, wallet: string, at: number): KeyRecord => ({
+      id,
+      hash: `h-${id}`,
+      prefix: 'p',
+      agentId,
+      wallet,
+      account: wallet,
+      device: null,
+      createdAt: now + at,
+      revokedAt: null,
+      revokedReason: null,
+    })
+    // Agent 71 under two holders in turn; agent 710 shares the prefix "71".
+    await store.keys.put('k-new', key('k-new', '71', '0xnew', 2))
+    await store.keys.put('k-old', key('k-old', '71', '0xold', 1))
+    await store.keys.put('k-other', key('k-other', '710', '0xold', 3))
+    t.same(
+      (await store.activeKeysOfAgent('71')).map((k) => k.id),
+      ['k-old', 'k-new'],
+      'both holders, oldest first, not agent 710',
+    )
+    const old = (await store.keys.get('k-old'))!
+    await store.keys.put('k-old', { ...old, revokedAt: now, revokedReason: 'lost' })
+    t.same(
+      (await store.activeKeysOfAgent('71')).map((k) => k.id),
+      ['k-new'],
+      'revoked: gone from the index',
+    )
+    t.same(
+      (await store.activeKeysOfAgent('72')).map((k) => k.id),
+      [],
+      'an agent without keys',
+    )
+    t.same(
+      (await store.keysOf('0xold')).map((k) => [k.id, k.revokedReason]),
+      [
+        ['k-old', 'lost'],
+        ['k-other', null],
+      ],
+      'the holder still sees the revoked key',
+    )
+  })
 }
 
 t.test('LevelDB', async (t) => {
@@ -340,6 +385,36 @@ t.test('LevelDB', async (t) => {
       reference(ls, { words: [], sort: 'price', limit: 0 }).map((l) => l.slug),
     )
   })
+})
+
+t.test('LevelDB: keys written before the agent index are found by agent after open', async (t) => {
+  const path = join(await tempDir(t, 'svc-store-keys-'), 'market.db')
+  const s = await openLevelStore(path)
+  const k: KeyRecord = {
+    id: 'k1',
+    hash: 'h1',
+    prefix: 'p',
+    agentId: '5',
+    wallet: '0xw',
+    account: '0xw',
+    device: null,
+    createdAt: 1,
+    revokedAt: null,
+    revokedReason: null,
+  }
+  await s.keys.put(k.id, k)
+  await s.close()
+  // What a market of index version 2 left: keys, no agent index, its mark at 2.
+  const raw = new Level<string, unknown>(path, { valueEncoding: 'json' })
+  await raw.sublevel('activeKeysByAgent').clear()
+  await raw.sublevel<string, number>('meta', { valueEncoding: 'json' }).put('indexVersion', 2)
+  await raw.close()
+  const again = await openLevelStore(path)
+  t.teardown(() => again.close())
+  t.same(
+    (await again.activeKeysOfAgent('5')).map((x) => x.id),
+    ['k1'],
+  )
 })
 
 const pgWhy = postgresMissing()
@@ -379,11 +454,15 @@ t.test('PostgreSQL', { skip: pgWhy ?? false }, async (t) => {
     const applied = await Promise.all(pools.map((p) => migrate(p)))
     t.same(
       applied.map((a) => a.length).sort(),
-      [0, 0, 2],
+      [0, 0, 3],
       'one instance applied the migrations, the others found them done',
     )
     const r = await pools[0]!.query('select name from schema_migrations')
-    t.same(r.rows.map((x) => x.name).sort(), ['001_store.sql', '002_purchases_by_buyer.sql'])
+    t.same(r.rows.map((x) => x.name).sort(), [
+      '001_store.sql',
+      '002_purchases_by_buyer.sql',
+      '003_active_keys_by_agent.sql',
+    ])
   })
 
   t.test('an unreachable database: one line, no password', async (t) => {
