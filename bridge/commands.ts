@@ -3,7 +3,7 @@
 // with a 64-byte UART buffer cannot take a burst, and one-at-a-time makes "which reply is
 // this" trivial for firmware that cannot queue. Timers are injected so tests can drive them.
 import { encodeCommand, type Json, type Reply } from './codec/index.ts'
-import type { SendResult } from './types.ts'
+import type { SendFailure, SendResult } from './types.ts'
 
 export interface CommandChannelOptions {
   board: string
@@ -28,8 +28,8 @@ export interface CommandChannel {
   send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult>
   /** A reply line arrived; false when no waiting command has its id. */
   reply(r: Reply): boolean
-  /** The port went away: everything waiting fails with `reason`. */
-  failAll(reason: string): void
+  /** The port went away (or was handed over): everything waiting fails with `reason` and `code`. */
+  failAll(reason: string, code?: SendFailure): void
   busy(): boolean
   counts(): { commands: number; timeouts: number }
 }
@@ -106,13 +106,13 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
       )
       return true
     },
-    failAll(reason) {
+    failAll(reason, code = 'offline') {
       const all = current ? [current, ...waiting] : [...waiting]
       waiting.length = 0
       current = undefined
       for (const p of all) {
         if (p.timer !== undefined) o.clearTimer(p.timer)
-        p.resolve({ ok: false, error: `board ${o.board}: ${reason}`, code: 'offline' })
+        p.resolve({ ok: false, error: `board ${o.board}: ${reason}`, code })
       }
     },
     busy: () => current !== undefined || waiting.length > 0,

@@ -11,7 +11,17 @@ import { FirmataLink } from './firmata/link.ts'
 import { createPublishQueue, type QueueItem } from './publish-queue.ts'
 import { withHangupDetection } from './serial/hangup-binding.ts'
 import { SerialLink } from './serial/link.ts'
-import type { BindingInterface, BoardStats, Bridge, BridgeOptions, Json, Log, SendResult } from './types.ts'
+import type {
+  BindingInterface,
+  BoardStats,
+  Bridge,
+  BridgeOptions,
+  HandoverResult,
+  HelloInfo,
+  Json,
+  Log,
+  SendResult,
+} from './types.ts'
 
 export * from './types.ts'
 export { checkBoardConfigs } from './config.ts'
@@ -25,6 +35,9 @@ interface Link {
   start(): Promise<void>
   send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult>
   stats(): BoardStats
+  /** Port handover for a firmware flash; absent where not supported (Firmata boards). */
+  release?(): Promise<HandoverResult>
+  reclaim?(): Promise<HandoverResult>
   close(): Promise<void>
 }
 
@@ -36,6 +49,7 @@ export function createBridge(opts: BridgeOptions): Bridge {
   const log = opts.log ?? silent
   const now = opts.now ?? Date.now
   const links = new Map<string, Link>()
+  const helloListeners = new Set<(board: string, info: HelloInfo) => void>()
   let started = false
   let closed = false
 
@@ -98,8 +112,16 @@ export function createBridge(opts: BridgeOptions): Bridge {
     availability:
       opts.availability ??
       ((board: string, state: 'online' | 'offline') => retained(board, availabilityTopic(board), state)),
-    info: (board: string, info: Record<string, Json>) =>
-      retained(board, boardTopic(board, 'info'), JSON.stringify(info)),
+    info: (board: string, info: Record<string, Json>) => {
+      retained(board, boardTopic(board, 'info'), JSON.stringify(info))
+      for (const fn of helloListeners) {
+        try {
+          fn(board, info)
+        } catch (err) {
+          log.error({ board, err: String(err) }, 'hello listener failed')
+        }
+      }
+    },
     warnIntervalMs: opts.warnIntervalMs ?? 10_000,
     underPressure: () => queue.underPressure(),
     whenRelieved: (fn: () => void) => queue.whenRelieved(fn),
@@ -120,6 +142,25 @@ export function createBridge(opts: BridgeOptions): Bridge {
     publish: (board, payload) => retained(board, boardTopic(board, 'stats'), payload),
   })
 
+  function handover(board: string, how: 'release' | 'reclaim'): Promise<HandoverResult> {
+    const link = links.get(board)
+    if (!link)
+      return Promise.resolve({
+        ok: false,
+        error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})`,
+        code: 'unknown_board',
+      })
+    if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed', code: 'closed' })
+    const fn = link[how]?.bind(link)
+    if (!fn)
+      return Promise.resolve({
+        ok: false,
+        error: `board ${board} is a Firmata board: its port cannot be handed over (flash StandardFirmata with the hub stopped)`,
+        code: 'unsupported',
+      })
+    return fn()
+  }
+
   return {
     async start() {
       if (started) return
@@ -137,6 +178,16 @@ export function createBridge(opts: BridgeOptions): Bridge {
         })
       if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed', code: 'closed' })
       return link.send(cmd, args, o?.timeoutMs)
+    },
+    release(board) {
+      return handover(board, 'release')
+    },
+    reclaim(board) {
+      return handover(board, 'reclaim')
+    },
+    onHello(fn) {
+      helloListeners.add(fn)
+      return () => void helloListeners.delete(fn)
     },
     stats() {
       const boards: Record<string, BoardStats> = {}

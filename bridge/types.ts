@@ -102,9 +102,10 @@ export interface BridgeOptions {
 /**
  * `connecting`: no port open yet. `silent`: the port is open but the board has not answered since
  * it opened (availability stays `offline`). `online`: it has. `offline`: the port is lost or the
- * board stopped answering. `closed`: the bridge is closed.
+ * board stopped answering. `updating`: the port was handed over (`release`, a firmware flash) and
+ * stays closed until `reclaim`. `closed`: the bridge is closed.
  */
-export type BoardState = 'connecting' | 'silent' | 'online' | 'offline' | 'closed'
+export type BoardState = 'connecting' | 'silent' | 'online' | 'offline' | 'updating' | 'closed'
 
 export interface BoardStats {
   kind: 'serial' | 'firmata'
@@ -160,12 +161,33 @@ export type SendFailure =
   | 'write'
   | 'board_error'
   | 'closed'
+  /** The port is handed over for a firmware flash (`release`) until `reclaim`. */
+  | 'updating'
 
 export type SendResult = { ok: true; result: Json } | { ok: false; error: string; code?: SendFailure }
+
+/** Why a port could not be handed over or taken back. */
+export type HandoverFailure = 'unknown_board' | 'closed' | 'unsupported' | 'updating' | 'not_released'
+
+/** `port`: the path the board's port has, for whoever takes it (avrdude's `-P`). */
+export type HandoverResult = { ok: true; port: string } | { ok: false; error: string; code: HandoverFailure }
+
+/** What a board's `hello` said of itself (its `boards/<b>/info`): `fw` "name/version", `proto`, … */
+export type HelloInfo = Record<string, Json>
 
 export interface Bridge {
   start(): Promise<void>
   send(board: string, cmd: string, args: Json, opts?: { timeoutMs?: number }): Promise<SendResult>
   stats(): BridgeStats
+  /**
+   * Closes the board's port and keeps it closed (state `updating`, availability `offline`, no
+   * reopen, commands refused with code `updating`) so another program can use it: a firmware flash.
+   * Serial boards only.
+   */
+  release(board: string): Promise<HandoverResult>
+  /** Reopens a released port as at start; resolves after the first open attempt. */
+  reclaim(board: string): Promise<HandoverResult>
+  /** Calls `fn` with every board's every hello (and a Firmata board's handshake); returns the unsubscribe. */
+  onHello(fn: (board: string, info: HelloInfo) => void): () => void
   close(): Promise<void>
 }

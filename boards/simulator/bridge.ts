@@ -29,6 +29,9 @@ export function createSimulatingBridge(opts: BridgeOptions): SimulatingBridge {
     start: () => bridge.start(),
     send: (board, cmd, args, o) => bridge.send(board, cmd, args, o),
     stats: () => bridge.stats(),
+    release: (board) => bridge.release(board),
+    reclaim: (board) => bridge.reclaim(board),
+    onHello: (fn) => bridge.onHello(fn),
     async close() {
       await bridge.close()
       for (const cfg of played) if (sims.delete(cfg.name)) devices.detach(cfg.port)

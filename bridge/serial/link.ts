@@ -17,7 +17,15 @@ import {
 import { createCommandChannel, type CommandChannel } from '../commands.ts'
 import { createRateLimitedWarn, type RateLimitedWarn } from '../log-limit.ts'
 import { createReconnect, type Reconnect } from '../reconnect.ts'
-import type { BindingInterface, BoardConfig, BoardState, BoardStats, Log, SendResult } from '../types.ts'
+import type {
+  BindingInterface,
+  BoardConfig,
+  BoardState,
+  BoardStats,
+  HandoverResult,
+  Log,
+  SendResult,
+} from '../types.ts'
 import { createCapGuard } from './cap-guard.ts'
 import { dispatchLine, type LineSink } from './dispatch.ts'
 
@@ -52,7 +60,13 @@ export class SerialLink implements LineSink {
   private state: BoardState = 'connecting'
   private stopped = false
   private everOpened = false
-  private readonly reconnect: Reconnect
+  private reconnect: Reconnect
+  /** The port is handed over (`release`): nothing reopens it until `reclaim`. */
+  private updating = false
+  /** The next successful open is a reclaim, not a reconnect after a loss (not counted as one). */
+  private reclaiming = false
+  /** An open whose callback has not come yet: `release` waits for it, so no port is left open. */
+  private opening: Promise<void> | undefined
   private heartbeatTimer: NodeJS.Timeout | undefined
   /** When the board last sent a valid line (garbage is noise, not an answer). */
   private lastRx = 0
@@ -94,6 +108,12 @@ export class SerialLink implements LineSink {
 
   /** Commands go to any open port: a reply is how a silent board proves it is there. */
   send(cmd: string, args: Json, timeoutMs?: number): Promise<SendResult> {
+    if (this.updating)
+      return Promise.resolve({
+        ok: false,
+        error: `board ${this.name} is updating (its firmware is being flashed); try again once it is back online`,
+        code: 'updating',
+      })
     if (this.state !== 'online' && this.state !== 'silent')
       return Promise.resolve({ ok: false, error: `board ${this.name} is ${this.state}`, code: 'offline' })
     return this.commands.send(cmd, args, timeoutMs)
@@ -134,6 +154,50 @@ export class SerialLink implements LineSink {
     this.state = 'closed'
     if (port?.isOpen) await new Promise<void>((r) => port.close(() => r()))
     if (wasOnline) this.deps.availability(this.name, 'offline')
+  }
+
+  /**
+   * Hands the port over (a firmware flash): closes it and keeps it closed, `updating`, until
+   * `reclaim`. Waiting commands fail with code `updating`; availability goes `offline`.
+   */
+  async release(): Promise<HandoverResult> {
+    if (this.stopped) return { ok: false, error: `board ${this.name}: the bridge is closed`, code: 'closed' }
+    if (this.updating)
+      return { ok: false, error: `board ${this.name}: its port is already handed over`, code: 'updating' }
+    this.updating = true
+    this.reconnect.stop()
+    this.stopHeartbeat()
+    this.commands.failAll('updating (its firmware is being flashed)', 'updating')
+    // An open under way attaches (or fails) first; then there is exactly one port, or none, to close.
+    await this.opening
+    const port = this.port
+    // Cleared first, so the port's own 'close' is not taken for a loss (attach's handler).
+    this.port = undefined
+    const wasOnline = this.state === 'online'
+    this.state = 'updating'
+    if (port?.isOpen) await new Promise<void>((r) => port.close(() => r()))
+    if (wasOnline) this.deps.availability(this.name, 'offline')
+    this.deps.log.info({ board: this.name, port: this.cfg.port }, 'serial port released (board updating)')
+    return { ok: true, port: this.cfg.port }
+  }
+
+  /** Takes a released port back: opens it as at start (and keeps retrying with backoff, as then). */
+  reclaim(): Promise<HandoverResult> {
+    if (this.stopped)
+      return Promise.resolve({ ok: false, error: `board ${this.name}: the bridge is closed`, code: 'closed' })
+    if (!this.updating)
+      return Promise.resolve({
+        ok: false,
+        error: `board ${this.name}: its port was not handed over`,
+        code: 'not_released',
+      })
+    this.updating = false
+    this.reclaiming = true
+    this.state = 'connecting'
+    // release stopped the old schedule for good; a fresh one starts from the first delay.
+    this.reconnect = createReconnect(this.deps.backoffInitialMs, this.deps.backoffMaxMs)
+    this.deps.log.info({ board: this.name, port: this.cfg.port }, 'serial port reclaimed; reopening')
+    return new Promise((resolve) => this.open(() => resolve({ ok: true, port: this.cfg.port })))
   }
 
   // LineSink: what dispatch.ts calls for each decoded line.
@@ -213,7 +277,7 @@ export class SerialLink implements LineSink {
   }
 
   private open(firstAttempt?: () => void): void {
-    if (this.stopped) return firstAttempt?.()
+    if (this.stopped || this.updating) return firstAttempt?.()
     const port = new SerialPortStream({
       binding: this.deps.binding,
       path: this.cfg.port,
@@ -227,11 +291,17 @@ export class SerialLink implements LineSink {
     port.on('error', (err: Error) =>
       this.deps.log.warn({ board: this.name, port: this.cfg.port, err: err.message }, 'serial port error'),
     )
+    let opened!: () => void
+    this.opening = new Promise((r) => {
+      opened = r
+    })
     port.open((err) => {
-      if (err || this.stopped) {
+      opened()
+      this.opening = undefined
+      if (err || this.stopped || this.updating) {
         if (!err) port.close(() => undefined)
         if (err && this.state !== 'offline' && this.state !== 'connecting') this.state = 'offline'
-        if (err)
+        if (err && !this.updating)
           this.deps.log.warn(
             { board: this.name, port: this.cfg.port, err: err.message, retryMs: this.reconnect.nextMs },
             'cannot open serial port; retrying',
@@ -247,8 +317,9 @@ export class SerialLink implements LineSink {
   private attach(port: SerialPortStream): void {
     this.port = port
     this.framer.reset()
-    if (this.everOpened) this.counts.reconnects++
+    if (this.everOpened && !this.reclaiming) this.counts.reconnects++
     this.everOpened = true
+    this.reclaiming = false
     this.reconnect.succeeded()
     this.state = 'silent'
     this.answeredSinceOpen = false
@@ -294,7 +365,7 @@ export class SerialLink implements LineSink {
   }
 
   private scheduleReopen(): void {
-    if (this.stopped) return
+    if (this.stopped || this.updating) return
     this.reconnect.schedule(() => this.open())
   }
 

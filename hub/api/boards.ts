@@ -31,6 +31,7 @@ export const SEND_STATUS: Record<SendFailure, number> = {
   unknown_board: 404,
   offline: 409,
   closed: 409,
+  updating: 409,
   busy: 429,
   bad_command: 400,
   board_error: 422,
