@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { type Address, type Hex, parseAbi, parseEther } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { devAccounts } from '../../chain/accounts.ts'
+import { anvilAccount, devAccounts } from '../../chain/accounts.ts'
 import { startAnvil } from '../../chain/anvil.ts'
 import { type ChainInfo, chainFilePath, readChainFile, writeChainFile } from '../../chain/chain-file.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
@@ -30,7 +30,7 @@ import { buildManifest } from '../../records/manifest.ts'
 import { createChainAttestTool } from '../../tools/chain_attest.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { api, issueKey, postListing, signIn, startMarket } from '../market/market-helpers.ts'
+import { api, dataset, issueKey, postListing, signIn, startMarket } from '../market/market-helpers.ts'
 import { deployOfficial, deployPlaceholderProxy } from './official-contracts.ts'
 
 const acc = devAccounts()
@@ -328,6 +328,59 @@ t.test('batched on the official registries: a request hash taken first fails onl
   t.same(await sync.runOnce(), { requested: 4, attested: 4, failed: 1, remaining: 0 })
   t.match((await store.get(2))!.error, /is held by another request .*\(validationRequest reverted: exists\)/)
 })
+
+t.test(
+  'an agent changing hands on the official registry: the new owner’s key call revokes the old holder’s key',
+  async (t) => {
+    const file = await readChainFile(chainFilePath(home))
+    if (!file.ok) throw new Error(file.error)
+    const info: ChainInfo = file.value
+    const [holder, newOwner] = [anvilAccount(8), anvilAccount(9)]
+    const hw = walletClientFor(rpcUrl, holder.privateKey)
+    const registerAbi = parseAbi([
+      'function register(string agentURI) returns (uint256)',
+      'function transferFrom(address from, address to, uint256 tokenId)',
+    ])
+    const reg = await pub.simulateContract({
+      account: hw.account,
+      address: regs.identityRegistry,
+      abi: registerAbi,
+      functionName: 'register',
+      args: ['svc://agents/changing-hands'],
+    })
+    await pub.waitForTransactionReceipt({ hash: await hw.writeContract(reg.request) })
+    const agentId = reg.result.toString()
+    const dev = { info: { ...info, accounts: acc } } as unknown as DevChain
+    const { url } = await startMarket(t, dev)
+    const holderCookie = await signIn(url, holder.privateKey)
+    const old = await issueKey(url, holderCookie, holder.privateKey, agentId)
+    t.equal(old.status, 201, JSON.stringify(old.json))
+    await pub.waitForTransactionReceipt({
+      hash: await hw.writeContract({
+        address: regs.identityRegistry,
+        abi: registerAbi,
+        functionName: 'transferFrom',
+        args: [holder.address, newOwner.address, BigInt(agentId)],
+      }),
+    })
+    const fresh = await issueKey(url, await signIn(url, newOwner.privateKey), newOwner.privateKey, agentId)
+    t.equal(fresh.status, 201, `the new owner gets a key: ${JSON.stringify(fresh.json)}`)
+    const keys = (await api(url, '/api/marketplace/keys', { cookie: holderCookie })).json.keys as Record<
+      string,
+      unknown
+    >[]
+    t.match(
+      keys.find((k) => k.id === old.json.id),
+      {
+        status: 'revoked',
+        revokedReason: `wallet ${holder.address.toLowerCase()} no longer holds agent ${agentId}: it is held by ${newOwner.address.toLowerCase()}`,
+      },
+    )
+    const listed = await postListing(url, old.json.key as string, dataset(1, agentId))
+    t.equal(listed.status, 403, 'the old key cannot list')
+    t.match(listed.json.error, /was revoked/)
+  },
+)
 
 t.test(
   'a placeholder proxy (no implementation): preflight refuses, nothing sent, nothing attested',
