@@ -11,7 +11,9 @@ interface TapTest {
 }
 import type { BrowserContext, Page } from 'playwright-core'
 import { anvilAccount } from '../../chain/accounts.ts'
-import { publicClientFor } from '../../chain/clients.ts'
+import { identityRegistryAbi } from '../../chain/abi.generated.ts'
+import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
+import { registerAgent } from '../../chain/deploy.ts'
 import { startDevChain } from '../../chain/dev.ts'
 import { createListing } from '../../hub/listing/create.ts'
 import { postListing as postFromHub } from '../../hub/listing/post.ts'
@@ -453,6 +455,39 @@ async function browserTests(executablePath: string): Promise<void> {
     t.equal(refused.status, 403, 'a revoked key can no longer list')
     t.match(refused.json.error, 'was revoked: revoked by its owner')
     t.equal(await page.locator('button.revoke').count(), 1, 'only the setup key is still revocable')
+  })
+
+  t.test('a key whose agent changed hands is shown revoked, naming the new holder', async (t) => {
+    const [holder, newOwner] = [anvilAccount(8), anvilAccount(9)]
+    const w = walletClientFor(dev.rpcUrl, holder.privateKey)
+    const pub = publicClientFor(dev.rpcUrl)
+    const agentId = (await registerAgent(w, pub, dev.identityRegistry, 'svc://agents/sold')).toString()
+    const old = await issueKey(url, await signIn(url, holder.privateKey), holder.privateKey, agentId)
+    t.equal(old.status, 201, JSON.stringify(old.json))
+    await pub.waitForTransactionReceipt({
+      hash: await w.writeContract({
+        address: dev.identityRegistry,
+        abi: identityRegistryAbi,
+        functionName: 'transferFrom',
+        args: [holder.address, newOwner.address, BigInt(agentId)],
+      }),
+    })
+    const fresh = await issueKey(url, await signIn(url, newOwner.privateKey), newOwner.privateKey, agentId)
+    t.equal(fresh.status, 201, 'the new owner’s key call')
+    const { page } = await open(t, 'keys-agent-sold', holder.privateKey)
+    await page.goto(`${url}/keys`)
+    await Promise.all([page.waitForEvent('load'), page.click('#sign-in')])
+    const prefix = `svc_${(old.json.key as string).slice(4, 12)}…`
+    await text(page, '#key-rows tr', prefix)
+    t.equal(
+      (await page.locator('#key-rows tr', { hasText: prefix }).locator('td').nth(5).textContent())!.trim(),
+      `revoked: wallet ${holder.address.toLowerCase()} no longer holds agent ${agentId}: it is held by ${newOwner.address.toLowerCase()}`,
+    )
+    t.equal(await page.locator('button.revoke').count(), 0, 'nothing left to revoke')
+    await shot(page, 'keys-agent-sold')
+    await page.setViewportSize({ width: PHONE, height: 844 })
+    const fit = await widths(page)
+    t.ok(fit.doc <= fit.view, `the reason fits a phone: ${fit.doc} px ${fit.out.join(', ')}`)
   })
 
   t.test('a wallet that does not own the agent is told so', async (t) => {
