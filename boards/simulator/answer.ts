@@ -2,7 +2,9 @@
 // firmware's svc_commands.h (both are checked against boards/golden/replies.lines).
 import type { Json } from '../../bridge/codec/index.ts'
 
-export const SIM_FW = 'svc-companion/0.1.0'
+/** The firmware's identity as its hello and capabilities give it (svc_identity.h). */
+export const SIM_FW = 'svc-companion/0.2.0'
+export const SIM_PROTO = 1
 export const SIM_LINE_CAP = 256
 const MAX_PIN = 69
 /** Analog inputs A0..A15, as on the 70-pin board the firmware's host build models; they read 0. */

@@ -2,7 +2,7 @@
 // like the firmware. It plays on any byte transport (the device binding in-process, or a real
 // path such as one end of a socat pty pair), so it is a `Device` and also drives a raw stream.
 import { createLineFramer, encodeHello, encodeMessage, encodeReply } from '../../bridge/codec/index.ts'
-import { SIM_FW, SIM_LINE_CAP, answerCommand } from './answer.ts'
+import { SIM_FW, SIM_LINE_CAP, SIM_PROTO, answerCommand } from './answer.ts'
 import type { SimulatorOptions } from '../../bridge/types.ts'
 import type { Device } from './device-binding.ts'
 
@@ -63,7 +63,7 @@ export function createSimulatedBoard(name: string, opts: SimulatorOptions = {}):
     opened(e) {
       emit = e
       framer.reset()
-      if (!mute) emit(encodeHello(name, SIM_FW))
+      if (!mute) emit(encodeHello(name, SIM_FW, SIM_PROTO))
       startTimer()
     },
     received(chunk) {

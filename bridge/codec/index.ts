@@ -2,3 +2,4 @@
 export * from './framer.ts'
 export * from './line.ts'
 export * from './messages.ts'
+export * from './protocol.ts'

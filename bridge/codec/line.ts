@@ -9,6 +9,7 @@ import {
   Reply,
   type Command as CommandT,
 } from './messages.ts'
+import { isProtocol, PROTO_MAX, PROTO_MIN } from './protocol.ts'
 
 const checkHello = Compile(HelloEvent)
 const checkMessage = Compile(MessageEvent)
@@ -60,6 +61,14 @@ export function decodeBoardLine(line: Uint8Array): Decoded<BoardLine> {
       return { ok: false, error: `message: ${firstError(checkMessage.Errors(v))}` }
     }
     if (v.event === 'hello') {
+      // Named plainly: a board whose protocol field is unreadable is one the hub cannot place.
+      if ('proto' in v && !isProtocol(v.proto)) {
+        const got = JSON.stringify(v.proto)
+        return {
+          ok: false,
+          error: `hello: /proto must be an integer from ${PROTO_MIN} to ${PROTO_MAX} (the board's line protocol version), got ${got.length > 40 ? `${got.slice(0, 40)}…` : got}`,
+        }
+      }
       if (checkHello.Check(v)) return { ok: true, value: { kind: 'hello', hello: v } }
       return { ok: false, error: `hello: ${firstError(checkHello.Errors(v))}` }
     }
@@ -94,8 +103,15 @@ export function decodeCommand(line: Uint8Array): Decoded<CommandT> {
 }
 
 /** Board side: event and reply lines, newline included, in the firmware's field order. */
-export function encodeHello(board: string, fw?: string): string {
-  return JSON.stringify(fw === undefined ? { event: 'hello', board } : { event: 'hello', board, fw }) + '\n'
+export function encodeHello(board: string, fw?: string, proto?: number): string {
+  return (
+    JSON.stringify({
+      event: 'hello',
+      board,
+      ...(fw === undefined ? {} : { fw }),
+      ...(proto === undefined ? {} : { proto }),
+    }) + '\n'
+  )
 }
 export function encodeMessage(signal: string, text: string): string {
   return JSON.stringify({ event: 'message', signal, text }) + '\n'

@@ -3,6 +3,7 @@
 // commands. Hub → board: commands `{"id","cmd","args"}`.
 import { Type, type Static } from 'typebox'
 import { NAME_PATTERN } from './names.ts'
+import { PROTO_MAX, PROTO_MIN } from './protocol.ts'
 
 export { NAME_PATTERN, NAME_RE } from './names.ts'
 
@@ -13,6 +14,8 @@ export const HelloEvent = Type.Object(
     event: Type.Literal('hello'),
     board: Type.String({ pattern: NAME_PATTERN }),
     fw: Type.Optional(Type.String({ maxLength: 64 })),
+    /** The line protocol's version; absent means 1 (protocol.ts DEFAULT_PROTOCOL). */
+    proto: Type.Optional(Type.Integer({ minimum: PROTO_MIN, maximum: PROTO_MAX })),
   },
   { additionalProperties: true },
 )

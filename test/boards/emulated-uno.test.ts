@@ -79,7 +79,7 @@ t.test('companion firmware on an emulated Uno, through the real bridge and broke
     t.same(await b.send('vend1', 'capabilities', {}), {
       ok: true,
       result: {
-        fw: 'svc-companion/0.1.0',
+        fw: 'svc-companion/0.2.0',
         commands: ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'],
         line_cap: 256,
         pins: 20,

@@ -5,6 +5,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { imageIdentity } from '../../bridge/flash/identity.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { GOLDEN, golden } from './golden.ts'
 
@@ -99,9 +100,69 @@ t.test('firmware host build matches the golden files', { skip }, async (t) => {
   execFileSync('g++', ['-std=c++11', '-Wall', '-Werror', '-I', HOST, '-I', SRC, '-o', sketchExe, ino])
   t.equal(
     execFileSync(sketchExe).toString('utf8'),
-    '{"event":"hello","board":"vend1","fw":"svc-companion/0.1.0"}\n',
+    '{"event":"hello","board":"vend1","fw":"svc-companion/0.2.0","proto":1}\n',
     'the sketch says hello at setup',
   )
+  t.same(
+    imageIdentity(new Uint8Array(readFileSync(sketchExe))),
+    { name: 'svc-companion', version: '0.2.0', proto: 1 },
+    'the identity marker is in the built program, as the hello says',
+  )
+})
+
+t.test('the version and protocol are set at build time, and checked', { skip }, async (t) => {
+  const dir = await tempDir(t)
+  const build = (defines: string[]): { ok: true; exe: string } | { ok: false; error: string } => {
+    const exe = join(dir, `host_${defines.length}_${Math.random().toString(36).slice(2)}`)
+    const r = spawnSync('g++', [
+      '-std=c++11',
+      '-Wall',
+      '-Werror',
+      ...defines.map((d) => `-D${d}`),
+      '-I',
+      HOST,
+      '-I',
+      SRC,
+      '-o',
+      exe,
+      join(HOST, 'host_test.cpp'),
+    ])
+    return r.status === 0 ? { ok: true, exe } : { ok: false, error: r.stderr.toString('utf8') }
+  }
+  const older = build(['SVC_FW_VERSION="0.1.9"'])
+  if (!older.ok) throw new Error(older.error)
+  const hello = execFileSync(older.exe, ['events']).toString('utf8').split('\n')[0]
+  t.equal(hello, '{"event":"hello","board":"vend1","fw":"svc-companion/0.1.9","proto":1}')
+  const caps = execFileSync(older.exe, ['commands'], { input: '{"id":2,"cmd":"capabilities","args":{}}\n' })
+  t.match(JSON.parse(caps.toString('utf8')), { id: 2, ok: true, result: { fw: 'svc-companion/0.1.9' } })
+  t.same(imageIdentity(new Uint8Array(readFileSync(older.exe))), {
+    name: 'svc-companion',
+    version: '0.1.9',
+    proto: 1,
+  })
+  const other = build(['SVC_FW_NAME="vend-fw"', 'SVC_FW_VERSION="3.0.0-rc.1"', 'SVC_PROTO=2'])
+  if (!other.ok) throw new Error(other.error)
+  t.equal(
+    execFileSync(other.exe, ['events']).toString('utf8').split('\n')[0],
+    '{"event":"hello","board":"vend1","fw":"vend-fw/3.0.0-rc.1","proto":2}',
+  )
+  // What would make the marker ambiguous, or the hello bad JSON, does not compile, and says why.
+  const refused: Array<[string[], RegExp]> = [
+    [['SVC_FW_VERSION="0.1;9"'], /SVC_FW_VERSION: 1 to 31 of/],
+    [['SVC_FW_VERSION=""'], /SVC_FW_VERSION: 1 to 31 of/],
+    [['SVC_FW_NAME="a/b"'], /SVC_FW_NAME: 1 to 31 of/],
+    [['SVC_FW_NAME="a\\"b"'], /SVC_FW_NAME: 1 to 31 of/],
+    [[`SVC_FW_VERSION="${'1'.repeat(32)}"`], /SVC_FW_VERSION: 1 to 31 of/],
+    [['SVC_PROTO=0'], /SVC_PROTO: a decimal integer from 1 to 255/],
+    [['SVC_PROTO=256'], /SVC_PROTO: a decimal integer from 1 to 255/],
+    [['SVC_PROTO=010'], /SVC_PROTO: a decimal integer from 1 to 255/],
+    [['SVC_FW="x/1"'], /SVC_FW is made from SVC_FW_NAME and SVC_FW_VERSION/],
+  ]
+  for (const [defines, error] of refused) {
+    const r = build(defines)
+    t.equal(r.ok, false, defines.join(' '))
+    if (!r.ok) t.match(r.error, error, defines.join(' '))
+  }
 })
 
 // What `arduino-cli lib install --zip-path` and the Library Manager's indexer read: a folder named
@@ -130,6 +191,11 @@ t.test('the companion is laid out as an Arduino library', async (t) => {
   }
   t.equal(props.get('name'), 'svc_companion', 'the name is the folder name')
   t.match(props.get('version'), /^\d+\.\d+\.\d+$/, 'the version is semver')
+  t.equal(
+    /^#define SVC_FW_VERSION "([^"]+)"/m.exec(readFileSync(join(SRC, 'svc_identity.h'), 'utf8'))?.[1],
+    props.get('version'),
+    'the firmware says the version the library is published as (svc_identity.h SVC_FW_VERSION)',
+  )
   t.ok(
     [
       'Display',

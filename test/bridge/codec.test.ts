@@ -4,6 +4,7 @@ import fc from 'fast-check'
 import t from 'tap'
 import {
   createLineFramer,
+  DEFAULT_PROTOCOL,
   decodeBoardLine,
   decodeCommand,
   encodeCommand,
@@ -11,12 +12,16 @@ import {
   encodeMessage,
   encodeReply,
   type Json,
+  SUPPORTED_PROTOCOLS,
+  splitFirmware,
 } from '../../bridge/codec/index.ts'
 import { answerCommand } from '../../boards/simulator/answer.ts'
 import { createSimulatedBoard } from '../../boards/simulator/board.ts'
 import { golden, goldenJson, goldenLines } from '../boards/golden.ts'
 
-type Ev = { event: 'hello'; board: string; fw: string } | { event: 'message'; signal: string; text: string }
+type Ev =
+  | { event: 'hello'; board: string; fw: string; proto: number }
+  | { event: 'message'; signal: string; text: string }
 
 t.test('golden events decode to their values, and the TS encoders write the same bytes', async (t) => {
   const expected = goldenJson<Ev[]>('events.json')
@@ -27,12 +32,32 @@ t.test('golden events decode to their values, and the TS encoders write the same
     const e = expected[i]!
     if (e.event === 'hello') {
       t.same(d, { ok: true, value: { kind: 'hello', hello: e } }, `line ${i + 1} hello`)
-      t.equal(encodeHello(e.board, e.fw), line + '\n')
+      t.equal(encodeHello(e.board, e.fw, e.proto), line + '\n')
     } else {
       t.same(d, { ok: true, value: { kind: 'message', message: e } }, `line ${i + 1} ${e.signal}`)
       t.equal(encodeMessage(e.signal, e.text), line + '\n')
     }
   }
+})
+
+t.test('a hello names the firmware and protocol; one without proto is from an older board', async (t) => {
+  t.same(decodeBoardLine(Buffer.from('{"event":"hello","board":"vend1","fw":"svc-companion/0.1.0"}')), {
+    ok: true,
+    value: { kind: 'hello', hello: { event: 'hello', board: 'vend1', fw: 'svc-companion/0.1.0' } },
+  })
+  t.same(decodeBoardLine(Buffer.from('{"event":"hello","board":"vend1","fw":"x/2.0.0","proto":2}')), {
+    ok: true,
+    value: { kind: 'hello', hello: { event: 'hello', board: 'vend1', fw: 'x/2.0.0', proto: 2 } },
+  })
+  t.equal(DEFAULT_PROTOCOL, 1, 'no proto means protocol 1, what boards spoke before the field')
+  t.ok(SUPPORTED_PROTOCOLS.includes(DEFAULT_PROTOCOL), 'the hub speaks what older boards speak')
+  t.same(splitFirmware('svc-companion/0.2.0'), { name: 'svc-companion', version: '0.2.0' })
+  t.same(splitFirmware('svc-companion/0.2.0-rc.1+b7'), { name: 'svc-companion', version: '0.2.0-rc.1+b7' })
+  for (const fw of ['StandardFirmata 2.5', 'firmata', 'a/b/c', '/1.0', 'x/', 'x/1 0', ''])
+    t.equal(splitFirmware(fw), undefined, `"${fw}" has no name/version`)
+  t.equal(encodeHello('v'), '{"event":"hello","board":"v"}\n')
+  t.equal(encodeHello('v', 'a/1'), '{"event":"hello","board":"v","fw":"a/1"}\n')
+  t.equal(encodeHello('v', 'a/1', 1), '{"event":"hello","board":"v","fw":"a/1","proto":1}\n')
 })
 
 t.test('golden commands: the bridge encodes them byte for byte', async (t) => {
@@ -58,6 +83,7 @@ t.test('golden replies: decoded by the bridge, and produced byte for byte by the
   const sim = createSimulatedBoard('vend1', { rate: 0 })
   let out = ''
   sim.opened((b) => (out += b.toString()))
+  t.equal(out, `${goldenLines('events.lines')[0]}\n`, "the simulator says the firmware's hello")
   out = ''
   const input = Buffer.concat([golden('commands.lines'), golden('commands-bad.lines')])
   for (let i = 0; i < input.length; i += 7) sim.received(input.subarray(i, i + 7))
@@ -154,6 +180,21 @@ t.test('bad board lines are rejected with what was wrong', async (t) => {
     ['{"event":"message","signal":"","text":"x"}', /^message: \/signal /],
     ['{"event":"message","signal":"coin","text":5}', /^message: \/text /],
     ['{"event":"hello"}', /^hello: \/ must have required properties board$/],
+    [
+      '{"event":"hello","board":"v","proto":"1"}',
+      /^hello: \/proto must be an integer from 1 to 255 .*, got "1"$/,
+    ],
+    [
+      '{"event":"hello","board":"v","proto":-1}',
+      /^hello: \/proto must be an integer from 1 to 255 .*, got -1$/,
+    ],
+    ['{"event":"hello","board":"v","proto":0}', /^hello: \/proto .*, got 0$/],
+    ['{"event":"hello","board":"v","proto":256}', /^hello: \/proto .*, got 256$/],
+    ['{"event":"hello","board":"v","proto":1e300}', /^hello: \/proto .*, got 1e\+300$/],
+    ['{"event":"hello","board":"v","proto":1.5}', /^hello: \/proto .*, got 1\.5$/],
+    ['{"event":"hello","board":"v","proto":null}', /^hello: \/proto .*, got null$/],
+    [`{"event":"hello","board":"v","proto":"${'x'.repeat(100)}"}`, /^hello: \/proto .*, got "x{39}…$/],
+    ['{"event":"hello","board":"v","fw":5}', /^hello: \/fw must be string$/],
     ['{"event":"boom"}', /^\/event unknown event "boom"/],
     ['{"id":"x","ok":true}', /^reply: \/id /],
     ['{"id":1.5,"ok":true}', /^reply: \/id /],

@@ -25,7 +25,7 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   )
   t.match(JSON.parse(inbox.got[0]!.payload), {
     name: 'vend1',
-    fw: 'svc-companion/0.1.0',
+    fw: 'svc-companion/0.2.0',
     at: /^\d{4}-\d\d-\d\dT/,
   })
   t.same(
@@ -49,7 +49,7 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   t.match(s, {
     state: 'online',
     hello: 'vend1',
-    fw: 'svc-companion/0.1.0',
+    fw: 'svc-companion/0.2.0',
     hellos: 1,
     lines: 7,
     events: 5,

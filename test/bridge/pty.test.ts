@@ -48,7 +48,7 @@ t.test(
     t.same(await bridge.send('vend1', 'capabilities', {}), {
       ok: true,
       result: {
-        fw: 'svc-companion/0.1.0',
+        fw: 'svc-companion/0.2.0',
         commands: ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'],
         line_cap: 256,
         pins: 70,

@@ -172,7 +172,7 @@ t.test('a bridge logs overlong and garbage lines promptly; info and stats are re
   t.ok(late.got.find((m) => m.topic === 'boards/vend1/stats')!.retain, 'stats are retained')
   const info = late.got.find((m) => m.topic === 'boards/vend1/info')!
   t.ok(info.retain, 'info is retained')
-  t.match(JSON.parse(info.payload), { name: 'vend1', fw: 'svc-companion/0.1.0' })
+  t.match(JSON.parse(info.payload), { name: 'vend1', fw: 'svc-companion/0.2.0' })
   const stats = JSON.parse(late.got.findLast((m) => m.topic === 'boards/vend1/stats')!.payload)
   t.match(stats, {
     kind: 'serial',

@@ -15,7 +15,7 @@ static ShimOut out;
 HardwareSerial Serial;
 
 static int events() {
-  svc_emit_hello_P(out, SVC_P("vend1"), SVC_P(SVC_FW));
+  svc_emit_hello_P(out, SVC_P("vend1"));
   svc_emit_message_P(out, SVC_P("coin"), SVC_P("{\"slot\":\"A1\",\"amount\":2}"));
   svc_emit_message_P(out, SVC_P("door"), SVC_P("open"));
   svc_emit_message(out, SVC_P("note"), "back\\slash \"quoted\" tab\there");

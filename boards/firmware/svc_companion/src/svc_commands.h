@@ -10,10 +10,6 @@
 
 #include "svc_line.h"
 
-#ifndef SVC_FW
-#define SVC_FW "svc-companion/0.1.0"
-#endif
-
 #if !defined(NUM_DIGITAL_PINS) || !defined(NOT_A_PIN) || !defined(NUM_ANALOG_INPUTS)
 #error "svc_commands.h needs the board core's NUM_DIGITAL_PINS, NUM_ANALOG_INPUTS and NOT_A_PIN (include Arduino.h first)"
 #endif
@@ -154,9 +150,9 @@ void svc_put_error_text(OUT& out, uint8_t error) {
   }
 }
 
-// Runs one parsed command and writes its one reply line. `fw` is in flash.
+// Runs one parsed command and writes its one reply line.
 template <class OUT>
-void svc_answer_command(OUT& out, const SvcCommand& cmd, SvcFlashStr fw, size_t lineCap) {
+void svc_answer_command(OUT& out, const SvcCommand& cmd, size_t lineCap) {
   switch (cmd.kind) {
     case SVC_CMD_PING:
       svc_reply_ok_begin(out, cmd.id);
@@ -166,7 +162,7 @@ void svc_answer_command(OUT& out, const SvcCommand& cmd, SvcFlashStr fw, size_t 
     case SVC_CMD_CAPABILITIES:
       svc_reply_ok_begin(out, cmd.id);
       svc_puts_P(out, SVC_P("{\"fw\":"));
-      svc_put_json_string_P(out, fw);
+      svc_put_fw_json(out);
       svc_puts_P(out, SVC_P(",\"commands\":[\"ping\",\"gpio_read\",\"gpio_write\",\"analog_read\",\"capabilities\"],\"line_cap\":"));
       svc_put_uint(out, (uint32_t)lineCap);
       svc_puts_P(out, SVC_P(",\"pins\":"));
@@ -223,7 +219,7 @@ void svc_handle_command(OUT& out, const char* line, size_t len, size_t lineCap, 
     return;
   }
   stats.answered++;
-  svc_answer_command(out, cmd, SVC_P(SVC_FW), lineCap);
+  svc_answer_command(out, cmd, lineCap);
 }
 
 #endif

@@ -33,8 +33,9 @@ class SvcCompanion {
   // Pins the sketch uses itself (the serial pins, its inputs): gpio_write refuses them.
   void reserve(uint8_t pin) { reserved_.add(pin); }
 
-  // `{"event":"hello",...}`: the board name in flash (SVC_P("vend1")).
-  void hello(SvcFlashStr board) { svc_emit_hello_P(*this, board, SVC_P(SVC_FW)); }
+  // `{"event":"hello",...,"fw":…,"proto":…}`: the board name in flash (SVC_P("vend1")); the
+  // firmware's name, version and protocol from its identity (svc_identity.h).
+  void hello(SvcFlashStr board) { svc_emit_hello_P(*this, board); }
 
   // A `message` event with fixed text (both in flash) or text made at run time (in RAM).
   void event_P(SvcFlashStr signal, SvcFlashStr text) { svc_emit_message_P(*this, signal, text); }
@@ -48,7 +49,7 @@ class SvcCompanion {
       head_ = (uint8_t)((head_ + 1) % SVC_QUEUE);
       count_--;
       stats_.answered++;
-      svc_answer_command(*this, cmd, SVC_P(SVC_FW), SVC_LINE_CAP);
+      svc_answer_command(*this, cmd, SVC_LINE_CAP);
       pump();
     }
   }

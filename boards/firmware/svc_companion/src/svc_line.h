@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "svc_identity.h"
 #include "svc_pgm.h"
 
 // ---------------------------------------------------------------------------------------------
@@ -147,13 +148,16 @@ void svc_put_json_string_P(OUT& out, SvcFlashStr s) {
   out.write('"');
 }
 
-// `{"event":"hello","board":…,"fw":…}`; both names in flash.
+// `{"event":"hello","board":…,"fw":"<name>/<version>","proto":<n>}`: the board's name in flash,
+// the rest from the firmware's identity (svc_identity.h).
 template <class OUT>
-void svc_emit_hello_P(OUT& out, SvcFlashStr board, SvcFlashStr fw) {
+void svc_emit_hello_P(OUT& out, SvcFlashStr board) {
   svc_puts_P(out, SVC_P("{\"event\":\"hello\",\"board\":"));
   svc_put_json_string_P(out, board);
   svc_puts_P(out, SVC_P(",\"fw\":"));
-  svc_put_json_string_P(out, fw);
+  SvcFlashStr proto = svc_put_fw_json(out);
+  svc_puts_P(out, SVC_P(",\"proto\":"));
+  svc_puts_P(out, proto);
   svc_puts_P(out, SVC_P("}\n"));
 }
 

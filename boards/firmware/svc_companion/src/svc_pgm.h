@@ -11,10 +11,12 @@
 #if defined(__AVR__)
 #include <avr/pgmspace.h>
 #define SVC_P(s) PSTR(s)
+#define SVC_PROGMEM PROGMEM
 #define svc_pgm_byte(p) pgm_read_byte(p)
 #define svc_strcmp_P(ram, flash) strcmp_P((ram), (flash))
 #else
 #define SVC_P(s) (s)
+#define SVC_PROGMEM
 #define svc_pgm_byte(p) (*(const uint8_t*)(p))
 #define svc_strcmp_P(ram, flash) strcmp((ram), (flash))
 #endif
