@@ -114,6 +114,10 @@ export interface BoardStats {
   hello: string | undefined
   /** Firmware the board named in its last `hello` (or the Firmata firmware), if any. */
   fw: string | undefined
+  /** The version in `fw` when it reads `<name>/<version>` (the companion firmware's form). */
+  version?: string | undefined
+  /** The line protocol the last `hello` named (1 when it named none); undefined before a hello and for Firmata. */
+  proto?: number | undefined
   /** `hello` lines received: more than one means the board rebooted. */
   hellos: number
   /** Complete lines within the cap. */

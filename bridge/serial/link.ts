@@ -14,6 +14,7 @@ import {
   type Json,
   type LineFramer,
 } from '../codec/index.ts'
+import { DEFAULT_PROTOCOL, SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../codec/protocol.ts'
 import { createCommandChannel, type CommandChannel } from '../commands.ts'
 import { createRateLimitedWarn, type RateLimitedWarn } from '../log-limit.ts'
 import { createReconnect, type Reconnect } from '../reconnect.ts'
@@ -75,6 +76,10 @@ export class SerialLink implements LineSink {
   private warnedMuteBoard = false
   private helloName: string | undefined
   private fw: string | undefined
+  private fwVersion: string | undefined
+  private proto: number | undefined
+  /** Protocol versions this board has named that the hub does not speak, each warned about once. */
+  private readonly warnedProtocols = new Set<number>()
   private lastEventAt: number | null = null
   private readonly counts = { events: 0, garbage: 0, unmatched: 0, reconnects: 0, hellos: 0 }
   /** Per-board publish outcomes, kept by the bridge's queue callbacks. */
@@ -127,6 +132,8 @@ export class SerialLink implements LineSink {
       state: this.state,
       hello: this.helloName,
       fw: this.fw,
+      version: this.fwVersion,
+      proto: this.proto,
       hellos: this.counts.hellos,
       lines: f.lines,
       events: this.counts.events,
@@ -208,15 +215,45 @@ export class SerialLink implements LineSink {
     this.deps.event(this.name, signal, text)
   }
   hello(hello: HelloEvent): void {
-    const { event: _event, board, fw, ...rest } = hello
+    // name, version and at are the hub's to set in the info; a hello's own fields of those names give way.
+    const {
+      event: _e,
+      board,
+      fw,
+      proto: said,
+      name: _n,
+      version: _v,
+      at: _a,
+      ...rest
+    } = hello as HelloEvent & Record<string, Json>
+    const proto = said ?? DEFAULT_PROTOCOL
+    const version = fw === undefined ? undefined : splitFirmware(fw)?.version
     this.counts.hellos++
     this.helloName = board
     this.fw = fw
+    this.fwVersion = version
+    this.proto = proto
     // A hello after the first is a reboot (a watchdog, a brown-out, DTR on port open): worth a line.
     this.deps.log.info(
-      { board: this.name, port: this.cfg.port, hello: board, fw: fw ?? null, hellos: this.counts.hellos },
+      {
+        board: this.name,
+        port: this.cfg.port,
+        hello: board,
+        fw: fw ?? null,
+        proto,
+        hellos: this.counts.hellos,
+      },
       this.counts.hellos > 1 ? 'board said hello again (it restarted)' : 'board said hello',
     )
+    if (!speaksProtocol(proto) && !this.warnedProtocols.has(proto)) {
+      // Once per board and version: a board that restarts all day must not fill the log.
+      this.warnedProtocols.add(proto)
+      this.deps.log.warn(
+        { board: this.name, port: this.cfg.port, fw: fw ?? null, proto, supported: [...SUPPORTED_PROTOCOLS] },
+        `board ${this.name} speaks line protocol ${proto}, this hub speaks ${SUPPORTED_PROTOCOLS.join(', ')}: ` +
+          'it is used as far as the two agree (update the hub, or flash firmware that speaks a protocol it knows)',
+      )
+    }
     if (board !== this.name) {
       this.deps.log.warn(
         { board: this.name, port: this.cfg.port, hello: board },
@@ -226,7 +263,9 @@ export class SerialLink implements LineSink {
     this.deps.info(this.name, {
       name: board,
       fw: fw ?? null,
-      ...(rest as Record<string, Json>),
+      version: version ?? null,
+      proto,
+      ...rest,
       at: new Date(this.deps.now()).toISOString(),
     })
     this.answered('hello')

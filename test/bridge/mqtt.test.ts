@@ -26,6 +26,8 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
   t.match(JSON.parse(inbox.got[0]!.payload), {
     name: 'vend1',
     fw: 'svc-companion/0.2.0',
+    version: '0.2.0',
+    proto: 1,
     at: /^\d{4}-\d\d-\d\dT/,
   })
   t.same(
@@ -50,6 +52,8 @@ t.test('simulated vend1 coin events reach an MQTT subscriber, availability is re
     state: 'online',
     hello: 'vend1',
     fw: 'svc-companion/0.2.0',
+    version: '0.2.0',
+    proto: 1,
     hellos: 1,
     lines: 7,
     events: 5,
