@@ -3,6 +3,7 @@
 // port has one owner, and one command at a time is what the boards can take.
 import type { BoardStats, BridgeStats } from '../../bridge/types.ts'
 import { NAME_RE } from '../../bridge/codec/messages.ts'
+import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../../bridge/codec/protocol.ts'
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { intOption, parseOptions } from './options.ts'
@@ -10,8 +11,10 @@ import { intOption, parseOptions } from './options.ts'
 export const STATUS_HELP = `usage: svc board status [--json]
 
 Each board of the running hub: its state (online = it has answered since its port opened;
-silent = port open, no answer yet), firmware, and counters: lines, events, garbage, overlong
-lines dropped, reconnects, the time of the last event. --json prints the hub's answer as is.`
+silent = port open, no answer yet), the firmware its hello named (name, version, and the line
+protocol it speaks, marked when the hub does not), and counters: lines, events, garbage,
+overlong lines dropped, reconnects, the time of the last event. --json prints the hub's answer
+as is.`
 
 export const SEND_HELP = `usage: svc board send <board> <cmd> [args-json] [--timeout MS] [--json]
 
@@ -57,6 +60,8 @@ export function formatStatus(boards: Record<string, BoardStats>): string {
     'STATE',
     'KIND',
     'FIRMWARE',
+    'VERSION',
+    'PROTO',
     'LINES',
     'EVENTS',
     'GARBAGE',
@@ -68,7 +73,7 @@ export function formatStatus(boards: Record<string, BoardStats>): string {
     name,
     b.state,
     b.kind,
-    b.fw ?? '-',
+    ...firmwareColumns(b),
     String(b.lines),
     String(b.events),
     String(b.garbage),
@@ -85,6 +90,18 @@ export function formatStatus(boards: Record<string, BoardStats>): string {
         .trimEnd(),
     )
     .join('\n')
+}
+
+/** FIRMWARE, VERSION, PROTO: `svc-companion/0.2.0` split in two; any other firmware string whole. */
+function firmwareColumns(b: BoardStats): [string, string, string] {
+  const split = b.fw === undefined ? undefined : splitFirmware(b.fw)
+  const proto =
+    b.proto === undefined
+      ? '-'
+      : speaksProtocol(b.proto)
+        ? String(b.proto)
+        : `${b.proto} (hub speaks ${SUPPORTED_PROTOCOLS.join(',')})`
+  return [split?.name ?? b.fw ?? '-', split?.version ?? b.version ?? '-', proto]
 }
 
 export async function boardSend(argv: string[], io: CliIo): Promise<number> {

@@ -135,12 +135,19 @@ t.test('board commands over MQTT and the local API; status; bad input refused', 
     let r = await svc('board', 'status', '--json')
     t.equal(r.code, 0)
     const s = JSON.parse(r.out) as { boards: Record<string, Record<string, unknown>> }
-    t.match(s.boards.vend1, { kind: 'serial', state: 'online', fw: 'svc-companion/0.2.0', garbage: 0 })
+    t.match(s.boards.vend1, {
+      kind: 'serial',
+      state: 'online',
+      fw: 'svc-companion/0.2.0',
+      version: '0.2.0',
+      proto: 1,
+      garbage: 0,
+    })
     r = await svc('board', 'status')
     t.equal(r.code, 0)
     t.match(
       r.out,
-      /^BOARD +STATE +KIND +FIRMWARE +LINES +EVENTS +GARBAGE +OVERLONG +RECONNECTS +LAST EVENT\nvend1 +online +serial +svc-companion\/0\.2\.0 /,
+      /^BOARD +STATE +KIND +FIRMWARE +VERSION +PROTO +LINES +EVENTS +GARBAGE +OVERLONG +RECONNECTS +LAST EVENT\nvend1 +online +serial +svc-companion +0\.2\.0 +1 /,
     )
 
     r = await svc('board', 'send', 'vend1', 'gpio_write', '{"pin":4,"value":1}')

@@ -34,6 +34,11 @@ t.test('each board: online, last event, counters; a board text is escaped', asyn
   t.match(page, /<li class="card" data-board="vend1" data-availability="online">/)
   t.match(page, /<li class="card" data-board="vend2" data-availability="online">/)
   t.match(page, /<strong data-counter="events">4<\/strong>/, 'the bridge counted four events for vend1')
+  t.match(
+    page,
+    /serial · firmware <code data-firmware="svc-companion">svc-companion<\/code> <span data-version="0.2.0">0.2.0<\/span> · protocol <span data-proto="1">1<\/span><\/p>/,
+    'the firmware its hello named: name, version, protocol',
+  )
   t.match(page, /<code class="payload">&lt;img src=x onerror=alert\(1\)&gt;<\/code>/, 'escaped')
   t.notMatch(page, /<img/)
   t.match(
@@ -44,6 +49,22 @@ t.test('each board: online, last event, counters; a board text is escaped', asyn
   const js = await ch.c.get('/assets/boards.js')
   t.equal(js.status, 200)
   t.match(await js.text(), /\/events\?topics=board-event/)
+})
+
+t.test('a board on a protocol the hub does not speak is flagged on its card', async (t) => {
+  const ch = await signedIn(t)
+  const hellos = ch.bridge()!.stats().boards.vend2!.hellos
+  ch.bridge()!
+    .simulated('vend2')!
+    .emitRaw('{"event":"hello","board":"vend2","fw":"svc-companion/0.3.0","proto":2}\n')
+  await waitFor(() => ch.bridge()!.stats().boards.vend2!.hellos > hellos, 'the new hello read')
+  const page = await (await ch.c.get('/boards')).text()
+  const card = page.slice(page.indexOf('data-board="vend2"'))
+  t.match(
+    card,
+    /firmware <code data-firmware="svc-companion">svc-companion<\/code> <span data-version="0.3.0">0.3.0<\/span> · protocol <span data-proto="2">2<\/span> <span class="tag">this hub speaks 1<\/span>/,
+  )
+  t.notMatch(page.slice(0, page.indexOf('data-board="vend2"')), /this hub speaks/, 'vend1 is not flagged')
 })
 
 t.test('send a command: the board answers; bad input and forged posts send nothing', async (t) => {

@@ -3,6 +3,7 @@
 // static/boards.js), and a form that sends one command (POST /boards/send, as `svc board send`
 // and the local API's POST /boards/:board/send: the same checks, the same answers).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../../../bridge/codec/protocol.ts'
 import type { BoardStats, BridgeStats, SendResult } from '../../../bridge/types.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { SEND_STATUS } from '../../api/boards.ts'
@@ -29,11 +30,24 @@ const COUNTERS: [keyof BoardStats, string][] = [
   ['timeouts', 'timeouts'],
 ]
 
+/** ` · firmware svc-companion 0.2.0 · protocol 1`, from the board's last hello; the protocol flagged when the hub does not speak it. */
+function firmwareLine(s: BoardStats): Html {
+  if (!s.fw) return html``
+  const split = splitFirmware(s.fw)
+  const proto =
+    s.proto === undefined
+      ? ''
+      : speaksProtocol(s.proto)
+        ? html` · protocol <span data-proto="${String(s.proto)}">${String(s.proto)}</span>`
+        : html` · protocol <span data-proto="${String(s.proto)}">${String(s.proto)}</span> <span class="tag">this hub speaks ${SUPPORTED_PROTOCOLS.join(', ')}</span>`
+  return html` · firmware <code data-firmware="${split?.name ?? s.fw}">${split?.name ?? s.fw}</code>${split ? html` <span data-version="${split.version}">${split.version}</span>` : ''}${proto}`
+}
+
 function boardCard(b: ConsoleBoard, s: BoardStats | undefined, now: number): Html {
   return html`<li class="card" data-board="${b.name}" data-availability="${b.availability}">
 <h2><span class="dot ${b.availability}" aria-hidden="true"></span> ${b.name}</h2>
 <p><span class="state-${b.availability}">${b.availability}</span>${b.since !== null ? html` since ${when(b.since, now)}` : ''}${s && s.state !== b.availability ? html` <span class="tag">${s.state}</span>` : ''}</p>
-<p class="muted">${s ? html`${s.kind}${s.fw ? html` · firmware <code>${s.fw}</code>` : ''}` : 'no counters yet'}</p>
+<p class="muted">${s ? html`${s.kind}${firmwareLine(s)}` : 'no counters yet'}</p>
 <p>last event: ${b.lastEvent ? html`<code>${b.lastEvent.signal}</code> <code class="payload">${b.lastEvent.text}</code> ${when(b.lastEvent.at, now)}` : html`<span class="muted">none since the hub started</span>`}</p>
 ${
   s
