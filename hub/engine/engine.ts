@@ -917,6 +917,14 @@ export class Engine implements HubEngine {
     for (const name of this.kept.keys()) this.release(name)
   }
 
+  /**
+   * One synced write through the group committer, for the watchdog (hub/service/): resolves
+   * once the store took it, rejects when the store refuses writes.
+   */
+  heartbeat(): Promise<void> {
+    return this.store.write([this.store.heartbeatOp(this.now())])
+  }
+
   /** Group-commit counters, for the bench. */
   get writeStats(): { batches: number; ops: number; busyMs: number } {
     return {

@@ -6,6 +6,9 @@ import type { EngineOptions } from './types.ts'
 export type { EngineOptions } from './types.ts'
 export type { AgentAdapter } from '../agent/types.ts'
 
-export function createEngine(opts: EngineOptions): Promise<HubEngine> {
+/** The engine as the hub holds it: also the store heartbeat its watchdog writes (hub/service/). */
+export type RunningEngine = HubEngine & { heartbeat(): Promise<void> }
+
+export function createEngine(opts: EngineOptions): Promise<RunningEngine> {
   return Engine.create(opts)
 }

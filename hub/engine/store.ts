@@ -42,6 +42,8 @@ const ONCE = 'once!'
 const ONCE_AT = 'onceat!'
 /** Fingerprinted once-only marks (`once.fingerprint`): the few latest per key, deleted when forgotten. */
 const MARK = 'mark!'
+/** The watchdog's heartbeat key (`heartbeatOp`). */
+const HEARTBEAT = 'meta!heartbeat'
 
 export interface OnceMark {
   fp: string
@@ -323,6 +325,15 @@ export class EngineStore {
 
   lastFinishedOp(sop: string, at: number): BatchOp {
     return { type: 'put', key: LAST + sop, value: String(at) }
+  }
+
+  /**
+   * The watchdog's heartbeat (hub/service/store-probe.ts): one key, overwritten. A page long, so
+   * it needs a fresh page of the disk as a run's records do: a few bytes could still land in the
+   * slack of the log's last page on a full disk.
+   */
+  heartbeatOp(at: number): BatchOp {
+    return { type: 'put', key: HEARTBEAT, value: String(at).padEnd(4096, '.') }
   }
 
   /** One synced write, shared with concurrent writers (group-commit.ts, also for `defer`). */
