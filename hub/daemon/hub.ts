@@ -107,6 +107,9 @@ export async function startHub(
       }
     }
   }
+  // systemd's notify protocol and watchdog (hub/service/), when a service manager listens.
+  const service = parts.service?.({ log }) ?? null
+  service?.status('starting')
   try {
     await mkdir(config.dataDir, { recursive: true })
     let { sops, diagnostics } = await loadAndReport(config.sopsDir, log)
@@ -453,6 +456,12 @@ export async function startHub(
       },
       'hub started',
     )
+    const serving = () => ({
+      sops: sops.length,
+      invalid: new Set(diagnostics.filter((d) => d.severity === 'error').map((d) => d.file)).size,
+      boards: boardNames.length,
+    })
+    service?.ready(serving(), () => engine.heartbeat())
     let closing: Promise<void> | null = null
     return {
       config,
@@ -473,16 +482,23 @@ export async function startHub(
       webhookUrl: router.webhookUrl,
       console: consoleRef,
       async reload() {
-        const next = await loadAndReport(config.sopsDir, log)
-        sops = next.sops
-        diagnostics = next.diagnostics
-        engine.setSops(sops)
-        await router.setSops(sops)
-        stateTopics?.changed()
-        await broker?.reloadAccounts()
+        service?.reloading()
+        try {
+          const next = await loadAndReport(config.sopsDir, log)
+          sops = next.sops
+          diagnostics = next.diagnostics
+          engine.setSops(sops)
+          await router.setSops(sops)
+          stateTopics?.changed()
+          await broker?.reloadAccounts()
+        } finally {
+          // A failed reload keeps the previous SOPs: the hub serves either way.
+          service?.reloaded(serving())
+        }
       },
       close() {
         closing ??= (async () => {
+          service?.stopping()
           log.info('hub stopping')
           await closeAll()
           log.info('hub stopped')

@@ -14,6 +14,7 @@ import type { Log } from '../log.ts'
 import type { BoardEntry, HubConfig } from './config.ts'
 import type { ConsoleAttestation } from '../console/context.ts'
 import type { ConsoleOptions, RunningConsole } from '../console/index.ts'
+import type { HubService } from '../service/index.ts'
 
 /** What the hub needs of the bridge (bridge/index.ts `createBridge`). */
 export interface BridgeLike extends BoardPort {
@@ -58,6 +59,8 @@ export interface HubParts {
   }) => Promise<AttestationParts>
   /** The web console (hub/console/), started when `[console] enabled`. */
   console?: (o: Omit<ConsoleOptions, 'home'>) => Promise<RunningConsole>
+  /** systemd's notify protocol and watchdog (hub/service/); null when no service manager listens. */
+  service?: (o: { log: Log }) => HubService | null
 }
 
 /** What the attestation part adds to the hub: tools, a loop started once the hub is up, API routes. */

@@ -8,6 +8,7 @@ import type { AttestStore, AttestSync } from '../attest/index.ts'
 import { createOpenAiAgent } from '../agent/openai.ts'
 import type { AgentAdapter } from '../agent/types.ts'
 import { svcPaths } from '../paths.ts'
+import { startService } from '../service/index.ts'
 import type { Sop } from '../../sops/types.ts'
 import type { HubConfig } from './config.ts'
 import type { AttestationParts, HubParts } from './parts.ts'
@@ -210,6 +211,7 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
     },
     console: async (o) => (await import('../console/index.ts')).startConsole({ ...o, home: paths.home }),
+    service: ({ log }) => startService(env, log),
     createBridge: async ({ boards, publish, log, availability }) => {
       const o = { boards, publish, log, ...(availability ? { availability } : {}) }
       // Simulated boards play in-process on their own binding; the bridge never imports boards/.

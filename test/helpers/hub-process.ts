@@ -23,7 +23,12 @@ export interface HubChild {
 export async function startHubChild(
   t: Teardown,
   home: string,
-  opts: { env?: NodeJS.ProcessEnv; logLevel?: string } = {},
+  opts: {
+    env?: NodeJS.ProcessEnv
+    logLevel?: string
+    /** A program that execs the hub, and its arguments (the hub's command line follows). */
+    launcher?: string[]
+  } = {},
 ): Promise<HubChild> {
   // At info whatever hub.toml says (crash tests keep their hubs quiet there): "hub started" is
   // how the start is seen.
@@ -35,7 +40,8 @@ export async function startHubChild(
     '--log-level',
     opts.logLevel ?? 'info',
   ]
-  const proc = spawn(process.execPath, args, {
+  const [file, ...argv] = [...(opts.launcher ?? []), process.execPath, ...args] as [string, ...string[]]
+  const proc = spawn(file, argv, {
     cwd: root,
     env: { ...process.env, ...opts.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],
