@@ -12,6 +12,7 @@ import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
+import { isLoopbackHost } from '../../net/loopback.ts'
 import { camelKeys, snakeCase, snakeCaseSchema } from './config-keys.ts'
 
 // The schema is a JSON Schema literal checked by typebox/schema (which the engine loads anyway),
@@ -82,6 +83,16 @@ export const HubTomlSchema = {
       additionalProperties: false,
     },
     api: { type: 'object', properties: { port: Port }, additionalProperties: false },
+    // GET /metrics on a listener of its own (hub/metrics/listener.ts); off without a port.
+    metrics: {
+      type: 'object',
+      properties: {
+        host: { type: 'string', minLength: 1 },
+        port: Port,
+        token_file: { type: 'string', minLength: 1 },
+      },
+      additionalProperties: false,
+    },
     // The web console (hub/console/): on by default, loopback unless asked; beyond loopback it
     // needs the owner password (`svc hub console-password`) or the hub refuses to start.
     console: {
@@ -213,6 +224,8 @@ export interface HubConfig {
     tls: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
   }
   api: { port: number }
+  /** `[metrics]`: GET /metrics on its own listener when `port` is set; `token`: its bearer token's 0600 file. */
+  metrics: { host: string; port: number | null; token: { file: string } | null }
   /** `[console]`: the hub's web console (hub/console/); `tls` = HTTPS with these PEM files. */
   console: { enabled: boolean; host: string; port: number; tls: { cert: string; key: string } | null }
   /** `rateLimit`: requests per minute per client address, 0 = off. */
@@ -250,6 +263,7 @@ export const DEFAULTS = {
   brokerHost: '127.0.0.1',
   brokerPort: 1883,
   apiPort: 8786,
+  metricsHost: '127.0.0.1',
   consoleHost: '127.0.0.1',
   consolePort: 8788,
   webhookHost: '127.0.0.1',
@@ -358,6 +372,8 @@ export function resolveConfig(
   if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
   const amqp = amqpSection(t.amqp, path)
   if (typeof amqp === 'string') return { ok: false, error: `${where}: ${amqp}` }
+  const metrics = metricsSection(t.metrics, path)
+  if (typeof metrics === 'string') return { ok: false, error: `${where}: ${metrics}` }
   const c = t.console
   if ((c?.tls_cert === undefined) !== (c?.tls_key === undefined))
     return {
@@ -382,6 +398,7 @@ export function resolveConfig(
         tls,
       },
       api: { port: t.api?.port ?? DEFAULTS.apiPort },
+      metrics,
       console: {
         enabled: c?.enabled ?? true,
         host: c?.host ?? DEFAULTS.consoleHost,
@@ -461,6 +478,21 @@ function brokerTls(
     cert: path(cert, cert),
     key: path(key, key),
   }
+}
+
+/** `[metrics]`: a token file needs the listener, and a listener beyond loopback needs the token. */
+function metricsSection(
+  m: HubToml['metrics'],
+  path: (p: string | undefined, fallback: string) => string,
+): HubConfig['metrics'] | string {
+  const host = m?.host ?? DEFAULTS.metricsHost
+  const port = m?.port ?? null
+  const file = m?.token_file
+  if (port === null && file !== undefined)
+    return 'metrics.token_file applies only with metrics.port (the metrics listener)'
+  if (port !== null && file === undefined && !isLoopbackHost(host))
+    return `metrics.host = "${host}" is not a loopback address: the metrics listener then needs metrics.token_file, a file of mode 0600 holding the bearer token scrapers send`
+  return { host, port, token: file !== undefined ? { file: path(file, file) } : null }
 }
 
 /** `[amqp]`: one URL source, at most one password source, and no password written in the URL. */

@@ -46,6 +46,7 @@ import { startStateTopics, type StateTopics } from '../mqtt-state/publisher.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
 import { SVC_VERSION } from '../version.ts'
 import type { RunningConsole } from '../console/index.ts'
+import { countEngine, startHubMetrics } from '../metrics/index.ts'
 
 export interface RunningHub {
   config: HubConfig
@@ -309,6 +310,8 @@ export async function startHub(
     })
     engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
+    // Counted from before the first trigger, for GET /metrics (hub/metrics/counts.ts).
+    const counts = countEngine(engine)
 
     const topics = svcTopicsRefused
       ? null
@@ -406,6 +409,25 @@ export async function startHub(
       closers.push({ name: 'board commands', fn: () => commands.close() })
     }
 
+    const metrics = await startHubMetrics(
+      {
+        engine,
+        counts,
+        sops: () => sops,
+        diagnostics: () => diagnostics,
+        version: SVC_VERSION,
+        aedes: broker?.aedes ?? null,
+        sessionConnected: () => client.connected,
+        mqttBacklog: () => router.mqttBacklog(),
+        bridge,
+        attestation: attestation.console ?? null,
+        dataDir: config.dataDir,
+      },
+      config.metrics,
+      log,
+    )
+    closers.push({ name: 'metrics', fn: () => metrics.close() })
+
     let apiUrl: string | null = null
     if (parts.localApi) {
       const api = parts.localApi
@@ -437,6 +459,7 @@ export async function startHub(
       })
       boardRoutes(bridge, config.tools.boardTimeoutMs)(app)
       attestation.routes?.(app)
+      metrics.route(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
       await api.writeInfo(apiUrl, { sopsDir: config.sopsDir, dataDir: config.dataDir })
