@@ -14,6 +14,8 @@ const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-
        svc hub status [--json]          (the running hub: svc hub status --help)
        svc hub user add|remove|list …   (broker accounts: svc hub user --help)
        svc hub console-password [--clear] (the web console's owner password: --help)
+       svc hub install-service [--user USER] [--home DIR] [--config FILE] [--out FILE | --print]
+                                         (the systemd unit for this install: --help)
 
   run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
                  SOP engine, tools, webhook gateway, local API, web console. Stops on SIGTERM/SIGINT;
@@ -85,6 +87,8 @@ export const command: Command = async (argv, io) => {
   if (argv[0] === 'console-password')
     return (await import('./hub-console-password.ts')).command(argv.slice(1), io)
   if (argv[0] === 'status') return (await import('./hub-status.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'install-service')
+    return (await import('./hub-install-service.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)
