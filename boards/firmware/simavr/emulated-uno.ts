@@ -1,8 +1,11 @@
 // An emulated Arduino Uno for tests and benches: the companion sketch built for an ATmega328P
 // (../uno-build.ts), run in simavr by uno_harness.c with UART0 on a pseudo-terminal. The hub's
-// bridge opens `link` like a USB serial port; the control channel drives the pins.
+// bridge opens `link` like a USB serial port; the control channel drives the pins. With `boot`,
+// optiboot (./optiboot.ts) sits in the boot section and avrdude can flash the board through it,
+// its reset line pulsed by the control channel or by SIGUSR1 (`resetArgv`).
 import { type ChildProcessWithoutNullStreams, execFile, spawn, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
@@ -58,6 +61,14 @@ export interface EmulatedUno {
   tell(line: string): void
   /** Every unprompted `halted …` notice so far. */
   halts: string[]
+  /** Pulses RESET (EXTRF set, so optiboot listens) and resolves once the MCU restarted. */
+  reset(): Promise<void>
+  /** A command that pulses RESET from outside (SIGUSR1): a flash profile's `reset.argv`. */
+  resetArgv: string[]
+  /** Every reset done by SIGUSR1 so far (the harness reports each). */
+  signalResets(): number
+  /** The whole flash as the MCU holds it now (32 KB), written through `path`. */
+  dumpFlash(path: string): Promise<Uint8Array>
   /** SIGSTOP: the process (and so the MCU and its UART) freezes with the pty still open. */
   freeze(): void
   thaw(): void
@@ -68,7 +79,10 @@ export interface EmulatedUno {
 
 export interface StartOptions {
   harness: string
+  /** The sketch: its ELF, or an Intel HEX image. */
   elf: string
+  /** A bootloader (Intel HEX, e.g. optiboot): loaded at its address, and every reset starts there. */
+  boot?: string
   /** A symlink to the pty, kept across restarts so the hub's config names one path. */
   link: string
   /** Hold the MCU until `run`, so the port can be opened before the sketch says hello. */
@@ -76,13 +90,20 @@ export interface StartOptions {
 }
 
 export async function startEmulatedUno(o: StartOptions): Promise<EmulatedUno> {
-  const args = [o.elf, '--link', o.link, ...(o.paused ? ['--paused'] : [])]
+  const args = [
+    o.elf,
+    '--link',
+    o.link,
+    ...(o.boot ? ['--boot', o.boot] : []),
+    ...(o.paused ? ['--paused'] : []),
+  ]
   const proc: ChildProcessWithoutNullStreams = spawn(o.harness, args, { stdio: ['pipe', 'pipe', 'pipe'] })
   let stderr = ''
   proc.stderr.on('data', (b: Buffer) => {
     stderr += b.toString('utf8')
   })
   const halts: string[] = []
+  let signalResets = 0
   const waiting: Array<{ expect: string; resolve: (s: string) => void }> = []
   let onPty: ((s: string) => void) | undefined
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()))
@@ -91,6 +112,10 @@ export async function startEmulatedUno(o: StartOptions): Promise<EmulatedUno> {
     if (!line.startsWith('@ ')) return
     const msg = line.slice(2)
     if (msg.startsWith('halted ')) halts.push(msg)
+    if (msg === 'reset signal') {
+      signalResets++
+      return
+    }
     if (msg.startsWith('pty ')) return onPty?.(msg.slice(4))
     const i = waiting.findIndex((w) => msg.startsWith(w.expect))
     if (i >= 0) waiting.splice(i, 1)[0]!.resolve(msg)
@@ -100,18 +125,28 @@ export async function startEmulatedUno(o: StartOptions): Promise<EmulatedUno> {
     proc.once('error', reject)
     void exited.then(() => reject(new Error(`uno_harness exited before its pty was ready: ${stderr.trim()}`)))
   })
+  const ask = (line: string, expect: string): Promise<string> =>
+    new Promise((resolve, reject) => {
+      if (proc.exitCode !== null || proc.signalCode !== null)
+        return reject(new Error('uno_harness has exited'))
+      waiting.push({ expect, resolve })
+      proc.stdin.write(`${line}\n`)
+    })
   return {
     pid: proc.pid!,
     pty,
     halts,
     exited,
-    ask(line, expect) {
-      return new Promise((resolve, reject) => {
-        if (proc.exitCode !== null || proc.signalCode !== null)
-          return reject(new Error('uno_harness has exited'))
-        waiting.push({ expect, resolve })
-        proc.stdin.write(`${line}\n`)
-      })
+    ask,
+    async reset() {
+      await ask('reset', 'reset')
+    },
+    resetArgv: ['kill', '-USR1', String(proc.pid)],
+    signalResets: () => signalResets,
+    async dumpFlash(path) {
+      const answer = await ask(`dump ${path}`, 'dump')
+      if (answer.startsWith('dump error')) throw new Error(`uno_harness: ${answer}`)
+      return new Uint8Array(await readFile(path))
     },
     tell(line) {
       proc.stdin.write(`${line}\n`)
