@@ -14,6 +14,7 @@ import { startHub } from '../../hub/daemon/hub.ts'
 import { realParts } from '../../hub/daemon/real-parts.ts'
 import { silentLog } from '../../hub/log.ts'
 import { parseProcIo } from '../../hub/metrics/disk.ts'
+import { families } from '../../hub/metrics/registry.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -258,6 +259,13 @@ async function call(api: Api, method: string, path: string, body?: unknown): Pro
   return r.json()
 }
 
+/** GET /metrics read strictly; anything but a 200 with a valid exposition throws. */
+async function read(api: Api): Promise<Exposition> {
+  const r = await fetch(`${api.url}/metrics`, { headers: { authorization: `Bearer ${api.token}` } })
+  if (r.status !== 200) throw new Error(`GET /metrics: ${r.status} ${await r.text()}`)
+  return parseExposition(await r.text())
+}
+
 async function scrape(t: Test, api: Api): Promise<Exposition> {
   const r = await fetch(`${api.url}/metrics`, { headers: { authorization: `Bearer ${api.token}` } })
   t.equal(r.status, 200, 'GET /metrics answers 200')
@@ -303,8 +311,9 @@ t.test('GET /metrics during and after real runs over MQTT', async (t) => {
   t.equal(inUrl.status, 401, 'the token in the URL: refused')
 
   // A simulated board says hello and goes online.
+  await scrape(t, api)
   const m0 = await waitFor(async () => {
-    const m = await scrape(t, api)
+    const m = await read(api)
     return m.get('svc_board_available', { board: 'vend1' }) === 1 ? m : null
   }, 'the simulated board online')
   t.equal(m0.get('svc_board_state', { board: 'vend1', state: 'online' }), 1)
@@ -349,15 +358,21 @@ t.test('GET /metrics during and after real runs over MQTT', async (t) => {
   for (let i = 0; i < 3; i++) await pub.publishAsync(`broken/${i}`, `{"seq":${i}}`, { qos: 1 })
   for (let i = 0; i < 3; i++) await pub.publishAsync(`att/${i}`, `{"seq":${i}}`, { qos: 1 })
   await waitFor(() => answers >= 10, 'the answers')
-  await waitFor(
-    async () => ((await call(api, 'GET', '/sop/pending')) as { runs: unknown[] }).runs.length === 4,
-    'four runs parked',
-  )
-  await waitFor(async () => (await runsIn(api, 'broken', 'failed')) === 3, 'three failed runs')
-  await waitFor(async () => (await runsIn(api, 'attest', 'completed')) === 3, 'three attested runs')
+  // A run is counted once its final record is durable, which may come a few ms after the run
+  // history already shows it finished: wait for the counts themselves.
+  const finished = (m: Exposition, sop: string, state: string) =>
+    m.get('svc_runs_finished_total', { sop, state }) ?? 0
+  const m1 = await waitFor(async () => {
+    const m = await read(api)
+    const done =
+      finished(m, 'answer', 'completed') >= 10 &&
+      finished(m, 'broken', 'failed') >= 3 &&
+      finished(m, 'attest', 'completed') >= 3 &&
+      (m.get('svc_runs_unfinished', { sop: 'gated', state: 'waiting_approval' }) ?? 0) >= 4
+    return done ? m : null
+  }, 'the runs over MQTT counted')
 
   // During: four runs wait at their checkpoint.
-  const m1 = await scrape(t, api)
   countersMonotonic(t, m0, m1, 'before → during')
   t.equal(
     delta(m0, m1, 'svc_trigger_events_total', { kind: 'mqtt', outcome: 'started' }),
@@ -415,8 +430,10 @@ t.test('GET /metrics during and after real runs over MQTT', async (t) => {
   await call(api, 'POST', `/sop/runs/${pending[0]?.id}/approve`, {})
   await call(api, 'POST', `/sop/runs/${pending[1]?.id}/approve`, {})
   await call(api, 'POST', `/sop/runs/${pending[2]?.id}/deny`, {})
-  await waitFor(async () => (await runsIn(api, 'gated', 'completed')) === 2, 'two gated runs done')
-  const m2 = await scrape(t, api)
+  const m2 = await waitFor(async () => {
+    const m = await read(api)
+    return finished(m, 'gated', 'completed') >= 2 && finished(m, 'gated', 'cancelled') >= 1 ? m : null
+  }, 'the approved and denied runs counted')
   countersMonotonic(t, m1, m2, 'during → after')
   t.equal(m2.get('svc_runs_unfinished', { sop: 'gated', state: 'waiting_approval' }), 1)
   t.equal(m2.get('svc_approvals_pending', { sop: 'gated' }), 1)
@@ -579,4 +596,37 @@ t.test('/proc/self/io is read for its storage bytes, and nothing else passes for
   )
   t.equal(parseProcIo('rchar: 10\nwchar: 20\n'), null)
   t.equal(parseProcIo(''), null)
+})
+
+t.test('every family is named as Prometheus asks: svc_, units, _total for counters only, once', async (t) => {
+  const all = families({
+    broker: true,
+    mqtt: true,
+    bridge: true,
+    attest: true,
+    attestSync: true,
+    filesystem: true,
+    io: true,
+  })
+  const names = all.map((f) => f.name)
+  t.same(
+    names.filter((n, i) => names.indexOf(n) !== i),
+    [],
+    'no name twice',
+  )
+  for (const f of all) {
+    t.match(f.name, /^svc_[a-z0-9_]+$/, `${f.name}: svc_ and snake_case`)
+    t.equal(f.name.endsWith('_total'), f.type === 'counter', `${f.name}: _total if and only if a counter`)
+    const words = f.name.split('_')
+    if (['age', 'span', 'busy', 'timestamp'].some((w) => words.includes(w)))
+      t.match(f.name, /_seconds$/, `${f.name}: a time in seconds`)
+    if (['size', 'avail', 'bytes'].some((w) => words.includes(w)))
+      t.match(f.name, /_bytes(_total)?$/, `${f.name}: a size in bytes`)
+    for (const l of f.labels)
+      t.ok(
+        ['sop', 'board', 'state', 'kind', 'outcome', 'store', 'version', 'broker'].includes(l),
+        `${f.name}: label ${l} is a bounded one`,
+      )
+    t.ok(f.help.length > 10, `${f.name}: says what it is`)
+  }
 })
