@@ -411,14 +411,15 @@ int main(int argc, char** argv) {
   }
   // The coin input idles high (its pull-up); simavr leaves an undriven input low.
   drive(2, 1);
-  say("pty %s", uart.pty.slavename);
-  if (bootPath) say("boot 0x%04x %u", boot.lo, boot.hi - boot.lo);
-
+  // Before the pty is announced: from then on a reset command may signal at any moment.
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = onUsr1;
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &sa, NULL);
+
+  say("pty %s", uart.pty.slavename);
+  if (bootPath) say("boot 0x%04x %u", boot.lo, boot.hi - boot.lo);
 
   pthread_t reader;
   pthread_create(&reader, NULL, readControl, NULL);
