@@ -50,18 +50,20 @@ export class AvrdudeOutput {
   }
 
   /**
-   * The line that says what went wrong: the first one avrdude marked as an error (the later ones
-   * tend to be its summary, `unable to open programmer …`), else its last warning, else its last
-   * line; without avrdude's own name in front. A verification mismatch gets its first differing
-   * byte.
+   * The line that says what went wrong, without avrdude's own name in front: the first one it
+   * marked as an error, unless that is only its summary (`unable to open programmer …`, after a
+   * sync that failed), then its last warning (`not in sync: resp=0x7b`), then its last line. A
+   * verification mismatch gets its first differing byte.
    */
   reason(): string {
     const lines = [...this.kept, this.partial]
       .map((l) => l.trim())
       .filter((l) => l !== '' && !DTR_NOISE.test(l))
+    const errors = lines.filter((l) => /\berror: |ERROR: /.test(l))
     const pick =
-      lines.find((l) => /\berror: |ERROR: /.test(l)) ??
+      errors.find((l) => !/unable to open programmer/.test(l)) ??
       lines.findLast((l) => /\bwarning\b/.test(l)) ??
+      errors[0] ??
       lines.at(-1)
     if (!pick) return 'avrdude said nothing'
     const said = pick.replace(/^avrdude:? /, '')

@@ -12,10 +12,12 @@
 //     does just before it opens the port. The reset then lands some 550 ms before the first
 //     GET_SYNC however long avrdude took to start (a loaded machine can take far longer than the
 //     window to start a process), and a reset that itself runs late still lands in time for
-//     avrdude's third GET_SYNC (about 1 s after the marker). avrdude is told to make one sync
-//     attempt (`-x attempts=1`: its later attempts would only pulse DTR again, which cannot reset
-//     such a board), so a missed window fails in about 6 s, and the whole session, reset first, is
-//     tried again (`tries`, default 3). A session that got past the sync is never repeated.
+//     avrdude's third GET_SYNC, about 1 s after the marker (on the emulated Uno: an avrdude 2 s
+//     slow to start, and a reset 0.9 s late, both worked; 1.3 s late did not). One sync
+//     attempt is asked for (`-x attempts=1`: avrdude's later ones would only pulse DTR, which
+//     cannot reset such a board), so a missed window fails within about 6 s, and the whole
+//     session, reset first, is tried again (`tries`, default 3). A session that got past the sync
+//     is never repeated.
 // Writes use -D: a bootloader cannot erase the chip; optiboot erases each page as it writes it.
 import { spawn, spawnSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'

@@ -110,6 +110,17 @@ t.test('no bootloader answering: still connecting, and why', async (t) => {
   t.match(out.lastLines(3), /not in sync[\s\S]*unable to open programmer[\s\S]*Thank you/)
 })
 
+t.test('a sync that got the wrong answer: the warning that says so, not the summary', async (t) => {
+  const text =
+    HEAD.split('         AVR Part')[0] +
+    'avrdude stk500_getsync() warning: attempt 1 of 1: not in sync: resp=0x7b\n' +
+    'avrdude main() error: unable to open programmer arduino on port /tmp/uno\n' +
+    TAIL
+  const { out } = feedAll(text, [])
+  t.equal(out.phase, 'connecting')
+  t.equal(out.reason(), 'stk500_getsync() warning: attempt 1 of 1: not in sync: resp=0x7b')
+})
+
 t.test('a verification mismatch names the first differing byte', async (t) => {
   const text =
     HEAD +
