@@ -22,13 +22,15 @@ export interface Rights {
   subscribe: 'any' | 'own'
   /** May publish `boards/<b>/cmd` (a command the hub sends to the board it owns). */
   command: boolean
+  /** May publish `svc/boards/<b>/flash` (new firmware the hub writes to the board it owns). */
+  flash: boolean
 }
 
 /** What each role may do; one row to change when a new right appears. */
 export const ROLE_RIGHTS: Readonly<Record<Role, Rights>> = {
-  admin: { publish: 'any', subscribe: 'any', command: true },
-  reader: { publish: 'none', subscribe: 'any', command: false },
-  board: { publish: 'own', subscribe: 'own', command: false },
+  admin: { publish: 'any', subscribe: 'any', command: true, flash: true },
+  reader: { publish: 'none', subscribe: 'any', command: false, flash: false },
+  board: { publish: 'own', subscribe: 'own', command: false, flash: false },
 }
 
 /**
@@ -36,7 +38,12 @@ export const ROLE_RIGHTS: Readonly<Record<Role, Rights>> = {
  * `mosquitto_sub`), but a command moves real hardware, so it needs an account, as the local
  * API needs its token.
  */
-export const ANONYMOUS_RIGHTS: Readonly<Rights> = { publish: 'any', subscribe: 'any', command: false }
+export const ANONYMOUS_RIGHTS: Readonly<Rights> = {
+  publish: 'any',
+  subscribe: 'any',
+  command: false,
+  flash: false,
+}
 
 export function rightsOf(p: Principal): Rights | 'all' {
   if (p.kind === 'hub') return 'all'
@@ -54,6 +61,11 @@ const NUL = 'a topic must not contain U+0000'
 /** Top-level topics the hub alone publishes under: its own state for other tools (DESIGN). */
 export const HUB_PREFIXES: readonly string[] = ['svc']
 
+/** `svc/boards/<b>/flash`: the one topic under svc/ others publish on, a firmware flash request. */
+export function isFlashRequestTopic(levels: readonly string[]): boolean {
+  return levels.length === 4 && levels[0] === 'svc' && levels[1] === 'boards' && levels[3] === 'flash'
+}
+
 /**
  * May `who` publish on `topic`? `hubOwned` holds the names of the boards the hub owns (hub.toml's
  * `[[boards]]`): everything under their `boards/<b>/` is the hub's, except `cmd`, which any
@@ -65,8 +77,10 @@ export function mayPublish(who: Principal, topic: string, hubOwned: ReadonlySet<
   // MQTT 3.1.1 §4.7.2: topics starting with `$` are the server's ($SYS).
   if (topic.startsWith('$')) return no(`${topic}: topics starting with $ are the broker's`)
   const levels = topic.split('/')
-  if (HUB_PREFIXES.includes(levels[0] as string)) return no(`${topic}: ${levels[0]}/ topics are the hub's`)
   const rights = rightsOf(who) as Rights
+  if (isFlashRequestTopic(levels))
+    return rights.flash ? OK : no(`${topic}: ${describe(who)} may not flash board firmware`)
+  if (HUB_PREFIXES.includes(levels[0] as string)) return no(`${topic}: ${levels[0]}/ topics are the hub's`)
   if (levels[0] === 'boards' && levels.length === 3) {
     if (levels[2] === 'availability') return no(`${topic}: availability is published by the hub alone`)
     if (levels[2] === 'cmd')

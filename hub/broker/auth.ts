@@ -80,6 +80,8 @@ export interface BrokerAuth {
   ): void
   /** Forget a client that went away. */
   forget(client: Client): void
+  /** Who a connected client logged in as (undefined once it is gone). */
+  principal(client: Client): Principal | undefined
   /** The hub session's credential: made fresh at each start, held in memory only. */
   hubLogin: { username: string; password: string }
   accountCount(): number
@@ -167,6 +169,8 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
     tag(conn, listener) {
       listeners.set(conn, listener)
     },
+
+    principal: (client) => principals.get(client),
 
     authenticate(client, username, password, done) {
       const listener = listeners.get(client.conn)

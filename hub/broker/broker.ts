@@ -7,7 +7,7 @@ import { createServer as createHttpsServer } from 'node:https'
 import { createServer as createTlsServer } from 'node:tls'
 import { mkdir } from 'node:fs/promises'
 import type { Duplex } from 'node:stream'
-import { Aedes } from 'aedes'
+import { Aedes, type Client } from 'aedes'
 import { Level } from 'level'
 import { type WebSocket, WebSocketServer, createWebSocketStream } from 'ws'
 // @ts-expect-error aedes-persistence-level ships no types: (db: Level) => persistence
@@ -26,6 +26,7 @@ import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
 import { reserveStoredPacketIds } from './packet-ids.ts'
 import type { Log } from '../log.ts'
+import type { Principal } from './acl.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import { readTlsFiles } from './tls.ts'
@@ -66,6 +67,8 @@ export interface EmbeddedBroker {
   heard(topic: string): boolean
   /** How the hub's own session logs in: made at each start, in memory only, never refused. */
   hubLogin: { username: string; password: string }
+  /** Who a connected client is (its account), for what the hub logs of the requests it takes. */
+  principalOf(client: Client): Principal | undefined
   /** Re-reads the accounts file (SIGHUP; the file is also watched). */
   reloadAccounts(): Promise<void>
   close(): Promise<void>
@@ -280,6 +283,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
       tlsUrl,
       wssUrl,
       hubLogin: auth.hubLogin,
+      principalOf: (client) => auth.principal(client),
       reloadAccounts: () => auth.reload(),
       async close() {
         if (closed) return

@@ -10,12 +10,16 @@ import { startPtyPair, type PtyPair } from '../../boards/simulator/pty-pair.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
 import { boardSend, boardStatus } from './board-hub.ts'
+import { boardFlash, boardFlashHistory } from './board-flash.ts'
 
 const HELP = `usage: svc board status [--json]
        svc board send <board> <cmd> [args-json] [--timeout MS] [--json]
+       svc board flash <board> <image.hex> [--downgrade] [--json]
+       svc board flash-history <board> [--limit N] [--json]
        svc board simulate [--port PATH] [--rate N] [--name NAME] [--signal SIGNAL]
 
-status and send talk to the running hub (its local API): see \`svc board status --help\`.
+status, send, flash and flash-history talk to the running hub (its local API): see
+\`svc board status --help\`, \`svc board flash --help\`.
 
 simulate plays an svc companion board: says hello, sends \`message\` events at a rate, and answers
 ping, gpio_read, gpio_write and capabilities exactly like the firmware in boards/firmware/.
@@ -128,5 +132,7 @@ export const command: Command = async (argv, io) => {
   if (sub === 'simulate') return simulate(rest, io)
   if (sub === 'status') return boardStatus(rest, io)
   if (sub === 'send') return boardSend(rest, io)
+  if (sub === 'flash') return boardFlash(rest, io)
+  if (sub === 'flash-history') return boardFlashHistory(rest, io)
   throw new UsageError(`unknown subcommand "${sub}"\n\n${HELP}`)
 }

@@ -19,6 +19,7 @@ import type { AttestStore } from '../attest/store.ts'
 import type { SyncReport } from '../attest/sync.ts'
 import type { SyncStatus } from '../attest/sync-status.ts'
 import type { ListingEntry } from '../listing/record.ts'
+import type { Flasher } from '../flash/flasher.ts'
 import type { Log } from '../log.ts'
 import type { Broadcaster } from './events.ts'
 import { type Html, html } from '../../web/html.ts'
@@ -51,6 +52,15 @@ export interface ConsoleAttestation {
   syncNow: (() => Promise<SyncReport>) | null
 }
 
+/** Board firmware as the console offers it (hub/flash/); absent on a hub without boards. */
+export interface ConsoleFlash {
+  flasher: Flasher
+  /** Whether hub.toml gives the board a flash profile. */
+  hasProfile(board: string): boolean
+  /** How long a flash waits for the new firmware's hello before it rolls back. */
+  helloTimeoutMs: number
+}
+
 export interface ConsoleContext {
   engine: HubEngine
   /** The SOPs loaded now and their diagnostics (both change on SIGHUP reload). */
@@ -59,6 +69,8 @@ export interface ConsoleContext {
   sopsDir: string
   boards: ConsoleBoards
   attestation: ConsoleAttestation | null
+  /** Board firmware (the board flash page); absent or null without boards. */
+  flash?: ConsoleFlash | null
   /** Listing entries queued on this hub (every state); [] when none. */
   listings(): Promise<ListingEntry[]>
   /** Server-sent events to every open console (events.ts). */

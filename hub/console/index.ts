@@ -17,7 +17,8 @@ import { buildConsoleApp } from './app.ts'
 import { createFailureLimiter } from './auth/failures.ts'
 import { ownerPath, readOwnerFile } from './auth/owner-file.ts'
 import { createLoginLinks, createSessionStore } from './auth/tokens.ts'
-import type { ConsoleAttestation, ConsoleBoard } from './context.ts'
+import type { FlashEvent } from '../flash/flasher.ts'
+import type { ConsoleAttestation, ConsoleBoard, ConsoleFlash } from './context.ts'
 import { createBroadcaster } from './events.ts'
 
 /** What the console needs of the bridge (hub/daemon/parts.ts BridgeLike has it; not imported: parts.ts imports this file). */
@@ -39,6 +40,8 @@ export interface ConsoleOptions {
   bridge: ConsoleBridge | null
   boardTimeoutMs: number
   attestation: ConsoleAttestation | null
+  /** Board firmware (the board flash page); null or absent without boards. */
+  flash?: ConsoleFlash | null
   log: Log
   now?: () => number
 }
@@ -50,6 +53,8 @@ export interface RunningConsole {
   /** The bridge published `payload` on `topic` (hub.ts forwards every publish). */
   seen(topic: string, payload: string, opts: { retain: boolean }): void
   availability(board: string, state: 'online' | 'offline'): void
+  /** A board flash moved on (hub/flash/flasher.ts): the firmware pages refresh. */
+  flash?(e: FlashEvent): void
   app: FastifyInstance
   close(): Promise<void>
 }
@@ -104,6 +109,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
             : { ok: false, error: 'no boards are configured on this hub', code: 'unknown_board' },
       },
       attestation: o.attestation,
+      flash: o.flash ?? null,
       listings: async (): Promise<ListingEntry[]> =>
         (await loadAll(o.home)).flatMap((e) => (e.ok ? [e.entry] : [])),
       events,
@@ -141,6 +147,14 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
       if (!b) return
       b.lastEvent = { signal: levels[2] as string, text: payload.slice(0, 512), at: now() }
       events.publish('board-event', { board: b.name, ...b.lastEvent })
+    },
+    flash(e) {
+      events.publish(
+        'flash',
+        e.kind === 'phase'
+          ? { board: e.board, phase: e.phase, percent: e.percent }
+          : { board: e.board, outcome: e.outcome },
+      )
     },
     availability(board, state) {
       const b = boards.get(board)

@@ -4,6 +4,7 @@ import type { ConsolePage } from './context.ts'
 import type { NavItem } from './layout.ts'
 import { register as approvals } from './pages/approvals.ts'
 import { register as attestations } from './pages/attestations.ts'
+import { register as boardFlash } from './pages/board-flash.ts'
 import { register as boards } from './pages/boards.ts'
 import { register as overview } from './pages/overview.ts'
 import { register as runs } from './pages/runs.ts'
@@ -18,4 +19,12 @@ export const NAV: readonly NavItem[] = [
   { key: 'attestations', href: '/attestations', label: 'Attestations' },
 ]
 
-export const PAGES: readonly ConsolePage[] = [overview, approvals, runs, sops, boards, attestations]
+export const PAGES: readonly ConsolePage[] = [
+  overview,
+  approvals,
+  runs,
+  sops,
+  boards,
+  boardFlash,
+  attestations,
+]

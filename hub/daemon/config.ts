@@ -11,6 +11,7 @@ import { svcPaths } from '../paths.ts'
 import { NAME_PATTERN } from '../../bridge/codec/names.ts'
 import { FirmataProfile } from '../../bridge/firmata/profile.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
+import { checkFlashProfile, type FlashProfile } from '../../bridge/flash/profile.ts'
 import { mqttUrlOptions } from '../broker/mqtt-url.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import { camelKeys, snakeCase, snakeCaseSchema } from './config-keys.ts'
@@ -46,6 +47,8 @@ const BoardSchema = {
     // The bridge's profile shape, spelled as hub.toml spells keys (interval_ms).
     profile: snakeCaseSchema(FirmataProfile),
     simulate: { type: 'boolean' },
+    // A flash profile's name ("uno") or a table: checked by bridge/flash/profile.ts (resolveConfig).
+    flash: {},
   },
   additionalProperties: false,
 } as const
@@ -152,6 +155,16 @@ export const HubTomlSchema = {
       },
       additionalProperties: false,
     },
+    // `svc board flash` (hub/flash/): the programmer, and how long a new firmware has to say hello.
+    flash: {
+      type: 'object',
+      properties: {
+        avrdude: { type: 'string', minLength: 1 },
+        hello_timeout_ms: { type: 'integer', minimum: 1000, maximum: 600_000 },
+        keep_images: { type: 'integer', minimum: 1, maximum: 100 },
+      },
+      additionalProperties: false,
+    },
     boards: { type: 'array', items: BoardSchema },
     // Home Assistant MQTT discovery (hub/mqtt-state/ha-discovery.ts): off unless asked for.
     homeassistant: {
@@ -203,7 +216,11 @@ export const HubTomlSchema = {
 export type HubToml = XStatic<typeof HubTomlSchema>
 
 /** A `[[boards]]` entry: the bridge's own BoardConfig, with `simulate` as the on/off the file allows. */
-export type BoardEntry = Omit<BoardConfig, 'simulate'> & { simulate?: boolean }
+export type BoardEntry = Omit<BoardConfig, 'simulate'> & {
+  simulate?: boolean
+  /** How `svc board flash` writes its firmware; absent: the board is not flashed by the hub. */
+  flash?: FlashProfile
+}
 
 export interface HubConfig {
   /** The file read, or null when running on defaults. */
@@ -241,6 +258,8 @@ export interface HubConfig {
   cron: { timezone: string; catchUp: boolean }
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
+  /** `[flash]`: the avrdude program, the wait for a new firmware's hello, the images kept per board. */
+  flash: { avrdude: string; helloTimeoutMs: number; keepImages: number }
   boards: BoardEntry[]
   /** `[homeassistant]`: MQTT discovery of the boards and the approvals count, opt-in. */
   homeassistant: { discovery: boolean; prefix: string; nodeId: string }
@@ -273,6 +292,9 @@ export const DEFAULTS = {
   debounceMs: 200,
   httpTimeoutMs: 10_000,
   boardTimeoutMs: 5_000,
+  flashAvrdude: 'avrdude',
+  flashHelloTimeoutMs: 15_000,
+  flashKeepImages: 5,
 } as const
 
 export type ConfigResult = { ok: true; config: HubConfig } | { ok: false; error: string }
@@ -353,6 +375,7 @@ export function resolveConfig(
   const tzErr = timezoneError(timezone)
   if (tzErr) return { ok: false, error: `${where}: cron.timezone: ${tzErr}` }
   const names = new Set<string>()
+  const flashProfiles: (FlashProfile | null)[] = []
   for (const [i, b] of (t.boards ?? []).entries()) {
     if (names.has(b.name))
       return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
@@ -360,6 +383,9 @@ export function resolveConfig(
     // The bridge's rule (bridge/config.ts), checked here so the message names the hub.toml key.
     if (b.heartbeat_ms !== undefined && b.heartbeat_ms > 0 && b.heartbeat_ms < 50)
       return { ok: false, error: `${where}: boards[${i}].heartbeat_ms: must be 0 (off) or an integer >= 50` }
+    const f = boardFlash(b, `boards[${i}].flash`)
+    if (typeof f === 'string') return { ok: false, error: `${where}: ${f}` }
+    flashProfiles.push(f)
   }
   const url = t.broker?.url ?? null
   if (url !== null) {
@@ -423,7 +449,12 @@ export function resolveConfig(
         httpTimeoutMs: t.tools?.http_timeout_ms ?? DEFAULTS.httpTimeoutMs,
         boardTimeoutMs: t.tools?.board_timeout_ms ?? DEFAULTS.boardTimeoutMs,
       },
-      boards: (t.boards ?? []).map((b) => ({
+      flash: {
+        avrdude: t.flash?.avrdude ?? DEFAULTS.flashAvrdude,
+        helloTimeoutMs: t.flash?.hello_timeout_ms ?? DEFAULTS.flashHelloTimeoutMs,
+        keepImages: t.flash?.keep_images ?? DEFAULTS.flashKeepImages,
+      },
+      boards: (t.boards ?? []).map((b, i) => ({
         name: b.name,
         port: b.port,
         ...(b.baud !== undefined ? { baud: b.baud } : {}),
@@ -432,6 +463,7 @@ export function resolveConfig(
         ...(b.kind !== undefined ? { kind: b.kind } : {}),
         ...(b.profile !== undefined ? { profile: camelKeys<BoardEntry['profile']>(b.profile) } : {}),
         ...(b.simulate !== undefined ? { simulate: b.simulate } : {}),
+        ...(flashProfiles[i] ? { flash: flashProfiles[i] } : {}),
       })),
       homeassistant: {
         discovery: t.homeassistant?.discovery ?? false,
@@ -453,6 +485,27 @@ export function resolveConfig(
         : null,
     },
   }
+}
+
+/**
+ * A board's `flash`: a profile name or a table in hub.toml's spelling (`max_image_bytes`), checked by
+ * the bridge's flash profiles; null when absent. Only a real serial board has a bootloader to talk to.
+ */
+function boardFlash(b: NonNullable<HubToml['boards']>[number], at: string): FlashProfile | null | string {
+  const raw: unknown = b.flash
+  if (raw === undefined) return null
+  if ((b.kind ?? 'serial') !== 'serial')
+    return `${at}: a Firmata board's firmware is not flashed by the hub (flash StandardFirmata with the hub stopped)`
+  if (b.simulate) return `${at}: a simulated board has no bootloader to flash`
+  if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+    const camel = Object.keys(raw).find((k) => /[A-Z]/.test(k))
+    if (camel !== undefined)
+      return `${at}.${camel}: unknown field (hub.toml keys are snake_case: ${snakeCase(camel)})`
+  }
+  const checked = checkFlashProfile(camelKeys(raw), at)
+  // The profile's own messages spell its keys as the code does; hub.toml spells them snake_case.
+  if (!checked.ok) return checked.error.replaceAll('maxImageBytes', 'max_image_bytes')
+  return checked.value
 }
 
 /** The TLS listeners: a port needs both files, and files without a port are a mistake worth naming. */

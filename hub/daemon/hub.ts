@@ -42,6 +42,9 @@ import {
   willSessionAvailability,
 } from './board-availability.ts'
 import { startBoardCommands } from './board-commands.ts'
+import { startFlashRequests } from './board-flash-requests.ts'
+import { boardFlashRoutes } from '../api/board-flash.ts'
+import type { Flasher } from '../flash/flasher.ts'
 import { startStateTopics, type StateTopics } from '../mqtt-state/publisher.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
 import { SVC_VERSION } from '../version.ts'
@@ -278,6 +281,17 @@ export async function startHub(
           : {}),
       })
     }
+    // `svc board flash` (hub/flash/): made with the bridge, before the console and the API offer it.
+    let flasher: Flasher | null = null
+    if (bridge?.release && bridge.reclaim && bridge.onHello) {
+      const { createHubFlasher } = await import('../flash/hub-flasher.ts')
+      flasher = createHubFlasher({
+        config,
+        bridge: bridge as Parameters<typeof createHubFlasher>[0]['bridge'],
+        log,
+        onEvent: (e) => consoleRef?.flash?.(e),
+      })
+    }
 
     const attestation: AttestationParts = parts.attestation
       ? await parts.attestation({ publish, config, sops, log })
@@ -344,6 +358,13 @@ export async function startHub(
         bridge,
         boardTimeoutMs: config.tools.boardTimeoutMs,
         attestation: attestation.console ?? null,
+        flash: flasher
+          ? {
+              flasher,
+              hasProfile: (board: string) => config.boards.some((b) => b.name === board && b.flash),
+              helloTimeoutMs: config.flash.helloTimeoutMs,
+            }
+          : null,
         log,
       })
       consoleRef = c
@@ -397,6 +418,9 @@ export async function startHub(
     if (bridge) {
       const b = bridge
       closers.push({ name: 'bridge', fn: () => b.close() })
+      // Closed before the bridge: a flash under way ends first (a half-written board is worse).
+      const f = flasher
+      if (f) closers.push({ name: 'board flash', fn: () => f.close() })
       await bridge.start()
       const commands = await startBoardCommands({
         base: sessionBase,
@@ -407,6 +431,18 @@ export async function startHub(
         log,
       })
       closers.push({ name: 'board commands', fn: () => commands.close() })
+      if (f) {
+        const requests = await startFlashRequests({
+          boards: boardNames,
+          flasher: f,
+          publish,
+          log,
+          embedded: broker ? { aedes: broker.aedes, principalOf: broker.principalOf } : null,
+          base: sessionBase,
+          clientId: config.broker.clientId,
+        })
+        closers.push({ name: 'board flash requests', fn: () => requests.close() })
+      }
     }
 
     const metrics = await startHubMetrics(
@@ -458,6 +494,7 @@ export async function startHub(
         })
       })
       boardRoutes(bridge, config.tools.boardTimeoutMs)(app)
+      boardFlashRoutes(flasher, boardNames)(app)
       attestation.routes?.(app)
       metrics.route(app)
       closers.push({ name: 'local api', fn: () => app.close() })

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Sop } from '../../sops/types.ts'
-import type { BridgeStats, Json, SendResult } from '../../bridge/types.ts'
+import type { BridgeStats, HandoverResult, HelloInfo, Json, SendResult } from '../../bridge/types.ts'
 import type { BoardPort } from '../../tools/board_send.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import type { Tool } from '../../tools/types.ts'
@@ -23,6 +23,10 @@ export interface BridgeLike extends BoardPort {
   send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<SendResult>
   /** Each board's state and counters (`svc board status`). */
   stats(): BridgeStats
+  /** The port handover a firmware flash needs (bridge/index.ts); absent: boards cannot be flashed. */
+  release?(board: string): Promise<HandoverResult>
+  reclaim?(board: string): Promise<HandoverResult>
+  onHello?(fn: (board: string, info: HelloInfo) => void): () => void
   close(): Promise<void>
 }
 

@@ -67,13 +67,15 @@ export interface FlasherDeps<P> {
    * command: the open itself resets a board only through DTR). Absent or a no-op for DTR boards.
    */
   restart?(board: string, profile: P): Promise<void>
-  parseImage(text: string): { ok: true; value: ParsedImage } | { ok: false; error: string }
+  /** The image's bytes from address 0; `board`: whose profile bounds the image (below its bootloader). */
+  parseImage(text: string, board: string): { ok: true; value: ParsedImage } | { ok: false; error: string }
   identity(bytes: Uint8Array): ImageIdentity | undefined
   /**
-   * The image read back, made ready to write again: the hub writes back only what a flash may
-   * change (the application), never the bootloader's own pages. Returns the path to write.
+   * Makes the image just read back (at `path`) what a rollback writes and a person flashes by hand:
+   * only what a flash may change (the application), never the bootloader's own pages. Returns the
+   * identity that image carries, if any: the firmware a rollback waits for.
    */
-  rollbackImage(board: string, previousPath: string, profile: P): Promise<string>
+  keepPrevious(board: string, path: string, profile: P): Promise<ImageIdentity | undefined>
   history: FlashHistory
   images: ImageStore
   helloTimeoutMs: number
@@ -178,7 +180,7 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
         'bad_image',
         `image: ${req.hex.length} bytes of Intel HEX, more than the ${HEX_TEXT_MAX} accepted`,
       )
-    const parsed = deps.parseImage(req.hex)
+    const parsed = deps.parseImage(req.hex, board)
     if (!parsed.ok) return refuse('bad_image', `image: ${parsed.error}`)
     const bytes = parsed.value.bytes
     if (bytes.length === 0) return refuse('bad_image', 'image: holds no program bytes')
@@ -276,7 +278,16 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
         return { ok: false, error: `the port could not be taken back: ${back.error}` }
       }
       if (!watch) return { ok: true, fw: null, proto: null, by: 'hello' }
-      await deps.restart?.(board, profile)
+      if (deps.restart) {
+        // Only a board that has not said hello by the time it answers the bridge's first ping, and
+        // not before it answers: a reset in the middle of a line leaves half of it to spoil the
+        // next one, the hello. (A hello may have come by itself: the new firmware printed it when
+        // the programmer let go, and the port kept it.)
+        const until = Date.now() + Math.min(3000, deps.helloTimeoutMs / 2)
+        while (Date.now() < until && !watch.pending() && bridge.stats().boards[board]?.state !== 'online')
+          await new Promise((r) => setTimeout(r, 50))
+        if (!watch.pending()) await deps.restart(board, profile)
+      }
       phase('waiting', rollback)
       return watch.until(want as string | null, deps.helloTimeoutMs)
     }
@@ -311,6 +322,15 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
         `reading the current image failed (${read.error}); nothing was written${back.ok ? '' : `, and ${back.error}`}`,
       )
     }
+    // The firmware a rollback brings back: the one in the image read, else the one the board named.
+    let previousFw: string | null = p.from.fw
+    try {
+      const id = await deps.keepPrevious(board, files.previous, profile)
+      if (id) previousFw = `${id.name}/${id.version}`
+    } catch (err) {
+      await comeBack(false, false)
+      return finish('failed', `the image read back could not be kept (${String(err)}); nothing was written`)
+    }
     record.previous = files.previous
 
     phase('writing', false, 0)
@@ -341,18 +361,8 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
       port = again.port
     }
     const byHand = `the image read before the flash is ${files.previous}: flash it again with \`svc board flash ${board} ${files.previous}\``
-    let back: string
-    try {
-      back = await deps.rollbackImage(board, files.previous, profile)
-    } catch (err) {
-      await comeBack(false, true)
-      return finish(
-        'rollback failed',
-        `${why}; the previous image could not be prepared (${String(err)}); ${byHand}`,
-      )
-    }
     phase('writing', true, 0)
-    const restored = await program('write', back, port, true)
+    const restored = await program('write', files.previous, port, true)
     if (!restored.ok) {
       await comeBack(false, true)
       return finish(
@@ -360,9 +370,9 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
         `${why}; writing the previous image back failed too (${restored.error}); ${byHand}`,
       )
     }
-    const old = await comeBack(p.from.fw, true)
+    const old = await comeBack(previousFw, true)
     // A board that named no firmware before the flash is not expected to name one now.
-    if (!old.ok && p.from.fw === null)
+    if (!old.ok && previousFw === null)
       return finish(
         'rolled back',
         `${why}; the board said no hello before the flash either, so none was awaited after the rollback`,

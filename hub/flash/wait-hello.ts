@@ -19,6 +19,8 @@ export type HelloOutcome =
 export interface HelloWatch {
   /** Waits up to `timeoutMs` for firmware `expect` (`name/version`; null: any firmware). */
   until(expect: string | null, timeoutMs: number): Promise<HelloOutcome>
+  /** Whether a hello has come that `until` has not taken yet. */
+  pending(): boolean
   cancel(): void
 }
 
@@ -48,6 +50,7 @@ export function watchHello(src: HelloSource, board: string): HelloWatch {
   })
   let cancelled = false
   return {
+    pending: () => heard.length > 0,
     cancel() {
       cancelled = true
       off()

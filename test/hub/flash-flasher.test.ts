@@ -152,7 +152,8 @@ async function world(
     },
     parseImage,
     identity: imageIdentity,
-    rollbackImage: async (_b, p) => p,
+    keepPrevious: async (_b, path) =>
+      imageIdentity(new TextEncoder().encode((await readFile(path, 'utf8')).slice(1))),
     history: createFlashHistory({ file: join(dir, 'firmware', 'history.jsonl') }),
     images: createImageStore({ dir: join(dir, 'firmware'), keep: 2 }),
     helloTimeoutMs: o.helloTimeoutMs ?? 1500,
@@ -377,3 +378,19 @@ t.test('a hub stopped mid-flash leaves the flash in the history as interrupted',
     { id: 'x1', outcome: 'started', error: 'interrupted: the hub stopped during this flash' },
   ])
 })
+
+t.test(
+  'a rollback waits for the firmware of the image read back, not what the board last said',
+  async (t) => {
+    const w = await world(t)
+    // The board's last hello named other firmware than it runs (a hello lost in a reset, say).
+    w.board.flash = image('svc-companion/0.0.9')
+    w.board.hello()
+    await waitFor(() => w.bridge.stats().boards.vend1!.fw === 'svc-companion/0.0.9', 'the hello heard')
+    w.board.flash = image('svc-companion/0.1.0')
+    const { done } = await flash(w, image('svc-companion/0.3.0', 1, 'BROKEN '))
+    t.equal(done.outcome, 'rolled back', done.error ?? '')
+    t.equal(done.record.from, 'svc-companion/0.0.9')
+    t.equal(w.bridge.stats().boards.vend1!.fw, 'svc-companion/0.1.0', 'the firmware of the image read back')
+  },
+)

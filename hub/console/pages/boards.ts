@@ -54,6 +54,7 @@ ${
     ? html`<p class="counters muted">${COUNTERS.map(([k, label], i) => html`${i ? ' · ' : ''}<span>${label}\u00a0<strong data-counter="${k}">${String(s[k])}</strong></span>`)}</p>`
     : ''
 }
+${s?.kind === 'serial' ? html`<p><a href="/boards/${b.name}/flash">Firmware and flash history</a></p>` : ''}
 </li>`
 }
 
