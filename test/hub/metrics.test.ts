@@ -8,6 +8,7 @@ import t, { type Test } from 'tap'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import mqtt from 'mqtt'
 import { resolveConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
@@ -19,6 +20,8 @@ import { startHubChild } from '../helpers/hub-process.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
+
+const root = fileURLToPath(new URL('../..', import.meta.url))
 
 // ---- a strict reader of the Prometheus text exposition format (version 0.0.4) -------------
 
@@ -458,6 +461,25 @@ t.test('GET /metrics during and after real runs over MQTT', async (t) => {
   t.ok(published <= ev(m2), 'a board event is published only once accepted')
   t.equal(m2.get('svc_board_available', { board: 'vend1' }), 1, 'the board is still online')
   t.equal(m2.samples('svc_board_available').length, 1, 'one series per configured board')
+
+  // The starter dashboard asks only for what a hub serves (`up` is Prometheus' own).
+  const dashboard = JSON.parse(await readFile(join(root, 'hub/metrics/grafana-dashboard.json'), 'utf8')) as {
+    panels: { title: string; targets?: { expr: string }[] }[]
+  }
+  const asked = new Set(
+    dashboard.panels.flatMap((p) =>
+      (p.targets ?? []).flatMap((q) =>
+        [...q.expr.matchAll(/([a-z_:][a-z0-9_:]*)\{/g)].map((m) => m[1] as string),
+      ),
+    ),
+  )
+  asked.delete('up')
+  t.ok(asked.size > 20, `${asked.size} metrics on the dashboard`)
+  t.same(
+    [...asked].filter((n) => !m2.families.has(n)),
+    [],
+    'every metric the dashboard queries is served',
+  )
 })
 
 t.test('[metrics] listener beyond loopback: the bearer token in the header, nowhere else', async (t) => {
