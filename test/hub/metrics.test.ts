@@ -6,6 +6,7 @@
 // route; `[metrics]`'s own listener beyond loopback asks for its token, in the header only.
 import t, { type Test } from 'tap'
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { networkInterfaces } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -17,6 +18,7 @@ import { silentLog } from '../../hub/log.ts'
 import { parseProcIo } from '../../hub/metrics/disk.ts'
 import { families } from '../../hub/metrics/registry.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
+import { noMosquitto, startMosquitto } from '../helpers/mosquitto.ts'
 import { freePort } from '../helpers/ports.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
@@ -545,8 +547,68 @@ t.test('[metrics] listener beyond loopback: the bearer token in the header, nowh
     401,
     'the old token no longer works',
   )
+  // Bytes that are not HTTP, and a header past Node's limit: answered 400/431, nothing else.
+  for (const junk of [
+    'NOT HTTP AT ALL\r\n\r\n',
+    `GET /metrics HTTP/1.1\r\nX: ${'a'.repeat(20_000)}\r\n\r\n`,
+  ]) {
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = connect(mport, '127.0.0.1', () => sock.end(junk))
+      let got = ''
+      sock.on('data', (d) => (got += d.toString()))
+      sock.on('close', () => resolve(got))
+      sock.on('error', reject)
+    })
+    t.match(answer, /^HTTP\/1\.1 4(00|31) /, 'refused by the HTTP parser')
+  }
+  t.equal(
+    (await fetch(`${base}/metrics`, { headers: { authorization: `Bearer ${next}` } })).status,
+    200,
+    'still serving',
+  )
   t.equal(hub.proc.exitCode, null, 'the hub kept running through every refusal')
 })
+
+t.test(
+  'on an external broker: no embedded-broker families, the session and its events counted',
+  { skip: noMosquitto },
+  async (t) => {
+    const mosq = await startMosquitto(t)
+    const home = await tempDir(t)
+    await writeSops(home)
+    await writeFile(
+      join(home, 'hub.toml'),
+      `[hub]\nsops_dir = "${join(home, 'sops')}"\n[broker]\nurl = "${mosq.url}"\nclient_id = "metrics-hub"\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nenabled = false\n`,
+    )
+    await startHubChild(t, home)
+    const api = await apiOf(home)
+    const m0 = await scrape(t, api)
+    t.equal(m0.samples('svc_hub_info')[0]?.labels.broker, 'external')
+    t.equal(m0.get('svc_mqtt_session_connected'), 1)
+    t.same(
+      [...m0.families.keys()].filter((n) => n.startsWith('svc_broker_') || n.startsWith('svc_board')),
+      [],
+      'no broker or board families without an embedded broker or boards',
+    )
+    const sub = await mqtt.connectAsync(mosq.url, { reconnectPeriod: 0 })
+    const pub = await mqtt.connectAsync(mosq.url, { reconnectPeriod: 0 })
+    t.teardown(async () => {
+      await sub.endAsync(true)
+      await pub.endAsync(true)
+    })
+    let answers = 0
+    sub.on('message', () => answers++)
+    await sub.subscribeAsync('out/+', { qos: 1 })
+    for (let i = 0; i < 6; i++) await pub.publishAsync(`in/${i}`, `{"seq":${i},"v":10}`, { qos: 1 })
+    await waitFor(() => answers >= 6, 'the answers')
+    const m1 = await waitFor(async () => {
+      const m = await read(api)
+      return (m.get('svc_runs_finished_total', { sop: 'answer', state: 'completed' }) ?? 0) >= 6 ? m : null
+    }, 'the runs counted')
+    t.equal(delta(m0, m1, 'svc_trigger_events_total', { kind: 'mqtt', outcome: 'started' }), 6)
+    t.equal(m1.get('svc_runs_finished_total', { sop: 'answer', state: 'completed' }), 6)
+  },
+)
 
 t.test('[metrics] on loopback without a token; the start refuses what would leak', async (t) => {
   const home = await tempDir(t)
