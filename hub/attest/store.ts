@@ -61,6 +61,13 @@ export interface AttestStore {
    * With no mark yet and no `force`, only the mark is written. Resolves to how many lines went back.
    */
   rebase(mark: string, opts?: { force?: boolean }): Promise<number>
+  /** Told of each write LevelDB failed with an I/O error (a full disk), once per failed batch. */
+  onWriteError(fn: (err: unknown) => void): void
+  /**
+   * Closes the database and opens it again (LevelDB refuses writes after one failed until then),
+   * reading its counters back as an open does: a batch reported failed may be on disk after all.
+   */
+  reopen(): Promise<void>
   close(): Promise<void>
 }
 
@@ -95,7 +102,7 @@ export interface OpenOptions {
 }
 
 export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): Promise<AttestStore> {
-  const db: Db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
+  let db: Db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
   await db.open()
   const chainId = opts.chainId ?? CHAIN_ID
 
@@ -121,14 +128,34 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
   const jobs: Job[] = []
   let flushing = false
   let closed = false
+  let onWriteError: ((err: unknown) => void) | null = null
+  // A write that failed with an I/O error: every batch fails with it until the store is opened
+  // again (LevelDB may take later writes into a torn log and drop them at the next open).
+  let broken: unknown = null
+  // While the database is opened again: the batches wait for it.
+  let reopening: Promise<void> | null = null
   // Appends accepted but not yet on disk, so a concurrent duplicate key joins the first one.
   const inflight = new Map<string, Promise<AppendResult>>()
 
   async function flush(): Promise<void> {
-    if (flushing) return
+    // A reopen flushes what waits once the database is open again.
+    if (flushing || reopening) return
     flushing = true
     try {
-      while (jobs.length > 0) {
+      while (jobs.length > 0 && !reopening) {
+        if (broken !== null) {
+          // The disk guard reopens the store once there is room; without one, the next batch does.
+          if (onWriteError) {
+            for (const job of jobs.splice(0, jobs.length)) job.reject(broken)
+            break
+          }
+          try {
+            await reopenDb()
+          } catch (err) {
+            for (const job of jobs.splice(0, jobs.length)) job.reject(err)
+            break
+          }
+        }
         const batch = jobs.splice(0, jobs.length)
         const ops = db.batch()
         const touched = new Map<number, AttestRecord>()
@@ -204,6 +231,10 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
         try {
           await ops.write({ sync: true })
         } catch (err) {
+          if ((err as { code?: unknown }).code === 'LEVEL_IO_ERROR') {
+            broken = err
+            onWriteError?.(err)
+          }
           for (const job of batch) job.reject(err)
           continue
         }
@@ -215,6 +246,17 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     } finally {
       flushing = false
     }
+  }
+
+  /** Opens the database again and reads its counters back, as an open does. */
+  async function reopenDb(): Promise<void> {
+    await db.close().catch(() => undefined)
+    db = new Level<string, unknown>(dbPath, { valueEncoding: 'json' })
+    await db.open()
+    broken = null
+    next = ((await db.get('m:next')) as number | undefined) ?? 0
+    counts = ((await db.get('m:counts')) as AttestCounts | undefined) ?? emptyCounts()
+    mark = (await db.get('m:chain')) as string | undefined
   }
 
   function enqueue(job: Job): void {
@@ -295,6 +337,22 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
       )
     },
     size: () => next,
+    onWriteError(fn) {
+      onWriteError = fn
+    },
+    async reopen() {
+      let done = (): void => undefined
+      reopening = new Promise<void>((resolve) => (done = resolve))
+      try {
+        // The batch being written finishes (or fails) first; the next ones wait for `reopening`.
+        while (flushing) await new Promise((r) => setTimeout(r, 5))
+        await reopenDb()
+      } finally {
+        reopening = null
+        done()
+        if (jobs.length > 0) void flush()
+      }
+    },
     async close() {
       closed = true
       while (flushing || jobs.length > 0) await new Promise((r) => setTimeout(r, 5))

@@ -30,6 +30,7 @@ import type { Principal } from './acl.ts'
 import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import { readTlsFiles } from './tls.ts'
+import { openReopenable } from '../disk/reopenable-level.ts'
 
 export interface BrokerOptions {
   host: string
@@ -49,6 +50,8 @@ export interface BrokerOptions {
   tls?: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
   /** The trigger filters at start: their messages are kept for the router until it attaches (trigger-feed.ts). */
   triggerFilters?: readonly string[]
+  /** A write to the broker's LevelDB failed with an I/O error (a full disk: hub/disk/). */
+  onStoreError?: (err: unknown) => void
 }
 
 export interface EmbeddedBroker {
@@ -71,6 +74,8 @@ export interface EmbeddedBroker {
   principalOf(client: Client): Principal | undefined
   /** Re-reads the accounts file (SIGHUP; the file is also watched). */
   reloadAccounts(): Promise<void>
+  /** Opens the broker's LevelDB again after a write failed, once the disk has room (hub/disk/). */
+  reopenStore(): Promise<void>
   close(): Promise<void>
 }
 
@@ -133,10 +138,14 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   if (tlsFiles && !tlsFiles.ok) throw new Error(tlsFiles.error)
 
   await mkdir(opts.dbPath, { recursive: true })
-  const level = new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES })
-  await level.open()
+  // One database object for the broker's life that the disk guard can reopen: after a write
+  // failed, none is taken until it is opened again (hub/disk/reopenable-level.ts).
+  const level = await openReopenable(
+    () => new Level<string, Buffer>(opts.dbPath, { valueEncoding: 'buffer', ...HUB_LEVELDB_SIZES }),
+    opts.onStoreError,
+  )
   // Writes coalesced per turn of the event loop, values just written read from memory (batched-db.ts).
-  const db = batchedDb(level as unknown as LevelLike)
+  const db = batchedDb(level as LevelLike)
   const once = forwardOnce()
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
@@ -285,6 +294,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
       hubLogin: auth.hubLogin,
       principalOf: (client) => auth.principal(client),
       reloadAccounts: () => auth.reload(),
+      reopenStore: () => level.reopen(),
       async close() {
         if (closed) return
         closed = true

@@ -48,6 +48,7 @@ import { EngineStore, type OnceMark } from './store.ts'
 import { summary } from './summary.ts'
 import type { EngineOptions } from './types.ts'
 import type { Log } from '../log.ts'
+import { DiskRefusal, isStoreIoError } from '../disk/errors.ts'
 
 const silent: Log = { info() {}, warn() {}, error() {} }
 
@@ -83,6 +84,12 @@ export class Engine implements HubEngine {
   /** Runs whose current step may have been under way when the hub last stopped (ToolContext.repeat). */
   private repeating = new Set<string>()
   private closed = false
+  /** The disk guard (hub/disk/), when the hub has one. */
+  private readonly disk: EngineOptions['disk']
+  /** SOPs whose kept triggers wait for the disk to have room before they are released. */
+  private releaseLater = new Set<string>()
+  /** Kept triggers released whose removal from the store is not written yet. */
+  private unkeeping = new Set<string>()
   private readonly now: () => number
   private readonly log: Log
 
@@ -94,11 +101,15 @@ export class Engine implements HubEngine {
   ) {
     this.now = opts.now ?? Date.now
     this.log = opts.log ?? silent
+    this.disk = opts.disk
     this.setSops(opts.sops)
   }
 
   static async create(opts: EngineOptions): Promise<Engine> {
-    const store = await EngineStore.open(opts.dbPath)
+    const disk = opts.disk
+    const store = await EngineStore.open(opts.dbPath, {
+      ...(disk ? { onWriteError: (err: unknown) => disk.writeFailed('engine', err) } : {}),
+    })
     const engine = new Engine(store, opts.tools, opts.agent, opts)
     await engine.recover()
     return engine
@@ -200,6 +211,11 @@ export class Engine implements HubEngine {
    * so its source does not take an unrecorded decision for a recorded one.
    */
   async trigger(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
+    // Below the disk's reserve no new work is taken (hub/disk/): refused before anything is
+    // written, so the source keeps the event (no PUBACK) until there is room.
+    const refusal = this.disk?.refusal() ?? null
+    const why = refusal === null || typeof refusal === 'string' ? refusal : await refusal
+    if (why !== null) throw new DiskRefusal(why)
     // A malformed event (not even an object) is refused by admitEvent with its reason, not thrown here.
     const once = (event as TriggerEvent | null | undefined)?.once
     if (!once) return this.admitEvent(sopName, event)
@@ -328,6 +344,18 @@ export class Engine implements HubEngine {
   /** Starts kept triggers that may run now (a slot freed, a run finished, a cooldown ended). */
   private release(sopName: string): void {
     if (this.closed) return
+    // A kept trigger is new work too: it waits for room with the rest.
+    const disk = this.disk
+    if (disk?.refusing()) {
+      if (!this.releaseLater.has(sopName)) {
+        this.releaseLater.add(sopName)
+        void disk.room().then(() => {
+          this.releaseLater.delete(sopName)
+          this.release(sopName)
+        })
+      }
+      return
+    }
     const sop = this.sops.get(sopName)
     const q = this.kept.get(sopName)
     if (!sop || !q || q.length === 0) return
@@ -354,11 +382,13 @@ export class Engine implements HubEngine {
         reason: `released: was ${head.kind} (${head.reason})`,
       }
       this.note(run, 0, 'info', d.reason)
+      // Still kept in the store until this write lands: a reopen meanwhile must not keep it again.
+      this.unkeeping.add(head.key)
       const write = this.durable(run.id, [
         this.store.unkeepOp(head.key),
         ...this.store.runOps(run),
         ...this.admissionOps(sopName, head.event, d),
-      ])
+      ]).finally(() => this.unkeeping.delete(head.key))
       const p = write
         .then(() => {
           this.changed({ kind: 'kept', sop: sopName })
@@ -437,13 +467,17 @@ export class Engine implements HubEngine {
     for (let tries = 0; ; tries++) {
       try {
         await this.store.write(ops, opts)
+        // With a disk guard, the guard says once for every run that the store failed and is back.
         if (tries > 0)
-          this.log.info({ run: runId, tries: tries + 1 }, 'run checkpoint written; the run goes on')
+          this.log[this.disk ? 'debug' : 'info']?.(
+            { run: runId, tries: tries + 1 },
+            'run checkpoint written; the run goes on',
+          )
         return
       } catch (err) {
         if (this.closed || !isStoreIoError(err)) throw err
         if (tries === 0)
-          this.log.error(
+          this.log[this.disk ? 'debug' : 'error']?.(
             { run: runId, err: (err as Error).message },
             'cannot write the run checkpoint (disk full?); retrying until it can',
           )
@@ -966,38 +1000,7 @@ export class Engine implements HubEngine {
     this.marks = await this.store.marks()
     for (const r of await this.store.unfinished()) this.live.add(r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
-    for (const r of this.live.values()) {
-      // The stored record of the current step may be from an earlier visit (entering a step is
-      // not written on its own): re-enter it, counting the visit, keeping its retry count.
-      const cur = r.current !== null ? r.steps[r.current] : undefined
-      if (
-        r.current !== null &&
-        (r.state === 'running' || r.state === 'pending' || isParked(r.state)) &&
-        cur?.status !== 'running'
-      ) {
-        r.steps[r.current] = {
-          number: r.current,
-          status: 'running',
-          visits: (cur?.visits ?? 0) + 1,
-          attempts: 0,
-          calls: [],
-        }
-      }
-      // A pending run's first step may have been called too: entering it is not written on its
-      // own, so a kill between the call and its result leaves the run pending.
-      if ((r.state === 'running' || r.state === 'pending') && r.current !== null) {
-        this.repeating.add(r.id)
-        this.note(
-          r,
-          r.current,
-          'warn',
-          r.state === 'running'
-            ? `hub restarted mid-run: resuming step ${r.current} from its first call`
-            : `hub restarted mid-run: step ${r.current} starts again (it may have been called before the restart)`,
-        )
-      }
-      if (r.state === 'running' || r.state === 'pending') this.spawn(r)
-    }
+    for (const r of this.live.values()) this.resume(r)
     for (const name of this.kept.keys()) this.release(name)
     // Once-only marks are kept ONCE_KEEP_MS. The first prune is an hour after the start, so a
     // message redelivered after a long outage still finds its mark (it comes first).
@@ -1007,6 +1010,71 @@ export class Engine implements HubEngine {
         .catch((err: unknown) => this.log.warn({ err: String(err) }, 'once-only marks not pruned'))
     }, 3_600_000)
     this.pruneTimer.unref()
+  }
+
+  /**
+   * A run read back from the store goes on where its record says. After a restart its current
+   * step may have been under way (a repeat); a run whose admission was reported failed never ran.
+   */
+  private resume(r: RunRecord, restarted = true): void {
+    // The stored record of the current step may be from an earlier visit (entering a step is
+    // not written on its own): re-enter it, counting the visit, keeping its retry count.
+    const cur = r.current !== null ? r.steps[r.current] : undefined
+    if (
+      r.current !== null &&
+      (r.state === 'running' || r.state === 'pending' || isParked(r.state)) &&
+      cur?.status !== 'running'
+    ) {
+      r.steps[r.current] = {
+        number: r.current,
+        status: 'running',
+        visits: (cur?.visits ?? 0) + 1,
+        attempts: 0,
+        calls: [],
+      }
+    }
+    // A pending run's first step may have been called too: entering it is not written on its
+    // own, so a kill between the call and its result leaves the run pending.
+    if (restarted && (r.state === 'running' || r.state === 'pending') && r.current !== null) {
+      this.repeating.add(r.id)
+      this.note(
+        r,
+        r.current,
+        'warn',
+        r.state === 'running'
+          ? `hub restarted mid-run: resuming step ${r.current} from its first call`
+          : `hub restarted mid-run: step ${r.current} starts again (it may have been called before the restart)`,
+      )
+    }
+    if (r.state === 'running' || r.state === 'pending') this.spawn(r)
+  }
+
+  /**
+   * Opens the store again after a write failed (the disk guard calls it once there is room), and
+   * takes up what a failed write may have left on disk after all, as a restart would: a batch
+   * reported failed can still be whole in LevelDB's log. Runs, kept triggers and once-only marks
+   * the engine does not hold are read back; the ones it holds are ahead of the store and kept.
+   */
+  async reopenStore(): Promise<void> {
+    await this.store.reopen()
+    if (this.closed) return
+    const known = new Set([...this.live.values()].map((r) => r.id))
+    for (const id of this.finishing.keys()) known.add(id)
+    for (const [key, stored] of await this.store.marks()) {
+      const held = this.marks.get(key) ?? []
+      const more = stored.filter((m) => !held.some((h) => h.fp === m.fp))
+      if (more.length > 0) this.marks.set(key, [...more, ...held].slice(-MAX_MARKS_PER_KEY))
+    }
+    for (const [sop, at] of await this.store.lastFinished())
+      if (at > (this.lastFinished.get(sop) ?? 0)) this.lastFinished.set(sop, at)
+    const keptKeys = new Set([...this.keptTriggers().map((k) => k.key), ...this.unkeeping])
+    for (const k of await this.store.kept()) if (!keptKeys.has(k.key)) this.keptFor(k.sop).push(k)
+    for (const r of await this.store.unfinished(known)) {
+      this.live.add(r)
+      this.note(r, 0, 'info', 'admitted as the store failed; read back once it opened again')
+      this.resume(r, false)
+    }
+    for (const name of this.kept.keys()) this.release(name)
   }
 }
 
@@ -1032,9 +1100,4 @@ function badEvent(e: TriggerEvent): string | null {
   if (typeof e.at !== 'number' || !Number.isFinite(e.at)) return 'at is not a number'
   if (e.payload === undefined) return 'payload is missing'
   return null
-}
-
-/** LevelDB could not read or write its files (a full disk, an I/O error): worth waiting out. */
-function isStoreIoError(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'LEVEL_IO_ERROR'
 }

@@ -29,6 +29,7 @@ import {
   prefixFor,
 } from './run-index.ts'
 import { summary } from './summary.ts'
+import { isStoreIoError } from '../disk/errors.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
 const RUN = 'run!'
@@ -123,8 +124,23 @@ export class EngineStore {
   private unmarked = false
   private written = new Map<string, Written>()
   readonly committer: GroupCommitter
+  /** While the database is being opened again (`reopen`): writes and reads wait for it. */
+  private reopening: Promise<void> | null = null
+  /** The batch being written, which a reopen waits out. */
+  private writing: Promise<void> | null = null
+  /**
+   * Set by a write that failed with an I/O error, or a reopen that could not open the database:
+   * every write fails with it until the store is opened again. LevelDB itself may take writes
+   * after one failed, into a log whose torn record makes it drop them at the next open: they
+   * would be acknowledged and lost (test/hub/disk-stores.test.ts shows it on the broker's store).
+   */
+  private broken: Error | null = null
 
-  private constructor(private readonly db: Level<string, string>) {
+  private constructor(
+    private db: Level<string, string>,
+    private readonly path: string,
+    private readonly onWriteError: ((err: unknown) => void) | undefined,
+  ) {
     this.committer = new GroupCommitter((ops) => this.writeSynced(ops))
   }
 
@@ -135,6 +151,30 @@ export class EngineStore {
    * same one atomic, synced WriteBatch.
    */
   private async writeSynced(ops: BatchOp[]): Promise<void> {
+    if (this.reopening) await this.reopening
+    if (this.broken) {
+      // The disk guard reopens the store once there is room; without one, the next write does.
+      if (this.onWriteError) throw this.broken
+      await this.reopen()
+    }
+    const written = this.writeBatch(ops)
+    this.writing = written
+    try {
+      await written
+    } catch (err) {
+      // LevelDB keeps a failed write's error for every later write until it is opened again:
+      // the disk guard (hub/disk/) hears of it once and reopens the store when there is room.
+      if (isStoreIoError(err)) {
+        this.broken = err as Error
+        this.onWriteError?.(err)
+      }
+      throw err
+    } finally {
+      if (this.writing === written) this.writing = null
+    }
+  }
+
+  private async writeBatch(ops: BatchOp[]): Promise<void> {
     const batch = this.db.batch()
     try {
       for (const op of ops) {
@@ -148,10 +188,13 @@ export class EngineStore {
     await batch.write({ sync: true })
   }
 
-  static async open(path: string): Promise<EngineStore> {
+  static async open(
+    path: string,
+    opts: { onWriteError?: (err: unknown) => void } = {},
+  ): Promise<EngineStore> {
     const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
     await db.open()
-    const store = new EngineStore(db)
+    const store = new EngineStore(db, path, opts.onWriteError)
     if ((await db.get(INDEX_MARKER)) !== INDEX_VERSION) {
       // A store with no runs has nothing to index: its marker rides with its first write, so
       // opening a fresh store writes nothing.
@@ -343,8 +386,38 @@ export class EngineStore {
     this.unmarked = false
   }
 
+  /**
+   * Closes the database and opens it again: LevelDB refuses every write after one failed (a full
+   * disk) until then. Writes and the run reads wait meanwhile; a write under way is waited out.
+   * When it cannot be opened, writes fail with an I/O error (the engine's checkpoints wait and
+   * retry) until a later reopen succeeds.
+   */
+  async reopen(): Promise<void> {
+    let done = (): void => undefined
+    this.reopening = new Promise<void>((resolve) => (done = resolve))
+    try {
+      while (this.writing) await this.writing.catch(() => undefined)
+      await this.db.close().catch(() => undefined)
+      const db = new Level<string, string>(this.path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
+      try {
+        await db.open()
+      } catch (err) {
+        this.broken = Object.assign(new Error(`the engine store did not open again: ${String(err)}`), {
+          code: 'LEVEL_IO_ERROR',
+        })
+        throw err
+      }
+      this.db = db
+      this.broken = null
+    } finally {
+      this.reopening = null
+      done()
+    }
+  }
+
   /** Replays a run's deltas; also returns how many there were (the next delta's number). */
   private async replay(id: string): Promise<{ run: RunRecord; deltas: number } | undefined> {
+    if (this.reopening) await this.reopening
     let head: RunHead | undefined
     let st: RunStateRecord | undefined
     const steps: RunRecord['steps'] = {}
@@ -380,6 +453,7 @@ export class EngineStore {
    */
   async queryRuns(filter: RunFilter, live?: readonly RunSummary[]): Promise<RunPage> {
     const { limit, lower, upper } = checkFilter(filter)
+    if (this.reopening) await this.reopening
     live ??= await this.openSummaries()
     const prefix = prefixFor(filter)
     const liveIds = new Set<string>()
@@ -437,10 +511,14 @@ export class EngineStore {
     for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) yield JSON.parse(v)
   }
 
-  /** Full records of the runs that had not finished, remembered as written (after a restart). */
-  async unfinished(): Promise<RunRecord[]> {
+  /**
+   * Full records of the runs that had not finished, remembered as written (after a restart);
+   * `known` are left out (runs the engine holds, after a reopen).
+   */
+  async unfinished(known?: ReadonlySet<string>): Promise<RunRecord[]> {
     const out: RunRecord[] = []
     for await (const k of this.db.keys({ gt: OPEN, lt: OPEN + '\xff' })) {
+      if (known?.has(k.slice(OPEN.length))) continue
       const r = await this.replay(k.slice(OPEN.length))
       if (!r) continue
       out.push(r.run)

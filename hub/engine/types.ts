@@ -14,4 +14,17 @@ export interface EngineOptions {
   agent?: AgentAdapter
   now?: () => number
   log?: Log
+  /** The disk guard (hub/disk/guard.ts): no new work below the disk's reserve; told of failed writes. */
+  disk?: EngineDisk
+}
+
+/** What the engine asks of the disk guard. */
+export interface EngineDisk {
+  /** Null when new work may be taken; else why not (a promise when the disk is read first). */
+  refusal(): string | null | Promise<string | null>
+  refusing(): boolean
+  /** Resolves once new work is taken again. */
+  room(): Promise<void>
+  /** A store write failed with an I/O error (the guard refuses and reopens the store once there is room). */
+  writeFailed(store: string, err: unknown): void
 }
