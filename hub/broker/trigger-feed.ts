@@ -15,6 +15,12 @@
 // broker's other messages too, never drops them.
 // A QoS 2 message always waits, since Aedes sends its PUBREC once the publish is done.
 //
+// While the disk has no room for new work (`hold`, hub/disk/), a client's message on a trigger
+// topic, and any retained one, waits the same way before it is published: nothing is stored, no
+// PUBACK goes out, and the publisher keeps the message until there is room (MQTT 3.1.1 has no
+// negative PUBACK). Held longer than its keepalive, the client is disconnected by Aedes, and
+// sends the message again when it reconnects.
+//
 // Until the trigger router attaches (and after it detaches), messages on the trigger filters are
 // kept here in order, their PUBACKs withheld; the router takes them first. The hub's own messages
 // are not withheld then: the hub publishes its state before its router starts, and would wait for
@@ -53,6 +59,13 @@ export interface TriggerFeed {
   kept(): number
   /** Puts `messages` first in line for the router; resolves once all of them are admitted. */
   keepFirst(messages: readonly FedMessage[]): Promise<void>
+  /**
+   * On: clients' messages on trigger topics and retained ones wait before they are published
+   * (the disk is below its reserve). Off: they go on, in the order they came.
+   */
+  hold(on: boolean): void
+  /** Clients' messages waiting before they are published (held for room, or at the cap). */
+  waiting(): number
   /** The hooks the PUBACK of a client's QoS 1 message goes through (ack-after-store.ts). */
   ackHooks: AckHooks
 }
@@ -86,6 +99,7 @@ export function triggerFeed(
   let cap = CAP_BEFORE_ATTACH
   let onCap = (): void => undefined
   let outstanding = 0
+  let holding = false
 
   // Clients' messages authorized while `cap` were being admitted, waiting to be published.
   const waiting = new Fifo<() => void>()
@@ -98,9 +112,12 @@ export function triggerFeed(
       k.after?.()
       // All of them: one released and then not delivered (its topic dropped from the filters
       // meanwhile) would otherwise leave the rest waiting for a hand-over that never comes.
-      if (outstanding < cap) while (waiting.length > 0) waiting.shift()!()
+      if (outstanding < cap && !holding) while (waiting.length > 0) waiting.shift()!()
     })
   }
+  // The hub's own sessions (main, board availability, board commands) are never held.
+  const hubOwn = (id: string): boolean =>
+    opts.hubClientId !== null && (id === opts.hubClientId || id.startsWith(`${opts.hubClientId}-`))
 
   // Aedes names the publishing client on the message it emits (aedes.js `emitPacket`).
   // An answer given at once is given in a microtask: mqemitter starts the next queued message
@@ -147,6 +164,11 @@ export function triggerFeed(
       take = null
     },
     kept: () => kept.length,
+    waiting: () => waiting.length,
+    hold(on) {
+      holding = on
+      if (!on && outstanding < cap) while (waiting.length > 0 && !holding) waiting.shift()!()
+    },
     keepFirst(messages) {
       let left = messages.length
       if (left === 0) return Promise.resolve()
@@ -178,6 +200,7 @@ export function triggerFeed(
         })
       },
       whenRoom(client, packet, go) {
+        if (holding && !hubOwn(client.id) && (packet.retain || wants(packet.topic))) return waiting.push(go)
         if (outstanding < cap || client.id === opts.hubClientId || !wants(packet.topic)) return go()
         onCap()
         waiting.push(go)

@@ -34,10 +34,18 @@ export function createFeedSource(
       // A client's QoS 1 message may come again under its packet id (its PUBACK lost in a crash).
       const marks: OnceMark[] = []
       const once = m.once !== null ? onceKeys(m.once, m.topic, m.payload, marks) : undefined
-      intake.take(m.topic, m.payload, once, () => {
-        done()
-        intake.forgetLater(marks)
-      })
+      // QoS 1 and 2: someone waits for the admission (a PUBACK, the hub's own publish), so one
+      // the disk could not take waits for room rather than be let go (hub/disk/).
+      intake.take(
+        m.topic,
+        m.payload,
+        once,
+        () => {
+          done()
+          intake.forgetLater(marks)
+        },
+        m.qos > 0,
+      )
     },
     { cap: intake.cap, onCap: () => intake.paused() },
   )

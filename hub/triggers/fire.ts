@@ -4,11 +4,13 @@
 import type { AdmissionDecision, Engine, TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
+import { isDiskError } from '../disk/errors.ts'
 
 /** `sops/conditions.ts` `matches`: payload is the raw text (the `$` form JSON-parses it). */
 export type ConditionMatcher = (condition: string, payload: string) => boolean
 
-export type FireResult = { ok: true; decision: AdmissionDecision } | { ok: false; error: string }
+/** `disk`: not recorded for want of disk (hub/disk/): the source should keep the event and try again. */
+export type FireResult = { ok: true; decision: AdmissionDecision } | { ok: false; error: string; disk?: true }
 
 export interface Firer {
   /** Condition check; never throws (a condition that cannot be evaluated does not match). */
@@ -48,6 +50,11 @@ export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log)
         return { ok: true, decision }
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err)
+        // The disk guard says so once for all of them; a line per event would flood the log.
+        if (isDiskError(err)) {
+          log.debug?.({ sop, trigger: event.type, source: event.source, err: error }, 'trigger not recorded')
+          return { ok: false, error, disk: true }
+        }
         log.error(
           { sop, trigger: event.type, source: event.source, err: error },
           'engine refused the trigger',

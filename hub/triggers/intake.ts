@@ -82,19 +82,29 @@ export function onceKeys(
 }
 
 export interface Intake {
-  /** Offer one message to the triggers; `once` gives each SOP it starts its once-only key. */
+  /**
+   * Offer one message to the triggers; `once` gives each SOP it starts its once-only key. `keep`:
+   * an admission not recorded for want of disk is tried again once there is room (SourceOptions
+   * `disk`), and the promise waits for it.
+   */
   handle(
     topic: string,
     payload: Buffer | string,
     now: number,
     once?: (sop: string) => TriggerEvent['once'],
+    keep?: boolean,
   ): Promise<FireResult[]>
-  /** `handle`, counted in flight; `after` runs once its admissions are stored (or failed, logged). */
+  /**
+   * `handle`, counted in flight; `after` runs once its admissions are stored (or failed, logged).
+   * `keep`: the message was promised to be recorded (QoS 1 or 2: its PUBACK waits for `after`), so
+   * an admission refused for want of disk waits for room and is tried again.
+   */
   take(
     topic: string,
     payload: Buffer,
     once: ((sop: string) => TriggerEvent['once']) | undefined,
     after: () => void,
+    keep?: boolean,
   ): void
   inFlight(): number
   /** The `inFlight` at which the source stops taking messages. */
@@ -108,11 +118,20 @@ export interface Intake {
   stop(): void
 }
 
+/** The disk guard as a source sees it (hub/disk/guard.ts). */
+export interface DiskGate {
+  refusing(): boolean
+  /** Resolves once new work is taken again. */
+  room(): Promise<void>
+}
+
 /** What the router gives each MQTT source. */
 export interface SourceOptions {
   /** Default DEFAULT_MAX_IN_FLIGHT. */
   maxInFlight?: number
   engine?: Pick<Engine, 'forgetOnce'>
+  /** While it refuses, the source reads no more, and what it took waits for room (no PUBACK). */
+  disk?: DiskGate
 }
 
 export interface IntakeOptions extends SourceOptions {
@@ -131,7 +150,19 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
   let lastBehindWarn = -Infinity
   const forgetting: { at: number; marks: readonly OnceMark[] }[] = []
 
-  const handle: Intake['handle'] = async (topic, payload, now, once) => {
+  // An admission the disk could not take is tried again once there is room; its message's PUBACK
+  // waits meanwhile. The pause after room comes back keeps a failure the guard does not hear of
+  // (a read error) from spinning.
+  const fireKept = async (sop: string, event: TriggerEvent): Promise<FireResult> => {
+    for (;;) {
+      const r = await firer.fire(sop, event)
+      if (r.ok || !r.disk || !opts.disk) return r
+      await opts.disk.room()
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+
+  const handle: Intake['handle'] = async (topic, payload, now, once, keep = false) => {
     if (payload.length > MAX_TRIGGER_PAYLOAD) {
       log.warn(
         { topic, bytes: payload.length },
@@ -145,13 +176,14 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
     return Promise.all(
       matched.map((m) => {
         const o = once?.(m.sop)
-        return firer.fire(m.sop, {
+        const event: TriggerEvent = {
           type: m.type,
           source: topic,
           payload: text,
           at: now,
           ...(o ? { once: o } : {}),
-        })
+        }
+        return keep ? fireKept(m.sop, event) : firer.fire(m.sop, event)
       }),
     )
   }
@@ -170,6 +202,8 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
   // a busy stretch that has lasted BEHIND_AFTER_S is said out loud.
   let behindCounted = -1
   const tick = setInterval(() => {
+    // Waiting for disk is not falling behind the broker: the disk guard has said why, once.
+    if (opts.disk?.refusing()) busySince = inFlight > 0 ? Date.now() : -1
     const cutoff = Date.now() - FORGET_AFTER_MS
     let n = 0
     while (n < forgetting.length && forgetting[n]!.at <= cutoff) n++
@@ -186,11 +220,11 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
 
   return {
     handle,
-    take(topic, payload, once, after) {
+    take(topic, payload, once, after, keep = false) {
       inFlight++
       if (inFlight > stats.peak) stats.peak = inFlight
       if (busySince < 0) busySince = Date.now()
-      handle(topic, payload, Date.now(), once)
+      handle(topic, payload, Date.now(), once, keep)
         .then((results) => {
           if (results.some((r) => r.ok && r.decision.duplicate)) stats.repeats++
         })

@@ -28,7 +28,10 @@ interface ClientInternals {
 interface PendingAck {
   messageId: number
   gen: number
-  /** The admissions are stored (or failed: a failure is logged, and the message acknowledged). */
+  /**
+   * The admissions are stored (or failed: a failure is logged, and the message acknowledged; one
+   * for want of disk waits for room instead, intake.ts).
+   */
   recorded: boolean
   /** mqtt.js has asked to send the PUBACK (the packet and its write callback). */
   send: (() => void) | null
@@ -80,8 +83,21 @@ export function createMessageSource(
     }
   }
 
+  const disk = opts.disk
   const release = (): void => {
-    while (held.length > 0 && intake.inFlight() < intake.cap) held.shift()!()
+    while (held.length > 0 && intake.inFlight() < intake.cap && !disk?.refusing()) held.shift()!()
+  }
+  // While the disk refuses new work (hub/disk/) the session reads no more: what the hub has not
+  // taken stays with the broker, and reading goes on once there is room.
+  let waitingForRoom = false
+  const holdForRoom = (callback: () => void): void => {
+    held.push(callback)
+    if (waitingForRoom || !disk) return
+    waitingForRoom = true
+    void disk.room().then(() => {
+      waitingForRoom = false
+      release()
+    })
   }
 
   const onMessage = (topic: string, payload: Buffer, packet: PacketLike): void => {
@@ -95,13 +111,19 @@ export function createMessageSource(
       byId.set(packet.messageId, pending)
     }
     const once = pending && onceKeys(`${sessionKey} ${pending.messageId}`, topic, payload, pending.marks)
-    intake.take(topic, payload, once, () => {
-      if (pending) {
-        pending.recorded = true
-        flushAcks()
-      }
-      release()
-    })
+    intake.take(
+      topic,
+      payload,
+      once,
+      () => {
+        if (pending) {
+          pending.recorded = true
+          flushAcks()
+        }
+        release()
+      },
+      pending !== undefined,
+    )
   }
 
   // Before mqtt.js sends a PUBACK (or reads the next packet), this runs: at the cap it waits.
@@ -115,6 +137,7 @@ export function createMessageSource(
   takeHeldMessages(client, onMessage as (t: string, p: Buffer, packet: object) => void, () => {
     ownSendPacket = internals._sendPacket
     internals.handleMessage = (_packet, callback) => {
+      if (disk?.refusing()) return holdForRoom(() => callback())
       if (intake.inFlight() < intake.cap) return callback()
       intake.paused()
       held.push(() => callback())

@@ -19,7 +19,7 @@ import { type CronOptions, type CronSource, createCronSource } from './cron.ts'
 import { type ConditionMatcher, type FireResult, createFirer } from './fire.ts'
 import { type FilesystemOptions, type FilesystemSource, createFilesystemSource } from './filesystem.ts'
 import { fireManual } from './manual.ts'
-import type { MessageSource, MqttBacklog } from './intake.ts'
+import type { DiskGate, MessageSource, MqttBacklog } from './intake.ts'
 import { createMessageSource } from './mqtt.ts'
 import { createFeedSource } from './feed.ts'
 import type { TriggerFeed } from '../broker/trigger-feed.ts'
@@ -42,6 +42,8 @@ export interface RouterOptions {
   amqp?: Omit<AmqpSourceOptions, 'now'>
   /** MQTT trigger messages being admitted at once, beyond which reading pauses (default 10 000). */
   maxInFlight?: number
+  /** The disk guard: while it refuses, MQTT sources read no more and keep what they took (hub/disk/). */
+  disk?: DiskGate
   now?: () => number
 }
 
@@ -84,6 +86,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
 
   const sourceOpts = {
     ...(opts.maxInFlight !== undefined ? { maxInFlight: opts.maxInFlight } : {}),
+    ...(opts.disk ? { disk: opts.disk } : {}),
     engine: opts.engine,
   }
   const messages: MessageSource | undefined = opts.feed

@@ -119,6 +119,9 @@ export async function buildWebhookApp(
       }
     }
     const result = await firer.fire(hook.sop, { type: 'webhook', source: path, payload, at: now() })
+    // Not recorded for want of disk (hub/disk/): the caller may try again later, and is told so.
+    if (!result.ok && result.disk)
+      return reply.code(503).header('retry-after', '60').send({ error: result.error })
     if (!result.ok)
       return reply.code(500).send({ error: `the engine could not take the trigger: ${result.error}` })
     const { outcome, runId, reason } = result.decision
