@@ -2,6 +2,7 @@
 // hub/api/status.ts): the process, the broker, SOPs, runs, kept triggers, boards, and the MQTT
 // session's backlog, said plainly when the hub is behind its broker and which limit drops next.
 import type { HubStatus } from '../api/status.ts'
+import { diskLine } from '../disk/view.ts'
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { parseOptions } from './options.ts'
@@ -10,7 +11,8 @@ export const STATUS_HELP = `usage: svc hub status [--json]
 
 The running hub's state, from its local API: since when and which process, the broker (embedded
 or external, connected or not, and where events wait while the hub is behind), SOPs loaded, runs
-by state, held and deferred triggers, boards, and the MQTT session's backlog: events being
+by state, held and deferred triggers, boards, the disk (REFUSING new work while below its reserve,
+hub/README.md "A full disk"), and the MQTT session's backlog: events being
 admitted now (in flight), the most at once (peak), times reading stopped at the cap, busy
 stretches warned about (behind), redelivered events recognised (repeats). --json prints the
 hub's answer as is (GET /hub/status).`
@@ -48,6 +50,7 @@ export function formatHubStatus(s: HubStatus): string {
   rows.push(['triggers', `${kept(s.held, 'held')}, ${kept(s.deferred, 'deferred')}`])
   const boards = Object.entries(s.boards)
   if (boards.length > 0) rows.push(['boards', boards.map(([n, st]) => `${n} ${st}`).join(', ')])
+  if (s.disk) rows.push(['disk', diskLine(s.disk)])
   const m = s.mqtt
   if (!m) rows.push(['mqtt', 'no MQTT trigger session'])
   else {

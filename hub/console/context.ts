@@ -21,6 +21,7 @@ import type { SyncStatus } from '../attest/sync-status.ts'
 import type { ListingEntry } from '../listing/record.ts'
 import type { Flasher } from '../flash/flasher.ts'
 import type { Log } from '../log.ts'
+import type { DiskView } from '../disk/view.ts'
 import type { Broadcaster } from './events.ts'
 import { type Html, html } from '../../web/html.ts'
 
@@ -73,6 +74,8 @@ export interface ConsoleContext {
   flash?: ConsoleFlash | null
   /** Listing entries queued on this hub (every state); [] when none. */
   listings(): Promise<ListingEntry[]>
+  /** The disk guard's state (hub/disk/); absent or null on a hub without one. */
+  disk?: () => DiskView | null
   /** Server-sent events to every open console (events.ts). */
   events: Broadcaster
   log: Log

@@ -7,7 +7,7 @@ import type { ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 /** Topics the hub publishes; pages subscribe by name. */
-export const TOPICS = ['run', 'kept', 'board', 'board-event', 'attest', 'flash'] as const
+export const TOPICS = ['run', 'kept', 'board', 'board-event', 'attest', 'flash', 'disk'] as const
 export type Topic = (typeof TOPICS)[number]
 
 const MAX_BUFFERED = 1024 * 1024

@@ -20,6 +20,7 @@ import { createLoginLinks, createSessionStore } from './auth/tokens.ts'
 import type { FlashEvent } from '../flash/flasher.ts'
 import type { ConsoleAttestation, ConsoleBoard, ConsoleFlash } from './context.ts'
 import { createBroadcaster } from './events.ts'
+import type { DiskView } from '../disk/view.ts'
 
 /** What the console needs of the bridge (hub/daemon/parts.ts BridgeLike has it; not imported: parts.ts imports this file). */
 export interface ConsoleBridge {
@@ -40,6 +41,8 @@ export interface ConsoleOptions {
   bridge: ConsoleBridge | null
   boardTimeoutMs: number
   attestation: ConsoleAttestation | null
+  /** The disk guard (hub/disk/guard.ts): the overview shows it, live on the `disk` topic. */
+  disk?: { view(): DiskView; onChange(fn: (v: DiskView) => void): () => void } | null
   /** Board firmware (the board flash page); null or absent without boards. */
   flash?: ConsoleFlash | null
   log: Log
@@ -94,6 +97,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     if (change.kind === 'run') events.publish('run', change.run)
     else events.publish('kept', { sop: change.sop })
   })
+  const unwatchDisk = o.disk?.onChange((v) => events.publish('disk', v)) ?? (() => undefined)
   const { app } = await buildConsoleApp({
     ctx: {
       engine: o.engine,
@@ -110,6 +114,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
       },
       attestation: o.attestation,
       flash: o.flash ?? null,
+      disk: () => o.disk?.view() ?? null,
       listings: async (): Promise<ListingEntry[]> =>
         (await loadAll(o.home)).flatMap((e) => (e.ok ? [e.entry] : [])),
       events,
@@ -130,6 +135,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     url = await app.listen({ host: o.config.host, port: o.config.port })
   } catch (err) {
     unwatch()
+    unwatchDisk()
     events.close()
     await app.close()
     throw err
@@ -165,6 +171,7 @@ export async function startConsole(o: ConsoleOptions): Promise<RunningConsole> {
     },
     async close() {
       unwatch()
+      unwatchDisk()
       events.close()
       await app.close()
     },

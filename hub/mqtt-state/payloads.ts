@@ -10,6 +10,7 @@ import type { KeptTrigger } from '../../sops/engine-api.ts'
 import type { RunSummary } from '../../sops/hub-engine.ts'
 import { isParked, type RunState } from '../../sops/run/states.ts'
 import { isTopicLevel } from '../../mqtt/topics.ts'
+import type { DiskView } from '../disk/view.ts'
 
 export const HUB_STATE_TOPIC = 'svc/hub/state'
 export const PENDING_TOPIC = 'svc/approvals/pending'
@@ -36,6 +37,8 @@ export interface HubSnapshot {
   /** Unfinished runs. */
   live: readonly RunSummary[]
   kept: readonly KeptTrigger[]
+  /** The disk guard's state (hub/disk/): `refusing` while no new work is taken; absent without one. */
+  disk?: DiskView | null
 }
 
 interface Backlog {
@@ -83,6 +86,7 @@ export function hubStateObject(s: HubSnapshot) {
     approvals_pending: parked,
     held: backlog(s.kept, 'held'),
     deferred: backlog(s.kept, 'deferred'),
+    ...(s.disk ? { disk: s.disk } : {}),
   }
 }
 

@@ -8,6 +8,7 @@ import type { Diagnostic, Sop } from '../../sops/types.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Log } from '../log.ts'
 import type { DirectPublish } from '../broker/direct-publish.ts'
+import type { DiskView } from '../disk/view.ts'
 import { coalescer } from './coalesce.ts'
 import { birthTopic, discoveryMessages, MAX_SIGNALS_PER_BOARD } from './ha-discovery.ts'
 import {
@@ -40,6 +41,8 @@ export interface StateTopicsOptions {
   homeassistant: { discovery: boolean; prefix: string; nodeId: string }
   dataDir: string
   log: Log
+  /** The disk guard's state for `svc/hub/state` (hub/disk/); call `changed()` when it changes. */
+  disk?: () => DiskView | null
   /** Shortest gap between two retained summaries (default 1000 ms). */
   minIntervalMs?: number
   now?: () => number
@@ -143,6 +146,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
         boards,
         live: o.engine.liveRuns(),
         kept: o.engine.keptTriggers(),
+        disk: o.disk?.() ?? null,
       }),
       1,
       true,

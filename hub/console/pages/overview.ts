@@ -9,6 +9,8 @@ import type { RunState } from '../../../sops/run/states.ts'
 import { type Html, html } from '../../../web/html.ts'
 import type { ConsoleContext } from '../context.ts'
 import { age, startOfDay, stateTag, when } from '../format.ts'
+import { bytesText } from '../../disk/reserve.ts'
+import type { DiskView } from '../../disk/view.ts'
 
 /** Finished runs are counted from history up to this many per state ("1000+" past it). */
 const COUNT_CAP = 1000
@@ -82,6 +84,17 @@ ${
 }`
 }
 
+function diskSection(d: DiskView | null, now: number): Html {
+  if (!d) return html`<p class="muted">Free space is not watched on this hub.</p>`
+  const space =
+    d.free_bytes !== null && d.reserve_bytes !== null
+      ? html`<span class="figure">${bytesText(d.free_bytes)}</span> free on <code>${d.path}</code> · reserve ${bytesText(d.reserve_bytes)}`
+      : html`<span class="muted">no reading yet</span>`
+  if (d.state === 'ok') return html`<p data-disk="ok">${space}</p>`
+  return html`<p class="error" role="alert" data-disk="refusing">Refusing new work since ${when(Date.parse(d.since), now)}: ${d.reason ?? 'the disk is full'}. Events are not acknowledged until there is room; approvals, runs already under way and reads go on.</p>
+<p>${space}${d.stores_failed ? html` · waiting to reopen ${d.stores_failed.join(', ')}` : ''}</p>`
+}
+
 async function listingsSection(ctx: ConsoleContext): Promise<Html> {
   const entries = await ctx.listings()
   const waiting = entries.filter((e) => e.state !== 'posted')
@@ -108,6 +121,10 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
 <li class="card"><h3>Held and deferred triggers</h3><p><span class="figure" data-count="kept">${kept.length}</span> kept</p></li>
 </ul>
 ${keptSection(kept, now)}
+</section>
+<section id="ov-disk" data-live="disk" aria-labelledby="h-disk">
+<h2 id="h-disk">Disk</h2>
+${diskSection(ctx.disk?.() ?? null, now)}
 </section>
 <section id="ov-boards" data-live="board board-event" aria-labelledby="h-boards">
 <h2 id="h-boards">Boards</h2>
