@@ -155,6 +155,15 @@ export const HubTomlSchema = {
       },
       additionalProperties: false,
     },
+    // The free space the hub keeps for itself (hub/disk/reserve.ts): below it, no new work.
+    disk: {
+      type: 'object',
+      properties: {
+        reserve_mb: { type: 'number', minimum: 0, maximum: 1_048_576 },
+        reserve_percent: { type: 'number', minimum: 0, maximum: 50 },
+      },
+      additionalProperties: false,
+    },
     // `svc board flash` (hub/flash/): the programmer, and how long a new firmware has to say hello.
     flash: {
       type: 'object',
@@ -258,6 +267,8 @@ export interface HubConfig {
   cron: { timezone: string; catchUp: boolean }
   filesystem: { debounceMs: number }
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
+  /** `[disk]`: the reserve in MiB and/or percent of the filesystem; null = not set (hub/disk/reserve.ts). */
+  disk: { reserveMb: number | null; reservePercent: number | null }
   /** `[flash]`: the avrdude program, the wait for a new firmware's hello, the images kept per board. */
   flash: { avrdude: string; helloTimeoutMs: number; keepImages: number }
   boards: BoardEntry[]
@@ -449,6 +460,7 @@ export function resolveConfig(
         httpTimeoutMs: t.tools?.http_timeout_ms ?? DEFAULTS.httpTimeoutMs,
         boardTimeoutMs: t.tools?.board_timeout_ms ?? DEFAULTS.boardTimeoutMs,
       },
+      disk: { reserveMb: t.disk?.reserve_mb ?? null, reservePercent: t.disk?.reserve_percent ?? null },
       flash: {
         avrdude: t.flash?.avrdude ?? DEFAULTS.flashAvrdude,
         helloTimeoutMs: t.flash?.hello_timeout_ms ?? DEFAULTS.flashHelloTimeoutMs,

@@ -49,6 +49,7 @@ import { startStateTopics, type StateTopics } from '../mqtt-state/publisher.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
 import { SVC_VERSION } from '../version.ts'
 import type { RunningConsole } from '../console/index.ts'
+import { createDiskGuard } from '../disk/guard.ts'
 import { countEngine, startHubMetrics } from '../metrics/index.ts'
 
 export interface RunningHub {
@@ -116,6 +117,15 @@ export async function startHub(
   service?.status('starting')
   try {
     await mkdir(config.dataDir, { recursive: true })
+    // Free space on the data folder and each store's (hub/disk/): below the reserve no new work
+    // is taken, and a store whose write failed is reopened once there is room.
+    const disk = createDiskGuard({
+      dataDir: config.dataDir,
+      reserve: { mb: config.disk.reserveMb, percent: config.disk.reservePercent },
+      log,
+    })
+    await disk.start()
+    closers.push({ name: 'disk guard', fn: async () => disk.stop() })
     let { sops, diagnostics } = await loadAndReport(config.sopsDir, log)
 
     let broker: EmbeddedBroker | null = null
@@ -132,9 +142,15 @@ export async function startHub(
         hubClientId: config.broker.clientId,
         tls: config.broker.tls,
         triggerFilters: subscriptionFilters(buildPlan(sops)),
+        onStoreError: (err) => disk.writeFailed('broker', err),
       })
       const b = broker
       closers.push({ name: 'broker', fn: () => b.close() })
+      disk.addStore({ name: 'broker', path: join(config.dataDir, 'broker'), reopen: () => b.reopenStore() })
+      // Clients' events wait before they are published while the disk refuses (trigger-feed.ts).
+      b.triggers.hold(disk.refusing())
+      disk.onChange((v) => b.triggers.hold(v.state === 'refusing'))
+      disk.countHeld(() => (disk.refusing() ? b.triggers.waiting() : 0))
       brokerUrl = broker.url
     } else {
       log.info({ url: brokerUrl }, 'using external broker; no embedded broker started')
@@ -297,6 +313,16 @@ export async function startHub(
       ? await parts.attestation({ publish, config, sops, log })
       : { tools: [] }
     if (attestation.close) closers.push({ name: 'attestation', fn: () => attestation.close!() })
+    const attestStore = attestation.console?.store
+    if (attestStore) {
+      attestStore.onWriteError((err) => disk.writeFailed('attest', err))
+      // attestStorePath(dataDir), not imported: the attestation part loads only when used.
+      disk.addStore({
+        name: 'attest',
+        path: join(config.dataDir, 'attest'),
+        reopen: () => attestStore.reopen(),
+      })
+    }
     // The sop_* tools reach the engine they are registered in, so they get it late, through a getter.
     let engineRef: HubEngine | undefined
     const getEngine = (): HubEngine | undefined => engineRef
@@ -320,10 +346,16 @@ export async function startHub(
       tools: registry.tools,
       dbPath: join(config.dataDir, 'engine'),
       log,
+      disk,
       ...(parts.agent ? { agent: parts.agent } : {}),
     })
     engineRef = engine
     closers.push({ name: 'engine', fn: () => engine.close() })
+    disk.addStore({
+      name: 'engine',
+      path: join(config.dataDir, 'engine'),
+      reopen: () => engine.reopenStore(),
+    })
     // Counted from before the first trigger, for GET /metrics (hub/metrics/counts.ts).
     const counts = countEngine(engine)
 
@@ -340,9 +372,11 @@ export async function startHub(
           version: SVC_VERSION,
           homeassistant: config.homeassistant,
           dataDir: config.dataDir,
+          disk: () => disk.view(),
           log,
         })
     stateTopics = topics
+    disk.onChange(() => stateTopics?.changed())
     if (topics) closers.push({ name: 'state topics', fn: () => topics.close() })
 
     // The console before any trigger or port: it sees every run and every board change.
@@ -358,6 +392,7 @@ export async function startHub(
         bridge,
         boardTimeoutMs: config.tools.boardTimeoutMs,
         attestation: attestation.console ?? null,
+        disk,
         flash: flasher
           ? {
               flasher,
@@ -383,6 +418,7 @@ export async function startHub(
       engine,
       matches: cachedMatcher(),
       log,
+      disk,
       ...(broker ? { feed: broker.triggers } : { mqtt: client }),
       cron: {
         timezone: config.cron.timezone,
@@ -487,6 +523,7 @@ export async function startHub(
             ),
             live: engine.liveRuns(),
             kept: engine.keptTriggers(),
+            disk: disk.view(),
           },
           pid: process.pid,
           broker: { embedded: broker !== null, url: brokerUrl, connected: client.connected },

@@ -132,7 +132,7 @@ export class EngineStore {
    * Set by a write that failed with an I/O error, or a reopen that could not open the database:
    * every write fails with it until the store is opened again. LevelDB itself may take writes
    * after one failed, into a log whose torn record makes it drop them at the next open: they
-   * would be acknowledged and lost (test/hub/disk-stores.test.ts shows it on the broker's store).
+   * would be acknowledged and lost (measured: hub/README.md, "A full disk").
    */
   private broken: Error | null = null
 
