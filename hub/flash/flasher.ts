@@ -399,7 +399,9 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
       const id = newFlashId(deps.now())
       const entry: Running = { id, done: Promise.resolve() as never, last: null }
       const emit = (e: FlashEvent): void => {
-        if (e.kind === 'phase') entry.last = e
+        // Done: no phase is current any more, before anyone is told (the console refetches the
+        // page on this event and must not show the last phase of a flash that has ended).
+        entry.last = e.kind === 'phase' ? e : null
         for (const fn of [listener, deps.onEvent]) {
           try {
             fn?.(e)
