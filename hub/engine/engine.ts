@@ -250,6 +250,10 @@ export class Engine implements HubEngine {
 
   private async admitEvent(sopName: string, event: TriggerEvent): Promise<AdmissionDecision> {
     if (this.closed) return { outcome: 'dropped', reason: 'the engine is closed' }
+    // Again, with nothing awaited between here and the write: a once-only event may have waited
+    // for its key (and the disk guard read the disk) since trigger() asked.
+    const disk = this.disk
+    if (disk?.refusing()) throw new DiskRefusal((disk.refusal() as string | null) ?? 'the disk is full')
     const bad = badEvent(event)
     if (bad) return { outcome: 'dropped', reason: `bad trigger event: ${bad}` }
     const sop = this.sops.get(sopName)
