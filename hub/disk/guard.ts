@@ -7,7 +7,7 @@ import { statfs as fsStatfs } from 'node:fs/promises'
 import type { Log } from '../log.ts'
 import { errorText } from './errors.ts'
 import { registerRefuser } from './refusing.ts'
-import { nearLine, type ReserveSetting, reserveBytes } from './reserve.ts'
+import { nearLine, type ReserveSetting, reserveBytes, resumeAt } from './reserve.ts'
 import {
   type DiskAction,
   type DiskEvent,
@@ -248,7 +248,12 @@ export function createDiskGuard(o: DiskGuardOptions): DiskGuard {
     },
     read,
     async start() {
-      unregister = registerRefuser(guard)
+      // For the watchdog: refusing for want of disk, which a restart would not cure. A store that
+      // failed and will not reopen with room on the disk is not that: a restart may cure it.
+      unregister = registerRefuser({
+        refusing: () =>
+          state.mode === 'refusing' && state.readings.some((r) => r.free < resumeAt(r.reserve)),
+      })
       await read()
       schedule(state.mode === 'refusing' || isNear() ? near : far)
     },

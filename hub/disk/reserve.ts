@@ -15,19 +15,21 @@ export interface ReserveSetting {
 
 export const DEFAULT_RESERVE_MB = 64
 export const DEFAULT_RESERVE_PERCENT = 2
+/** The default's ceiling: 2% of a large disk is more than a hub's bounded history needs kept free. */
+export const DEFAULT_RESERVE_MAX_MB = 1024
 
 /**
  * The reserve on a filesystem of `sizeBytes`. Set in hub.toml: the larger of the settings given.
- * Not set: the larger of 64 MB and 2% of the filesystem, but never more than a quarter of it (a
- * default that would leave a small disk refusing from the start helps nobody; a reserve set by
- * hand is taken as given).
+ * Not set: the larger of 64 MiB and 2% of the filesystem, at most 1 GiB, and never more than a
+ * quarter of it (a default that would leave a small disk refusing from the start helps nobody; a
+ * reserve set by hand is taken as given).
  */
 export function reserveBytes(s: ReserveSetting, sizeBytes: number): number {
   const byPercent = (p: number): number => Math.ceil((sizeBytes * p) / 100)
   if (s.mb !== null || s.percent !== null)
     return Math.max(s.mb !== null ? s.mb * MiB : 0, s.percent !== null ? byPercent(s.percent) : 0)
   const fallback = Math.max(DEFAULT_RESERVE_MB * MiB, byPercent(DEFAULT_RESERVE_PERCENT))
-  return Math.min(fallback, Math.floor(sizeBytes / 4))
+  return Math.min(fallback, DEFAULT_RESERVE_MAX_MB * MiB, Math.floor(sizeBytes / 4))
 }
 
 /** Free bytes at or above which a refusing hub takes work again: the reserve and a margin. */

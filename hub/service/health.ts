@@ -2,7 +2,7 @@
 // measured. systemd restarts a hub that stops pinging (WatchdogSec=), so a ping says "this hub is
 // doing its job": its event loop turns (the check itself ran on time), and its engine store takes
 // writes (the heartbeat written last turn landed), or it is refusing new work on purpose, which
-// a restart would not change (refusingHonestly in refusing.ts).
+// a restart would not change (refusingHonestly in hub/disk/refusing.ts).
 
 /** The engine store's heartbeat (store-probe.ts), as it stands when the check runs. */
 export type StoreState =
@@ -15,7 +15,7 @@ export interface HealthInput {
   /** How late this check ran against its timer: how long the event loop gave no turn. */
   lagMs: number
   store: StoreState
-  /** The hub is refusing new work because the disk is below its reserve (refusing.ts). */
+  /** The hub is refusing new work because the disk is below its reserve (hub/disk/refusing.ts). */
   refusing: boolean
 }
 

@@ -23,6 +23,7 @@ t.test(
     const none = { mb: null, percent: null }
     t.equal(reserveBytes(none, 32 * GiB), Math.ceil((32 * GiB * 2) / 100), '2% of a large disk')
     t.equal(reserveBytes(none, 1 * GiB), 64 * MiB, '64 MiB of a small one')
+    t.equal(reserveBytes(none, 256 * GiB), 1 * GiB, 'at most 1 GiB of a very large one')
     t.equal(reserveBytes(none, 24 * MiB), 6 * MiB, 'never more than a quarter of a tiny one by default')
     t.equal(
       reserveBytes({ mb: 10, percent: null }, 24 * MiB),

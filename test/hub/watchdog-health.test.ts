@@ -10,7 +10,7 @@ import { servingStatus } from '../../hub/service/index.ts'
 import { notifyMessage, notifyTarget, watchdogAsk } from '../../hub/service/notify-env.ts'
 import { openNotifier } from '../../hub/service/notify.ts'
 import { boundsFor, startPinger } from '../../hub/service/pinger.ts'
-import { refusingHonestly } from '../../hub/service/refusing.ts'
+import { refusingHonestly } from '../../hub/disk/refusing.ts'
 import { StoreProbe } from '../../hub/service/store-probe.ts'
 import type { Log } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -57,7 +57,7 @@ t.test('the health decision', async (t) => {
     { ping: true, note: 'refusing new work: the disk is below its reserve' },
     'refusing new work on purpose keeps the pings (a restart would not free the disk)',
   )
-  t.equal(refusingHonestly(), false, 'nothing refuses work that way yet')
+  t.equal(refusingHonestly(), false, 'no hub in this process refuses for want of disk')
   t.same(boundsFor(15_000), { maxLagMs: 7_500, maxWriteMs: 7_500 }, 'bounds: half a ping interval')
 })
 

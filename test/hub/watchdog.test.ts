@@ -145,18 +145,31 @@ async function fillDisk(path: string): Promise<void> {
   }
 }
 
+const needsMount =
+  missing ?? (mountError ? `needs a small tmpfs (mount as root on Linux): ${mountError}` : false)
+
+/** A hub home whose engine store lives on the test's tmpfs, in a folder of its own. */
+async function homeOnTmpfs(tt: Parameters<typeof tempDir>[0], name: string) {
+  const home = await tempDir(tt)
+  const data = join(home, 'data')
+  await mkdir(join(mnt, name))
+  await mkdir(data)
+  await symlink(join(mnt, name), join(data, 'engine'))
+  await writeHome(home, data)
+  return home
+}
+
+/** Sets or clears the immutable flag on a folder and everything in it (ext4 and the like). */
+function immutable(dir: string, on: boolean): void {
+  execFileSync('chattr', ['-R', on ? '+i' : '-i', dir], { stdio: 'pipe' })
+}
+
 t.test(
-  'a hub whose engine store refuses writes stops pinging and stays up; SIGTERM still says STOPPING=1',
-  {
-    skip:
-      missing ?? (mountError ? `needs a small tmpfs to fill (mount as root on Linux): ${mountError}` : false),
-  },
+  'a hub whose engine store refuses writes on a disk with room stops pinging and stays up; SIGTERM still says STOPPING=1',
+  { skip: missing ?? false },
   async (t) => {
     const home = await tempDir(t)
     const data = join(home, 'data')
-    await mkdir(join(mnt, 'engine'))
-    await mkdir(data)
-    await symlink(join(mnt, 'engine'), join(data, 'engine'))
     await writeHome(home, data)
     const sock = join(home, 'notify.sock')
     const r = await startNotifyReceiver(t, sock)
@@ -167,8 +180,20 @@ t.test(
     const ready = await waitFor(() => indexOf(r, 'READY', '1') + 1, 'READY=1')
     await waitFor(() => count(r, 'WATCHDOG', ready) >= 2, 'pings while the store takes writes')
 
-    const filler = join(mnt, 'filler')
-    await fillDisk(filler)
+    // A store that refuses writes while the disk has room (a card failing, a file made
+    // immutable): even root's writes to the open log fail with EPERM. A restart may cure that;
+    // refusing work would not. Needs a filesystem with the immutable flag (ext4 and most others).
+    const engine = join(data, 'engine')
+    try {
+      immutable(engine, true)
+    } catch (err) {
+      t.comment(
+        `skipped the rest: chattr +i failed here: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`,
+      )
+      await hub.stop()
+      return
+    }
+    t.teardown(() => immutable(engine, false))
     const sick =
       (await waitFor(
         () => r.messages.findIndex((m) => m.fields.STATUS?.startsWith('unhealthy:')) + 1,
@@ -189,9 +214,42 @@ t.test(
     t.equal(hub.proc.exitCode, null, 'the hub is still running: systemd, not the hub, ends it')
     t.equal(hub.proc.signalCode, null)
 
-    await rm(filler)
+    immutable(engine, false)
     await hub.stop()
     t.ok(indexOf(r, 'STOPPING', '1', sick) > sick, 'STOPPING=1 on SIGTERM')
     t.same([...new Set(r.messages.map((m) => m.pid))], [hub.pid], 'every message from the main PID')
+  },
+)
+
+t.test(
+  'a hub refusing new work for want of disk keeps pinging: a restart would not free the disk',
+  { skip: needsMount },
+  async (t) => {
+    const home = await homeOnTmpfs(t, 'engine-full')
+    const sock = join(home, 'notify.sock')
+    const r = await startNotifyReceiver(t, sock)
+    const hub = await startHubChild(t, home, {
+      launcher: ['perl', wrapper],
+      env: { NOTIFY_SOCKET: sock, WATCHDOG_USEC },
+    })
+    await waitFor(() => indexOf(r, 'READY', '1') + 1, 'READY=1')
+    const filler = join(mnt, 'filler-full')
+    t.teardown(() => rm(filler, { force: true }))
+    await fillDisk(filler)
+    const refusing =
+      (await waitFor(
+        () => r.messages.findIndex((m) => m.fields.STATUS?.startsWith('refusing new work')) + 1,
+        'STATUS=refusing new work',
+      )) - 1
+    t.match(r.messages[refusing]?.fields.STATUS, /^refusing new work: the disk is below its reserve/)
+    await waitFor(() => count(r, 'WATCHDOG', refusing) >= 2, 'pings go on while it refuses')
+    t.equal(
+      r.messages.slice(refusing).filter((m) => m.fields.STATUS?.startsWith('unhealthy:')).length,
+      0,
+      'never unhealthy',
+    )
+    await rm(filler)
+    await hub.stop()
+    t.equal(hub.proc.exitCode, 0)
   },
 )
