@@ -4,6 +4,7 @@
 // the request's `id` (any string or number the sender chose, null when it gave none) so a sender
 // can match answers to questions. Pure: the hub's MQTT wiring uses it.
 import type { Json } from './codec/index.ts'
+import { type RequestId, readRequestObject } from './request-payload.ts'
 import type { SendResult } from './types.ts'
 
 /** The most a command request may weigh: a board's line is 1 KiB by default, so this is plenty. */
@@ -13,7 +14,7 @@ export const MAX_CMD_PAYLOAD = 16 * 1024
 const CMD_RE = /^[a-z][a-z0-9_]{0,31}$/
 const FIELDS = new Set(['id', 'cmd', 'args', 'timeout_ms'])
 
-export type CmdId = string | number | null
+export type CmdId = RequestId
 
 export interface CmdRequest {
   id: CmdId
@@ -25,29 +26,9 @@ export interface CmdRequest {
 export type ParsedCmd = { ok: true; value: CmdRequest } | { ok: false; id: CmdId; error: string }
 
 export function parseCmdPayload(payload: Uint8Array): ParsedCmd {
-  if (payload.length > MAX_CMD_PAYLOAD)
-    return { ok: false, id: null, error: `payload: ${payload.length} bytes, more than ${MAX_CMD_PAYLOAD}` }
-  let v: unknown
-  try {
-    v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload))
-  } catch {
-    return {
-      ok: false,
-      id: null,
-      error: 'payload: not JSON (expected {"id"?, "cmd", "args"?, "timeout_ms"?})',
-    }
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    return { ok: false, id: null, error: 'payload: must be a JSON object {"id"?, "cmd", "args"?}' }
-  const o = v as Record<string, unknown>
-  const id = o.id
-  const idOk =
-    id === undefined ||
-    (typeof id === 'string' && id.length <= 128) ||
-    (typeof id === 'number' && Number.isFinite(id))
-  if (!idOk)
-    return { ok: false, id: null, error: 'id: must be a string (at most 128 characters) or a number' }
-  const cid: CmdId = (id as string | number | undefined) ?? null
+  const r = readRequestObject(payload, MAX_CMD_PAYLOAD, '{"id"?, "cmd", "args"?, "timeout_ms"?}')
+  if (!r.ok) return r
+  const { o, id: cid } = r
   const extra = Object.keys(o).find((k) => !FIELDS.has(k))
   if (extra !== undefined)
     return { ok: false, id: cid, error: `${extra}: unknown field (allowed: id, cmd, args, timeout_ms)` }

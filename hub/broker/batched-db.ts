@@ -17,7 +17,7 @@
 /** The value a read gets for a key written and not yet deleted (null: deleted). */
 type Cached = Buffer | null
 
-interface Op {
+export interface Op {
   type: 'put' | 'del'
   key: string
   value?: Buffer

@@ -7,11 +7,9 @@ import { readFile, stat } from 'node:fs/promises'
 import { userInfo } from 'node:os'
 import { resolve } from 'node:path'
 import { NAME_RE } from '../../bridge/codec/names.ts'
-import { readApiInfo, readApiToken } from '../api/token.ts'
 import { HEX_TEXT_MAX } from '../flash/flasher.ts'
 import type { FlashRecord } from '../flash/history.ts'
-import { svcPaths } from '../paths.ts'
-import { callHub } from './hub-client.ts'
+import { callHub, fetchHub } from './hub-client.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, processIo, UsageError, UserError } from './io.ts'
 import { intOption, parseOptions } from './options.ts'
 import { type FlashProgress, flashBar, flashLine } from './progress-bar.ts'
@@ -72,23 +70,7 @@ async function streamHub(
   body: object,
   line: (v: StreamLine) => void,
 ): Promise<void> {
-  const paths = svcPaths(io.env)
-  const info = await readApiInfo(paths.apiInfo)
-  if (!info.ok) throw new UserError(info.error)
-  const token = await readApiToken(paths.apiToken)
-  if (!token.ok) throw new UserError(token.error)
-  let res: Response
-  try {
-    res = await fetch(info.value.url + path, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token.value}`, 'content-type': 'application/json' },
-      body: JSON.stringify(body),
-    })
-  } catch {
-    throw new UserError(
-      `no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``,
-    )
-  }
+  const { res } = await fetchHub(io, 'POST', path, body)
   if (res.status !== 200 || !res.body) {
     const text = await res.text()
     let error = `the hub answered ${res.status}`

@@ -33,27 +33,7 @@ export async function requestHub(
   path: string,
   body?: object,
 ): Promise<{ status: number; body: unknown; url: string }> {
-  const paths = svcPaths(io.env)
-  const info = await readApiInfo(paths.apiInfo)
-  if (!info.ok) throw new UserError(info.error)
-  const token = await readApiToken(paths.apiToken)
-  if (!token.ok) throw new UserError(token.error)
-  let res: Response
-  try {
-    res = await fetch(info.value.url + path, {
-      method,
-      headers: {
-        authorization: `Bearer ${token.value}`,
-        ...(body ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(body ? { body: JSON.stringify(body) } : {}),
-      signal: AbortSignal.timeout(10_000),
-    })
-  } catch {
-    throw new UserError(
-      `no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``,
-    )
-  }
+  const { res, url } = await fetchHub(io, method, path, body, 10_000)
   const text = await res.text()
   let parsed: unknown
   try {
@@ -61,5 +41,39 @@ export async function requestHub(
   } catch {
     throw new UserError(`the hub answered ${res.status} with something that is not JSON`)
   }
-  return { status: res.status, body: parsed, url: info.value.url }
+  return { status: res.status, body: parsed, url }
+}
+
+/**
+ * One request to the running hub with its token; the response as it comes (a stream is read by
+ * the caller). `timeoutMs`: none for an answer that lasts as long as its work (a flash).
+ */
+export async function fetchHub(
+  io: CliIo,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: object,
+  timeoutMs?: number,
+): Promise<{ res: Response; url: string }> {
+  const paths = svcPaths(io.env)
+  const info = await readApiInfo(paths.apiInfo)
+  if (!info.ok) throw new UserError(info.error)
+  const token = await readApiToken(paths.apiToken)
+  if (!token.ok) throw new UserError(token.error)
+  try {
+    const res = await fetch(info.value.url + path, {
+      method,
+      headers: {
+        authorization: `Bearer ${token.value}`,
+        ...(body ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+      ...(timeoutMs !== undefined ? { signal: AbortSignal.timeout(timeoutMs) } : {}),
+    })
+    return { res, url: info.value.url }
+  } catch {
+    throw new UserError(
+      `no hub is running at ${info.value.url} (it did not answer); start one with \`svc hub run\``,
+    )
+  }
 }

@@ -8,8 +8,8 @@
 // its reply (or the lack of one) is the sender's acknowledgement. Retained commands are refused
 // for the same reason: they would run again at every hub start. (A session of its own also keeps
 // these subscriptions from overlapping the trigger router's `boards/+/+` on one client.)
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
-import { withNoDelay } from '../broker/no-delay.ts'
+import type { IClientOptions } from 'mqtt'
+import { connectRequestSession } from './request-session.ts'
 import { encodeCmdReply, parseCmdPayload } from '../../bridge/cmd-payload.ts'
 import type { Json, SendResult } from '../../bridge/types.ts'
 import { boardTopic } from '../../mqtt/topics.ts'
@@ -35,20 +35,7 @@ export async function startBoardCommands(o: {
   const { log } = o
   const topics = new Map(o.boards.map((b) => [boardTopic(b, 'cmd'), b]))
   if (topics.size === 0) return { close: async () => undefined }
-  const client: MqttClient = await mqtt
-    .connectAsync({
-      ...o.base,
-      clientId: `${o.clientId}-commands`,
-      clean: true,
-      reconnectPeriod: 1000,
-      connectTimeout: 10_000,
-      resubscribe: true,
-    })
-    .then(withNoDelay)
-    .catch((err: unknown) => {
-      throw new Error(`board command session: ${err instanceof Error ? err.message : String(err)}`)
-    })
-  client.on('error', (err) => log.warn({ err: err.message }, 'board command session error'))
+  const client = await connectRequestSession(o.base ?? {}, `${o.clientId}-commands`, 'board command', log)
 
   const reply = (board: string, payload: string): void => {
     client

@@ -5,10 +5,10 @@
 // ACL decides who may publish and the sender's name is not known to the hub.
 // A retained request is refused, as a retained board command is: it would flash again at every start.
 import type { Aedes, Client, PublishPacket } from 'aedes'
-import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
+import type { IClientOptions } from 'mqtt'
+import { connectRequestSession } from './request-session.ts'
 import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import type { Principal } from '../broker/acl.ts'
-import { withNoDelay } from '../broker/no-delay.ts'
 import type { Flasher } from '../flash/flasher.ts'
 import { defaultReplyTopic, flashReplies, parseFlashRequest } from '../flash/mqtt-request.ts'
 import type { Log } from '../log.ts'
@@ -98,20 +98,7 @@ export async function startFlashRequests(o: {
     }
   }
 
-  const client: MqttClient = await mqtt
-    .connectAsync({
-      ...o.base,
-      clientId: `${o.clientId}-flash`,
-      clean: true,
-      reconnectPeriod: 1000,
-      connectTimeout: 10_000,
-      resubscribe: true,
-    })
-    .then(withNoDelay)
-    .catch((err: unknown) => {
-      throw new Error(`board flash session: ${err instanceof Error ? err.message : String(err)}`)
-    })
-  client.on('error', (err) => log.warn({ err: err.message }, 'board flash session error'))
+  const client = await connectRequestSession(o.base ?? {}, `${o.clientId}-flash`, 'board flash', log)
   const onMessage = (topic: string, payload: Buffer, packet: { retain?: boolean }): void => {
     const board = topics.get(topic)
     if (board !== undefined) handle(board, payload, packet.retain === true, 'mqtt client (external broker)')

@@ -251,8 +251,7 @@ export function createDiskGuard(o: DiskGuardOptions): DiskGuard {
       // For the watchdog: refusing for want of disk, which a restart would not cure. A store that
       // failed and will not reopen with room on the disk is not that: a restart may cure it.
       unregister = registerRefuser({
-        refusing: () =>
-          state.mode === 'refusing' && state.readings.some((r) => r.free < resumeAt(r.reserve)),
+        refusing: () => state.mode === 'refusing' && state.readings.some((r) => r.free < resumeAt(r.reserve)),
       })
       await read()
       schedule(state.mode === 'refusing' || isNear() ? near : far)

@@ -6,6 +6,7 @@
 // opened again. Calls wait while it reopens; the failure is reported once (the disk guard then
 // refuses work and reopens it once there is room; without a listener the next write reopens it).
 import type { Level } from 'level'
+import type { LevelLike, Op } from '../broker/batched-db.ts'
 
 /** The members used here, with abstract-level's option types loosened to what callers pass. */
 interface Db {
@@ -19,21 +20,8 @@ interface Db {
   clear(range: object): Promise<void>
 }
 
-interface Op {
-  type: 'put' | 'del'
-  key: string
-  value?: Buffer
-}
-
-/** The members aedes-persistence-level and batched-db.ts use (batched-db.ts `LevelLike`). */
-export interface ReopenableLevel {
-  get(key: string, opts?: object): Promise<Buffer | undefined>
-  put(key: string, value: Buffer, opts?: object): Promise<void>
-  del(key: string, opts?: object): Promise<void>
-  batch(ops?: Op[], opts?: object): unknown
-  values(opts?: object): AsyncIterable<Buffer>
-  clear(range?: object): Promise<void>
-  close(): Promise<void>
+/** What aedes-persistence-level and batched-db.ts use, and a way to open the database again. */
+export interface ReopenableLevel extends LevelLike {
   /** Closes the database and opens it again; calls made meanwhile wait. */
   reopen(): Promise<void>
 }

@@ -3,6 +3,7 @@
 // `svc/boards/<b>/flash/reply`): `started`, progress, and the outcome (hub/README.md, "Board
 // firmware"). Who may publish the request is the broker's decision (admin accounts on the embedded
 // one, hub/broker/acl.ts). Pure: the payload in, the request or why not out; the lines to answer.
+import { type RequestId, readRequestObject } from '../../bridge/request-payload.ts'
 import { mayPublish } from '../broker/acl.ts'
 import { topicError } from '../../mqtt/topics.ts'
 import type { FlashEvent } from './flasher.ts'
@@ -13,7 +14,7 @@ export const FLASH_PAYLOAD_MAX = Math.ceil(HEX_TEXT_MAX * 1.1) + 4096
 
 const FIELDS = new Set(['id', 'hex', 'downgrade', 'reply_to'])
 
-export type RequestId = string | number | null
+export type { RequestId }
 
 export interface FlashRequestPayload {
   id: RequestId
@@ -36,37 +37,9 @@ export function parseFlashRequest(
   board: string,
   hubOwned: ReadonlySet<string>,
 ): { ok: true; value: FlashRequestPayload } | { ok: false; id: RequestId; error: string } {
-  if (payload.length > FLASH_PAYLOAD_MAX)
-    return {
-      ok: false,
-      id: null,
-      error: `payload: ${payload.length} bytes, more than the ${FLASH_PAYLOAD_MAX} accepted`,
-    }
-  let v: unknown
-  try {
-    v = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(payload))
-  } catch {
-    return {
-      ok: false,
-      id: null,
-      error: 'payload: not JSON (expected {"id"?, "hex", "downgrade"?, "reply_to"?})',
-    }
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v))
-    return {
-      ok: false,
-      id: null,
-      error: 'payload: must be a JSON object {"id"?, "hex", "downgrade"?, "reply_to"?}',
-    }
-  const o = v as Record<string, unknown>
-  const rawId = o.id
-  const idOk =
-    rawId === undefined ||
-    (typeof rawId === 'string' && rawId.length <= 128) ||
-    (typeof rawId === 'number' && Number.isFinite(rawId))
-  if (!idOk)
-    return { ok: false, id: null, error: 'id: must be a string of at most 128 characters, or a number' }
-  const id: RequestId = (rawId as string | number | undefined) ?? null
+  const r = readRequestObject(payload, FLASH_PAYLOAD_MAX, '{"id"?, "hex", "downgrade"?, "reply_to"?}')
+  if (!r.ok) return r
+  const { o, id } = r
   const extra = Object.keys(o).find((k) => !FIELDS.has(k))
   if (extra !== undefined) return { ok: false, id, error: `${extra.slice(0, 64)}: unknown field` }
   if (typeof o.hex !== 'string' || o.hex.length === 0)

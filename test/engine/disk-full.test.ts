@@ -3,35 +3,18 @@
 // stored is refused and holds nothing; a run whose checkpoint cannot be written waits, keeps
 // its slot, and finishes by itself once there is room again.
 import t from 'tap'
-import { execFileSync } from 'node:child_process'
-import { open, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Log } from '../../hub/log.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { fillDisk as fillUp, smallDisk } from '../helpers/small-disk.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEngine } from './engine-helpers.ts'
 import { call, event, memoryTools, sop, step } from './helpers.ts'
 
-const mnt = await tempDir(t, 'svc-small-disk-')
-let mountError: string | null = null
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' })
-  t.teardown(() => execFileSync('umount', ['-l', mnt], { stdio: 'pipe' }))
-} catch (err) {
-  mountError = String((err as { stderr?: Buffer }).stderr ?? err).trim()
-}
+const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-small-disk-')
 
 const filler = join(mnt, 'filler')
-async function fillDisk(): Promise<void> {
-  const fh = await open(filler, 'w')
-  try {
-    for (;;) await fh.write(Buffer.alloc(64 * 1024))
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-  } finally {
-    await fh.close()
-  }
-}
+const fillDisk = () => fillUp(filler)
 const freeDisk = () => rm(filler, { force: true })
 
 function recordingLog(): Log & { msgs: string[] } {

@@ -3,37 +3,20 @@
 // touches the store; once there is room the guard reopens the engine's LevelDB, the waiting run
 // finishes where it was, and new work is taken again, all without restarting anything.
 import t from 'tap'
-import { execFileSync } from 'node:child_process'
-import { open, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { createDiskGuard } from '../../hub/disk/guard.ts'
 import { DISK_REFUSING } from '../../hub/disk/errors.ts'
 import { createEngine } from '../../hub/engine/index.ts'
 import type { Log } from '../../hub/log.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { fillDisk as fillUp, smallDisk } from '../helpers/small-disk.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { call, event, memoryTools, sop, step } from './helpers.ts'
 
-const mnt = await tempDir(t, 'svc-small-disk-')
-let mountError: string | null = null
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' })
-  t.teardown(() => execFileSync('umount', ['-l', mnt], { stdio: 'pipe' }))
-} catch (err) {
-  mountError = String((err as { stderr?: Buffer }).stderr ?? err).trim()
-}
+const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-small-disk-')
 
 const filler = join(mnt, 'filler')
-async function fillDisk(): Promise<void> {
-  const fh = await open(filler, 'w')
-  try {
-    for (;;) await fh.write(Buffer.alloc(64 * 1024))
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-  } finally {
-    await fh.close()
-  }
-}
+const fillDisk = () => fillUp(filler)
 
 function recordingLog(): Log & { lines: { level: string; msg: string }[] } {
   const lines: { level: string; msg: string }[] = []

@@ -3,37 +3,20 @@
 // test fills and frees. A failed write is reported once per failed batch; after the reopen writes
 // go through, the counters read back from disk, and nothing written before is lost.
 import t from 'tap'
-import { execFileSync } from 'node:child_process'
-import { open, rm } from 'node:fs/promises'
+import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level } from 'level'
 import { type AppendInput, openAttestStore } from '../../hub/attest/store.ts'
 import { openReopenable } from '../../hub/disk/reopenable-level.ts'
 import { isStoreIoError } from '../../hub/disk/errors.ts'
 import { lineHash } from '../../records/hash.ts'
-import { tempDir } from '../helpers/tmp.ts'
+import { fillDisk as fillUp, smallDisk } from '../helpers/small-disk.ts'
 
-const mnt = await tempDir(t, 'svc-small-disk-')
-let mountError: string | null = null
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' })
-  t.teardown(() => execFileSync('umount', ['-l', mnt], { stdio: 'pipe' }))
-} catch (err) {
-  mountError = String((err as { stderr?: Buffer }).stderr ?? err).trim()
-}
+const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-small-disk-')
 const skip = mountError ? `needs a small tmpfs to fill (mount as root on Linux): ${mountError}` : false
 
 const filler = join(mnt, 'filler')
-async function fillDisk(): Promise<void> {
-  const fh = await open(filler, 'w')
-  try {
-    for (;;) await fh.write(Buffer.alloc(64 * 1024))
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-  } finally {
-    await fh.close()
-  }
-}
+const fillDisk = () => fillUp(filler)
 
 const input = (i: number): AppendInput => ({
   idempotencyKey: `k${i}`,

@@ -6,7 +6,7 @@
 // the test fills, so the store refuses writes; the pings stop while the process stays up.
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
-import { mkdir, open, rm, symlink, writeFile } from 'node:fs/promises'
+import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startHubChild } from '../helpers/hub-process.ts'
@@ -15,6 +15,7 @@ import {
   notifyReceiverMissing,
   startNotifyReceiver,
 } from '../helpers/notify-receiver.ts'
+import { fillDisk, smallDisk } from '../helpers/small-disk.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 
@@ -125,25 +126,7 @@ t.test(
 )
 
 // A tmpfs of a few MB under the engine's LevelDB (mounting needs root on Linux), filled by the test.
-const mnt = await tempDir(t, 'svc-watchdog-disk-')
-let mountError: string | null = null
-try {
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', mnt], { stdio: 'pipe' })
-  t.teardown(() => execFileSync('umount', ['-l', mnt], { stdio: 'pipe' }))
-} catch (err) {
-  mountError = String((err as { stderr?: Buffer }).stderr ?? err).trim()
-}
-
-async function fillDisk(path: string): Promise<void> {
-  const fh = await open(path, 'w')
-  try {
-    for (;;) await fh.write(Buffer.alloc(64 * 1024))
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err
-  } finally {
-    await fh.close()
-  }
-}
+const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-watchdog-disk-')
 
 const needsMount =
   missing ?? (mountError ? `needs a small tmpfs (mount as root on Linux): ${mountError}` : false)
