@@ -252,6 +252,7 @@ export function createDiskGuard(o: DiskGuardOptions): DiskGuard {
       // failed and will not reopen with room on the disk is not that: a restart may cure it.
       unregister = registerRefuser({
         refusing: () => state.mode === 'refusing' && state.readings.some((r) => r.free < resumeAt(r.reserve)),
+        failed: () => state.failed,
       })
       await read()
       schedule(state.mode === 'refusing' || isNear() ? near : far)

@@ -6,6 +6,8 @@
 
 interface Refuser {
   refusing(): boolean
+  /** Stores whose writes failed and that are not open again yet. */
+  failed(): readonly { store: string; error: string }[]
 }
 
 const guards = new Set<Refuser>()
@@ -14,6 +16,15 @@ const guards = new Set<Refuser>()
 export function refusingHonestly(): boolean {
   for (const g of guards) if (g.refusing()) return true
   return false
+}
+
+/**
+ * Stores that refuse writes while no hub here refuses for want of disk: a failure a restart may
+ * cure (the watchdog withholds its ping). While the disk is short they wait for room instead.
+ */
+export function storesRefusingWrites(): { store: string; error: string }[] {
+  if (refusingHonestly()) return []
+  return [...guards].flatMap((g) => [...g.failed()])
 }
 
 /** A guard says it is running (started) or gone (stopped). */

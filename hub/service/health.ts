@@ -17,6 +17,8 @@ export interface HealthInput {
   store: StoreState
   /** The hub is refusing new work because the disk is below its reserve (hub/disk/refusing.ts). */
   refusing: boolean
+  /** Other stores (attestations, the broker's) whose writes failed with room on the disk. */
+  failedStores?: readonly { store: string; error: string }[]
 }
 
 export interface HealthBounds {
@@ -46,6 +48,8 @@ export function decideHealth(i: HealthInput, b: HealthBounds): Verdict {
   if (i.refusing) return { ping: true, note: 'refusing new work: the disk is below its reserve' }
   if (i.store.kind === 'failed')
     return { ping: false, note: `the engine store refuses writes: ${i.store.error}` }
+  const other = i.failedStores?.[0]
+  if (other) return { ping: false, note: `the ${other.store} store refuses writes: ${other.error}` }
   if (i.store.kind === 'pending' && i.store.forMs >= b.maxWriteMs)
     return { ping: false, note: `an engine store write has waited ${s(i.store.forMs)} without landing` }
   return { ping: true, note: null }

@@ -6,7 +6,7 @@ import type { Log } from '../log.ts'
 import { notifyTarget, watchdogAsk } from './notify-env.ts'
 import { monotonicUsec, openNotifier } from './notify.ts'
 import { type Pinger, startPinger } from './pinger.ts'
-import { refusingHonestly } from '../disk/refusing.ts'
+import { refusingHonestly, storesRefusingWrites } from '../disk/refusing.ts'
 
 /** What the hub serves, for its STATUS= line (`systemctl status svc-hub`). */
 export interface Serving {
@@ -54,6 +54,7 @@ export function startService(env: NodeJS.ProcessEnv, log: Log, pid = process.pid
         send,
         heartbeat,
         refusing: refusingHonestly,
+        failedStores: storesRefusingWrites,
         serving,
         log,
       })

@@ -14,6 +14,8 @@ export interface PingerOptions {
   /** One synced write through the engine store's committer. */
   heartbeat(): Promise<void>
   refusing(): boolean
+  /** Stores that refuse writes with room on the disk (hub/disk/refusing.ts). */
+  failedStores?(): readonly { store: string; error: string }[]
   /** What STATUS= says while the hub is healthy. */
   serving: string
   log: Log
@@ -56,7 +58,12 @@ export function startPinger(o: PingerOptions): Pinger {
     if (stopped) return
     const at = now()
     const next = decideHealth(
-      { lagMs: Math.max(0, at - dueAt), store: probe.state(), refusing: o.refusing() },
+      {
+        lagMs: Math.max(0, at - dueAt),
+        store: probe.state(),
+        refusing: o.refusing(),
+        failedStores: o.failedStores?.() ?? [],
+      },
       bounds,
     )
     if (!next.ping) o.log.warn({ watchdog: 'withheld' }, `watchdog ping withheld: ${next.note}`)

@@ -10,7 +10,7 @@ import { servingStatus } from '../../hub/service/index.ts'
 import { notifyMessage, notifyTarget, watchdogAsk } from '../../hub/service/notify-env.ts'
 import { openNotifier } from '../../hub/service/notify.ts'
 import { boundsFor, startPinger } from '../../hub/service/pinger.ts'
-import { refusingHonestly } from '../../hub/disk/refusing.ts'
+import { refusingHonestly, storesRefusingWrites } from '../../hub/disk/refusing.ts'
 import { StoreProbe } from '../../hub/service/store-probe.ts'
 import type { Log } from '../../hub/log.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -57,7 +57,18 @@ t.test('the health decision', async (t) => {
     { ping: true, note: 'refusing new work: the disk is below its reserve' },
     'refusing new work on purpose keeps the pings (a restart would not free the disk)',
   )
+  t.same(
+    decideHealth({ ...ok, failedStores: [{ store: 'attest', error: 'IO error: Read-only file system' }] }, b),
+    { ping: false, note: 'the attest store refuses writes: IO error: Read-only file system' },
+    'another store that refuses writes with room on the disk: no ping (a restart may cure it)',
+  )
+  t.same(
+    decideHealth({ ...ok, refusing: true, failedStores: [{ store: 'attest', error: 'x' }] }, b),
+    { ping: true, note: 'refusing new work: the disk is below its reserve' },
+    'while the disk is short, a failed store waits for room and the pings go on',
+  )
   t.equal(refusingHonestly(), false, 'no hub in this process refuses for want of disk')
+  t.same(storesRefusingWrites(), [], 'and no store of one refuses writes')
   t.same(boundsFor(15_000), { maxLagMs: 7_500, maxWriteMs: 7_500 }, 'bounds: half a ping interval')
 })
 
