@@ -149,10 +149,17 @@ t.test(
       /nonce \d+: (not mined within 800 ms|the node asked for a higher fee); replaced \(\d+×\) at [\d.]+ gwei max/,
       "the device's requests were replaced at their nonce",
     )
-    t.match(
-      attestorWarnings.join('\n'),
-      /nonce \d+: (not mined within 800 ms|the node asked for a higher fee); replaced/,
-      "the attestor's answers too",
+    // The attestor's answers: a refusal from its proxy ("replacement transaction underpriced")
+    // is answered by a replacement at a higher fee. How many of its sends meet which fault depends
+    // on how many transactions it makes, and whether a dropped answer is replaced or first sent
+    // again by a later call on how the calls interleave: neither is this test's to fix, so the
+    // check is per refusal met, and the answers' count above must hold either way.
+    const feeReplacements = attestorWarnings.filter((w) =>
+      /^nonce \d+: the node asked for a higher fee; replaced/.test(w),
+    ).length
+    t.ok(
+      attestorProxy.counts.underpriced === 0 || feeReplacements > 0,
+      `the attestor's refused answers were replaced at a higher fee (${attestorProxy.counts.underpriced} refusals, ${feeReplacements} replacements)`,
     )
     t.ok(met('429') > 0, 'the proxies rate-limited')
     t.comment(

@@ -1,12 +1,13 @@
 // A hostile public RPC for tests: a JSON-RPC proxy on loopback in front of a real anvil that
 // misbehaves on a seeded schedule, the way public endpoints do: 429 with Retry-After, 5xx,
 // dropped connections, answers lost after the request reached the node, transactions accepted
-// then dropped from the pool (anvil_dropTransaction), "nonce too low" and "replacement
+// and never passed on (a pool that drops them), "nonce too low" and "replacement
 // transaction underpriced" for transactions it never forwarded, base-fee jumps
 // (anvil_setNextBlockBaseFeePerGas) and slow answers. Same seed, same schedule of decisions.
 // Transactions have a schedule of their own: the n-th eth_sendRawTransaction through a proxy
 // meets the same transaction fault on every run, however many reads and polls came between.
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
+import { type Hex, keccak256 } from 'viem'
 
 export const FAULTS = [
   '429',
@@ -148,10 +149,15 @@ export async function startHostileRpc(o: HostileOptions): Promise<HostileRpc> {
       case 'underpriced':
         return reply(200, error(reqs[0]!, 'replacement transaction underpriced'))
       case 'tx-dropped': {
-        const r = await forward(body)
-        const hash = (JSON.parse(r.text) as { result?: string }).result
-        if (hash) await rpc(o.target, 'anvil_dropTransaction', [hash])
-        return reply(r.status, r.text)
+        // Accepted with its hash, and never seen by the node: what a pool that drops it leaves.
+        // Not forwarded and then dropped: on an interval-mining chain a block could take it in
+        // between (a loaded CI host made that happen), and the fault would not be one.
+        const raw = reqs[0]!.params?.[0]
+        if (typeof raw !== 'string') return reply(200, error(reqs[0]!, 'invalid raw transaction'))
+        return reply(
+          200,
+          JSON.stringify({ jsonrpc: '2.0', id: reqs[0]!.id ?? null, result: keccak256(raw as Hex) }),
+        )
       }
       case 'basefee-jump': {
         const block = (await rpc(o.target, 'eth_getBlockByNumber', ['latest', false])) as {
