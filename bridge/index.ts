@@ -142,15 +142,25 @@ export function createBridge(opts: BridgeOptions): Bridge {
     publish: (board, payload) => retained(board, boardTopic(board, 'stats'), payload),
   })
 
-  function handover(board: string, how: 'release' | 'reclaim'): Promise<HandoverResult> {
+  /** The board's link, or why a call about it fails at once (no such board, bridge closed). */
+  function linkOf(
+    board: string,
+  ): { link: Link } | { ok: false; error: string; code: 'unknown_board' | 'closed' } {
     const link = links.get(board)
     if (!link)
-      return Promise.resolve({
+      return {
         ok: false,
         error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})`,
         code: 'unknown_board',
-      })
-    if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed', code: 'closed' })
+      }
+    if (closed) return { ok: false, error: 'bridge is closed', code: 'closed' }
+    return { link }
+  }
+
+  function handover(board: string, how: 'release' | 'reclaim'): Promise<HandoverResult> {
+    const found = linkOf(board)
+    if (!('link' in found)) return Promise.resolve(found)
+    const { link } = found
     const fn = link[how]?.bind(link)
     if (!fn)
       return Promise.resolve({
@@ -169,15 +179,9 @@ export function createBridge(opts: BridgeOptions): Bridge {
       stats.start()
     },
     send(board, cmd, args, o) {
-      const link = links.get(board)
-      if (!link)
-        return Promise.resolve({
-          ok: false,
-          error: `unknown board "${board}" (configured: ${[...links.keys()].join(', ') || 'none'})`,
-          code: 'unknown_board',
-        })
-      if (closed) return Promise.resolve({ ok: false, error: 'bridge is closed', code: 'closed' })
-      return link.send(cmd, args, o?.timeoutMs)
+      const found = linkOf(board)
+      if (!('link' in found)) return Promise.resolve(found)
+      return found.link.send(cmd, args, o?.timeoutMs)
     },
     release(board) {
       return handover(board, 'release')

@@ -44,6 +44,24 @@ export interface BatchedStats {
 }
 
 /** Values kept after their batch is written, beyond which the flushed ones are let go. */
+/** abstract-level's chained batch (`db.batch().put(…).del(…).write()`), gathered into one list of ops. */
+export function chainedBatch(write: (ops: Op[]) => Promise<void>) {
+  const list: Op[] = []
+  const chained = {
+    put(key: string, value: Buffer) {
+      list.push({ type: 'put', key, value })
+      return chained
+    },
+    del(key: string) {
+      list.push({ type: 'del', key })
+      return chained
+    },
+    write: () => write(list),
+    close: async () => {},
+  }
+  return chained
+}
+
 export const MAX_CACHED = 50_000
 
 /**
@@ -140,21 +158,7 @@ export function batchedDb<D extends LevelLike>(db: D): D & { stats: BatchedStats
     put: (key: string, value: Buffer): Promise<void> => write([{ type: 'put', key, value }]),
     del: (key: string): Promise<void> => write([{ type: 'del', key }]),
     batch(ops?: Op[]): unknown {
-      if (ops) return write(ops)
-      const list: Op[] = []
-      const chained = {
-        put(key: string, value: Buffer) {
-          list.push({ type: 'put', key, value })
-          return chained
-        },
-        del(key: string) {
-          list.push({ type: 'del', key })
-          return chained
-        },
-        write: () => write(list),
-        close: async () => {},
-      }
-      return chained
+      return ops ? write(ops) : chainedBatch(write)
     },
     values(opts?: object): AsyncIterable<Buffer> {
       return (async function* () {

@@ -6,7 +6,7 @@
 // opened again. Calls wait while it reopens; the failure is reported once (the disk guard then
 // refuses work and reopens it once there is room; without a listener the next write reopens it).
 import type { Level } from 'level'
-import type { LevelLike, Op } from '../broker/batched-db.ts'
+import { chainedBatch, type LevelLike, type Op } from '../broker/batched-db.ts'
 
 /** The members used here, with abstract-level's option types loosened to what callers pass. */
 interface Db {
@@ -79,21 +79,8 @@ export async function openReopenable(
     put: (key, value, opts) => write((d) => d.put(key, value, opts)),
     del: (key, opts) => write((d) => d.del(key, opts)),
     batch(ops?: Op[]) {
-      if (ops) return write((d) => apply(d, ops))
-      const list: Op[] = []
-      const chained = {
-        put(key: string, value: Buffer) {
-          list.push({ type: 'put', key, value })
-          return chained
-        },
-        del(key: string) {
-          list.push({ type: 'del', key })
-          return chained
-        },
-        write: () => write((d) => apply(d, list)),
-        close: async () => {},
-      }
-      return chained
+      const all = (list: Op[]) => write((d) => apply(d, list))
+      return ops ? all(ops) : chainedBatch(all)
     },
     values(opts) {
       // An iteration holds the handle until it ends: a reopen waits for it.
