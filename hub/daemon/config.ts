@@ -164,6 +164,17 @@ export const HubTomlSchema = {
       },
       additionalProperties: false,
     },
+    // How much finished-run history the engine keeps (hub/engine/log/retention.ts): whichever
+    // bound is reached first. Unfinished runs and the admission state are never dropped.
+    history: {
+      type: 'object',
+      properties: {
+        max_age_days: { type: 'number', exclusiveMinimum: 0, maximum: 36_500 },
+        max_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1_048_576 },
+        segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1024 },
+      },
+      additionalProperties: false,
+    },
     // `svc board flash` (hub/flash/): the programmer, and how long a new firmware has to say hello.
     flash: {
       type: 'object',
@@ -269,6 +280,8 @@ export interface HubConfig {
   tools: { httpRequest: boolean; httpTimeoutMs: number; boardTimeoutMs: number }
   /** `[disk]`: the reserve in MiB and/or percent of the filesystem; null = not set (hub/disk/reserve.ts). */
   disk: { reserveMb: number | null; reservePercent: number | null }
+  /** `[history]`: finished runs kept by age and by size; the log's segment size (hub/engine/log/). */
+  history: { maxAgeDays: number; maxMb: number; segmentMb: number }
   /** `[flash]`: the avrdude program, the wait for a new firmware's hello, the images kept per board. */
   flash: { avrdude: string; helloTimeoutMs: number; keepImages: number }
   boards: BoardEntry[]
@@ -306,6 +319,10 @@ export const DEFAULTS = {
   flashAvrdude: 'avrdude',
   flashHelloTimeoutMs: 15_000,
   flashKeepImages: 5,
+  // A 16 GB card: a month of history, at most a GiB of it (Home Assistant's recorder keeps 10 days).
+  historyMaxAgeDays: 30,
+  historyMaxMb: 1024,
+  historySegmentMb: 8,
 } as const
 
 export type ConfigResult = { ok: true; config: HubConfig } | { ok: false; error: string }
@@ -461,6 +478,11 @@ export function resolveConfig(
         boardTimeoutMs: t.tools?.board_timeout_ms ?? DEFAULTS.boardTimeoutMs,
       },
       disk: { reserveMb: t.disk?.reserve_mb ?? null, reservePercent: t.disk?.reserve_percent ?? null },
+      history: {
+        maxAgeDays: t.history?.max_age_days ?? DEFAULTS.historyMaxAgeDays,
+        maxMb: t.history?.max_mb ?? DEFAULTS.historyMaxMb,
+        segmentMb: t.history?.segment_mb ?? DEFAULTS.historySegmentMb,
+      },
       flash: {
         avrdude: t.flash?.avrdude ?? DEFAULTS.flashAvrdude,
         helloTimeoutMs: t.flash?.hello_timeout_ms ?? DEFAULTS.flashHelloTimeoutMs,
