@@ -171,7 +171,8 @@ export const HubTomlSchema = {
       properties: {
         max_age_days: { type: 'number', exclusiveMinimum: 0, maximum: 36_500 },
         max_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1_048_576 },
-        segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1024 },
+        // A segment is read whole when the log is opened and when it is dropped: kept small.
+        segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 64 },
       },
       additionalProperties: false,
     },

@@ -11,6 +11,7 @@ import { loadSops } from '../../sops/load.ts'
 import { cachedMatcher } from '../../sops/conditions.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import { createEngine } from '../engine/index.ts'
+import { historyBounds } from '../engine/log/retention.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import { type PublishPort, REPEAT_PROPERTY } from '../../tools/mqtt_publish.ts'
 import { buildToolRegistry } from '../../tools/registry.ts'
@@ -345,6 +346,7 @@ export async function startHub(
       sops,
       tools: registry.tools,
       dbPath: join(config.dataDir, 'engine'),
+      history: historyBounds(config.history),
       log,
       disk,
       ...(parts.agent ? { agent: parts.agent } : {}),

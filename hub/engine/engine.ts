@@ -109,6 +109,10 @@ export class Engine implements HubEngine {
     const disk = opts.disk
     const store = await EngineStore.open(opts.dbPath, {
       ...(disk ? { onWriteError: (err: unknown) => disk.writeFailed('engine', err) } : {}),
+      ...(opts.history ? { history: opts.history } : {}),
+      ...(opts.now ? { now: opts.now } : {}),
+      onDrop: (d) =>
+        (opts.log ?? silent).info(d, `history: segment ${d.segment} dropped by retention (${d.removed} finished runs removed, ${d.carried} unfinished carried on)`),
     })
     const engine = new Engine(store, opts.tools, opts.agent, opts)
     await engine.recover()
@@ -960,7 +964,7 @@ export class Engine implements HubEngine {
    * once the store took it, rejects when the store refuses writes.
    */
   heartbeat(): Promise<void> {
-    return this.store.write([this.store.heartbeatOp(this.now())])
+    return this.store.heartbeat()
   }
 
   /** Group-commit counters, for the bench. */

@@ -1,8 +1,11 @@
-// The engine's durable state in LevelDB (issue 3, durability): run records, kept triggers
-// (deferred/held), admission decisions and per-SOP cooldown marks. Every state change is one
-// `sync: true` batch shared with concurrent writers (group-commit.ts). The run index
-// (run-index.ts) is written in the same batches as the records it points at, so after a crash
-// it never disagrees with them.
+// The engine's durable state (hub/engine/README.md, "The history log"): every batch of state
+// changes, shared with concurrent writers (group-commit.ts), is appended to the history log
+// (log/) and synced there, once. LevelDB beside it holds what is looked up: kept triggers,
+// admission records, once-only marks, the run index (run-index.ts), and for each run record and
+// finished-run summary not its bytes but where they are in the log. LevelDB is written without
+// a sync and says how far into the log it has applied; on open the log's batches past that are
+// applied again, so after a crash it never disagrees with the log.
+import { join } from 'node:path'
 import { Level } from 'level'
 import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
@@ -30,6 +33,9 @@ import {
 } from './run-index.ts'
 import { summary } from './summary.ts'
 import { isStoreIoError } from '../disk/errors.ts'
+import { decodeFrame, encodeBatch } from './log/frames.ts'
+import { type Locator, SegmentLog } from './log/segment-log.ts'
+import { type HistoryBounds, retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 
 /** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
 const RUN = 'run!'
@@ -43,8 +49,34 @@ const ONCE = 'once!'
 const ONCE_AT = 'onceat!'
 /** Fingerprinted once-only marks (`once.fingerprint`): the few latest per key, deleted when forgotten. */
 const MARK = 'mark!'
-/** The watchdog's heartbeat key (`heartbeatOp`). */
-const HEARTBEAT = 'meta!heartbeat'
+/** How far into the history log LevelDB has applied: `<segment>:<offset>`. */
+const APPLIED = 'meta!applied'
+/** The layout: '2' once run records live in the log (a store without it is migrated on open). */
+const LAYOUT = 'meta!layout'
+const LAYOUT_VERSION = '2'
+/** The last segment retention dropped (written with the sync that comes before the drop). */
+const DROPPED = 'meta!dropped'
+/** The key suffix of a run's first record (`deltaKey(id, 0)`), which carries its head. */
+const FIRST = '!000000'
+/** Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36). */
+const inLog = (key: string) => key.startsWith(RUN) || key.startsWith(FIN)
+/** Keys the log carries for the run index, cleared and applied again by `rebuildIndex`. */
+const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN) || key.startsWith(INDEX)
+
+export const DEFAULT_BOUNDS: HistoryBounds = {
+  maxAgeMs: 30 * 86_400_000,
+  maxBytes: 1024 * 1024 * 1024,
+  segmentBytes: 8 * 1024 * 1024,
+}
+
+function locatorText(seg: number, off: number, len: number): string {
+  return `@${seg.toString(36)}.${off.toString(36)}.${len.toString(36)}`
+}
+
+function parseLocator(v: string): Locator {
+  const [seg, off, len] = v.slice(1).split('.')
+  return { seg: Number.parseInt(seg!, 36), off: Number.parseInt(off!, 36), len: Number.parseInt(len!, 36) }
+}
 
 export interface OnceMark {
   fp: string
@@ -120,8 +152,14 @@ const settled = (rec: StepRecord): boolean => rec.status !== 'running'
 
 export class EngineStore {
   private seq = 0
-  /** No index marker yet, and no runs to index: the next write carries the marker. */
+  /** No index or layout marker yet, and no runs: the next write carries the markers. */
   private unmarked = false
+  /** Runs whose finish was handed in since retention last looked (`dropSegment`). */
+  private finishedSince = new Set<string>()
+  private pruning: Promise<void> | null = null
+  private pruneTimer: NodeJS.Timeout | null = null
+  /** When a batch was last synced, for the watchdog's heartbeat (epoch ms). */
+  private lastSyncAt = 0
   private written = new Map<string, Written>()
   readonly committer: GroupCommitter
   /** While the database is being opened again (`reopen`): writes and reads wait for it. */
@@ -138,18 +176,26 @@ export class EngineStore {
 
   private constructor(
     private db: Level<string, string>,
+    private log: SegmentLog,
     private readonly path: string,
-    private readonly onWriteError: ((err: unknown) => void) | undefined,
+    private readonly opts: StoreOptions,
   ) {
     this.committer = new GroupCommitter((ops) => this.writeSynced(ops))
   }
 
-  /**
-   * One `sync: true` LevelDB batch. Built as a chained batch: the array form of `batch()` costs
-   * about 5 µs of main-thread time per operation in abstract-level/classic-level, the chained
-   * form under 1 µs (bench: the engine's batches hold hundreds of operations), and both are the
-   * same one atomic, synced WriteBatch.
-   */
+  private get onWriteError() {
+    return this.opts.onWriteError
+  }
+
+  private get bounds(): HistoryBounds {
+    return this.opts.history ?? DEFAULT_BOUNDS
+  }
+
+  private now(): number {
+    return this.opts.now?.() ?? Date.now()
+  }
+
+  /** One batch: appended to the log and synced there, then applied to LevelDB. */
   private async writeSynced(ops: BatchOp[]): Promise<void> {
     if (this.reopening) await this.reopening
     if (this.broken) {
@@ -175,33 +221,99 @@ export class EngineStore {
   }
 
   private async writeBatch(ops: BatchOp[]): Promise<void> {
+    const enc = encodeBatch(ops)
+    const at = await this.log.append(enc.bytes, this.now())
+    this.lastSyncAt = Date.now()
+    await this.apply(
+      ops,
+      (i) => locatorText(at.seg, at.off + enc.frames[i]!.off, enc.frames[i]!.len),
+      `${at.seg}:${at.off + enc.bytes.length}`,
+    )
+  }
+
+  /**
+   * Applies one logged batch to LevelDB, unsynced (the log has it): a value that lives in the
+   * log becomes its locator. Built as a chained batch: the array form of `batch()` costs about
+   * 5 µs of main-thread time per operation in abstract-level/classic-level, the chained form
+   * under 1 µs (bench: the engine's batches hold hundreds of operations).
+   */
+  private async apply(
+    ops: readonly BatchOp[],
+    locator: (i: number) => string,
+    applied: string,
+    sync = false,
+    only?: (key: string) => boolean,
+  ): Promise<void> {
     const batch = this.db.batch()
     try {
-      for (const op of ops) {
-        if (op.type === 'put') batch.put(op.key, op.value)
-        else batch.del(op.key)
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i]!
+        if (only && !only(op.key)) continue
+        if (op.type === 'del') batch.del(op.key)
+        else batch.put(op.key, inLog(op.key) ? locator(i) : op.value)
       }
+      if (!only) batch.put(APPLIED, applied)
     } catch (err) {
       await batch.close()
       throw err
     }
-    await batch.write({ sync: true })
+    await batch.write({ sync })
   }
 
-  static async open(
-    path: string,
-    opts: { onWriteError?: (err: unknown) => void } = {},
-  ): Promise<EngineStore> {
+  static async open(path: string, opts: StoreOptions = {}): Promise<EngineStore> {
     const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
     await db.open()
-    const store = new EngineStore(db, path, opts.onWriteError)
-    if ((await db.get(INDEX_MARKER)) !== INDEX_VERSION) {
-      // A store with no runs has nothing to index: its marker rides with its first write, so
-      // opening a fresh store writes nothing.
-      if (await store.hasRuns()) await store.reindex()
-      else store.unmarked = true
+    let log: SegmentLog
+    try {
+      log = await SegmentLog.open(join(path, 'history'), (opts.history ?? DEFAULT_BOUNDS).segmentBytes)
+    } catch (err) {
+      await db.close()
+      throw err
     }
+    const store = new EngineStore(db, log, path, opts)
+    try {
+      await store.catchUp()
+      if ((await db.get(LAYOUT)) !== LAYOUT_VERSION) {
+        // A store with no runs has nothing to move or index: its markers ride with its first
+        // write, so opening a fresh store writes nothing.
+        if (await store.hasRuns()) await store.migrate()
+        else store.unmarked = true
+      } else if ((await db.get(INDEX_MARKER)) !== INDEX_VERSION) await store.rebuildIndex()
+    } catch (err) {
+      await store.closeFiles()
+      throw err
+    }
+    store.schedulePrune()
     return store
+  }
+
+  /**
+   * Applies to LevelDB the log's batches it has not got: those after `meta!applied`, which a
+   * crash (or an I/O error between the log's sync and LevelDB's write) may have left out.
+   */
+  private async catchUp(): Promise<void> {
+    const v = await this.db.get(APPLIED)
+    const [seg, off] = v ? v.split(':').map(Number) : [0, 0]
+    for (const s of this.log.segments()) {
+      if (s.n < seg!) continue
+      for (const b of await this.log.scan(s.n, s.n === seg ? off : 0))
+        await this.applyScanned(s.n, b.ops, b.end)
+    }
+  }
+
+  private applyScanned(
+    seg: number,
+    scanned: readonly { op: BatchOp; off: number; len: number }[],
+    end: number,
+    only?: (key: string) => boolean,
+  ): Promise<void> {
+    return this.apply(
+      scanned.map((s) => s.op),
+      (i) => locatorText(seg, scanned[i]!.off, scanned[i]!.len),
+      `${seg}:${end}`,
+      false,
+      only,
+    )
   }
 
   /**
@@ -215,28 +327,56 @@ export class EngineStore {
     return false
   }
 
-  private async reindex(): Promise<void> {
+  /**
+   * Moves a store written before the history log (run records and summaries as LevelDB values)
+   * into it: each run's records, its `open!` marker and its index keys are written again through
+   * the log, so the log alone can rebuild the index. A crash part-way leaves the layout marker
+   * unset and the next open goes on: a record already moved holds a locator and is passed over.
+   */
+  private async migrate(): Promise<void> {
+    await this.db.clear({ gte: INDEX, lt: `${INDEX}\xff` })
+    const ids = new Set<string>()
+    for await (const k of this.db.keys({ gt: RUN, lt: `${RUN}\xff` }))
+      ids.add(k.slice(RUN.length, k.lastIndexOf('!')))
+    for await (const k of this.db.keys({ gt: FIN, lt: `${FIN}\xff` })) ids.add(k.slice(FIN.length))
     let ops: BatchOp[] = []
-    const flush = async (force = false) => {
-      if (ops.length === 0 || (!force && ops.length < 5000)) return
-      await this.write(ops)
-      ops = []
+    for (const id of ids) {
+      for await (const [key, value] of this.db.iterator({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` }))
+        if (!value.startsWith('@')) ops.push({ type: 'put', key, value })
+      const fin = await this.db.get(FIN + id)
+      if (fin !== undefined && !fin.startsWith('@')) ops.push({ type: 'put', key: FIN + id, value: fin })
+      const r = await this.replay(id)
+      if (r) {
+        if (fin === undefined) ops.push({ type: 'put', key: OPEN + id, value: '' })
+        for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '' })
+      }
+      if (ops.length >= 2000) {
+        await this.write(ops)
+        ops = []
+      }
     }
-    for await (const key of this.db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) {
-      ops.push({ type: 'del', key })
-      await flush()
-    }
-    for await (const v of this.db.values({ gt: FIN, lt: `${FIN}\xff` })) {
-      for (const key of indexKeys(JSON.parse(v) as RunSummary)) ops.push({ type: 'put', key, value: '' })
-      await flush()
-    }
-    for await (const k of this.db.keys({ gt: OPEN, lt: `${OPEN}\xff` })) {
-      const r = await this.replay(k.slice(OPEN.length))
-      if (r) for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '' })
-      await flush()
-    }
-    await flush(true)
-    await this.write([{ type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }])
+    ops.push(
+      // The watchdog's old heartbeat, a page long, no longer written (`heartbeat`).
+      { type: 'del', key: 'meta!heartbeat' },
+      { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION },
+      { type: 'put', key: LAYOUT, value: LAYOUT_VERSION },
+    )
+    await this.write(ops)
+  }
+
+  /**
+   * Builds the run index again from the log alone: the run records' locators, the `open!`
+   * markers and the index keys are cleared, then every batch the log still holds is applied
+   * again for those keys. The marker is unset first and set last: a crash part-way leaves the
+   * index marked stale, and the next open starts again.
+   */
+  async rebuildIndex(): Promise<void> {
+    await this.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
+    for (const p of [RUN, FIN, OPEN, INDEX]) await this.db.clear({ gte: p, lt: `${p}\xff` })
+    for (const s of this.log.segments())
+      for (const b of await this.log.scan(s.n)) await this.applyScanned(s.n, b.ops, b.end, indexPart)
+    await this.dropHeadless()
+    await this.db.put(INDEX_MARKER, INDEX_VERSION, { sync: true })
   }
 
   /**
@@ -299,6 +439,7 @@ export class EngineStore {
    * (run-index.ts), and the `open!` marker removed.
    */
   finishOps(run: RunRecord, summary: object): BatchOp[] {
+    this.finishedSince.add(run.id)
     return [
       ...this.runOps(run),
       ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '' })),
@@ -371,18 +512,53 @@ export class EngineStore {
   }
 
   /**
-   * The watchdog's heartbeat (hub/service/store-probe.ts): one key, overwritten. A page long, so
-   * it needs a fresh page of the disk as a run's records do: a few bytes could still land in the
-   * slack of the log's last page on a full disk.
+   * After a rebuild: a run whose first record was in a segment retention dropped (its later
+   * records and summary in a kept one) was removed by retention; its keys go again.
    */
-  heartbeatOp(at: number): BatchOp {
-    return { type: 'put', key: HEARTBEAT, value: String(at).padEnd(4096, '.') }
+  private async dropHeadless(): Promise<void> {
+    const headless = new Set<string>()
+    let last = ''
+    for await (const k of this.db.keys({ gt: RUN, lt: `${RUN}\xff` })) {
+      const id = k.slice(RUN.length, k.lastIndexOf('!'))
+      if (id === last) continue
+      last = id
+      if (!k.endsWith(FIRST)) headless.add(id)
+    }
+    for await (const k of this.db.keys({ gt: FIN, lt: `${FIN}\xff` }))
+      if ((await this.db.get(deltaKey(k.slice(FIN.length), 0))) === undefined)
+        headless.add(k.slice(FIN.length))
+    for (const id of headless) {
+      const gone = [FIN + id, OPEN + id]
+      for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) gone.push(k)
+      const fin = await this.valueOf(await this.db.get(FIN + id))
+      if (fin !== undefined) gone.push(...indexKeys(JSON.parse(fin) as RunSummary))
+      await this.db.batch(gone.map((key) => ({ type: 'del' as const, key })))
+    }
+  }
+
+  /**
+   * The watchdog's heartbeat (hub/service/store-probe.ts): resolves once the store has synced a
+   * batch within `freshMs`, riding with the next batch when one is being written, and writes an
+   * empty batch (a commit frame) only when the hub has been idle that long. It fails while
+   * writes fail. An idle hub so costs the card one page per `freshMs`, not one per check.
+   */
+  async heartbeat(freshMs = 300_000): Promise<void> {
+    if (this.broken) throw this.broken
+    if (Date.now() - this.lastSyncAt < freshMs) return
+    await this.write([])
   }
 
   /** One synced write, shared with concurrent writers (group-commit.ts, also for `defer`). */
   async write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
     if (!this.unmarked) return this.committer.write(ops, opts)
-    await this.committer.write([...ops, { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION }], opts)
+    await this.committer.write(
+      [
+        ...ops,
+        { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION },
+        { type: 'put', key: LAYOUT, value: LAYOUT_VERSION },
+      ],
+      opts,
+    )
     this.unmarked = false
   }
 
@@ -397,17 +573,19 @@ export class EngineStore {
     this.reopening = new Promise<void>((resolve) => (done = resolve))
     try {
       while (this.writing) await this.writing.catch(() => undefined)
-      await this.db.close().catch(() => undefined)
+      await this.closeFiles()
       const db = new Level<string, string>(this.path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
       try {
         await db.open()
+        this.db = db
+        this.log = await SegmentLog.open(join(this.path, 'history'), this.bounds.segmentBytes)
+        await this.catchUp()
       } catch (err) {
         this.broken = Object.assign(new Error(`the engine store did not open again: ${String(err)}`), {
           code: 'LEVEL_IO_ERROR',
         })
         throw err
       }
-      this.db = db
       this.broken = null
     } finally {
       this.reopening = null
@@ -422,14 +600,22 @@ export class EngineStore {
     let st: RunStateRecord | undefined
     const steps: RunRecord['steps'] = {}
     const log: RunRecord['log'] = []
+    // The next delta's number: one past the last key's (retention may have folded the earlier
+    // ones into record 0, so it is not their count).
     let deltas = 0
-    for await (const v of this.db.values({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) {
-      const d = JSON.parse(v) as Delta
+    const stored: string[] = []
+    for await (const [k, v] of this.db.iterator({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) {
+      stored.push(v)
+      deltas = Number.parseInt(k.slice(k.lastIndexOf('!') + 1), 36) + 1
+    }
+    for (const text of await Promise.all(stored.map((v) => this.valueOf(v)))) {
+      // A record whose segment retention dropped while it was being read: the run is gone.
+      if (text === undefined) return undefined
+      const d = JSON.parse(text) as Delta
       if (d.head) head = d.head
       st = d.st
       if (d.steps) Object.assign(steps, d.steps)
       if (d.log) log.push(...d.log)
-      deltas++
     }
     if (!head || !st) return undefined
     // Keep the same bound as the live log (record.ts: MAX_LOG_ENTRIES).
@@ -480,7 +666,9 @@ export class EngineStore {
     page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))
     page.length = Math.min(page.length, limit + 1)
     const wanted = page.filter((p) => !p.run)
-    const fin = await this.db.getMany(wanted.map((p) => FIN + p.id))
+    const fin = await Promise.all(
+      (await this.db.getMany(wanted.map((p) => FIN + p.id))).map((v) => this.valueOf(v)),
+    )
     for (let i = 0; i < wanted.length; i++) {
       const v = fin[i]
       if (v !== undefined) wanted[i]!.run = JSON.parse(v) as RunSummary
@@ -508,7 +696,10 @@ export class EngineStore {
 
   /** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
   async *finished(): AsyncGenerator<unknown> {
-    for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) yield JSON.parse(v)
+    for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) {
+      const text = await this.valueOf(v)
+      if (text !== undefined) yield JSON.parse(text)
+    }
   }
 
   /**
@@ -554,8 +745,173 @@ export class EngineStore {
     return out
   }
 
-  async close(): Promise<void> {
-    await this.committer.drain()
-    await this.db.close()
+  /**
+   * A value as LevelDB holds it: a locator is read from the log (undefined when its segment is
+   * gone); anything else is the value itself (a store not yet migrated).
+   */
+  private async valueOf(v: string | undefined): Promise<string | undefined> {
+    if (v === undefined || !v.startsWith('@')) return v
+    const frame = await this.log.read(parseLocator(v))
+    if (frame === null) return undefined
+    const op = decodeFrame(frame)
+    return op.type === 'put' ? op.value : undefined
   }
+
+  /** How far back the history reaches and what it takes on disk (`svc hub status`, the console). */
+  history(): { oldest: number | null; logBytes: number; segments: number; bounds: HistoryBounds } {
+    return {
+      oldest: this.oldest,
+      logBytes: this.log.bytes(),
+      segments: this.log.segments().length,
+      bounds: this.bounds,
+    }
+  }
+
+  /** The creation time of the oldest run in the index, read when retention last looked. */
+  private oldest: number | null = null
+
+  private async readOldest(): Promise<void> {
+    this.oldest = null
+    for await (const k of this.db.keys({ gt: `${INDEX}a!`, lt: `${INDEX}a!\xff`, limit: 1 }))
+      this.oldest = Number.parseInt(k.slice(`${INDEX}a!`.length, `${INDEX}a!`.length + 10), 36)
+  }
+
+  private schedulePrune(): void {
+    const every = retentionEveryMs(this.bounds)
+    this.pruneTimer = setInterval(() => void this.prune().catch(() => undefined), every)
+    this.pruneTimer.unref()
+    void this.prune().catch(() => undefined)
+  }
+
+  /**
+   * One pass of retention: drops the segments past the bounds (retention.ts), and the admission
+   * records older than the age bound. Runs beside the event path: its writes go through the
+   * group committer like any other. A pass already under way is waited for, not doubled.
+   */
+  prune(): Promise<void> {
+    this.pruning ??= this.prunePass().finally(() => {
+      this.pruning = null
+    })
+    return this.pruning
+  }
+
+  private async prunePass(): Promise<void> {
+    if (this.broken || this.reopening) return
+    const now = this.now()
+    for (const n of segmentsToDrop(this.log.segments(), this.log.position().seg, now, this.bounds))
+      if (!(await this.dropSegment(n))) break
+    const before = seqKey(ADM, Math.max(0, now - this.bounds.maxAgeMs), 0)
+    let ops: BatchOp[] = []
+    for await (const key of this.db.keys({ gt: ADM, lt: before })) {
+      ops.push({ type: 'del', key })
+      if (ops.length >= 1000) {
+        await this.write(ops)
+        ops = []
+      }
+    }
+    if (ops.length > 0) await this.write(ops)
+    await this.readOldest()
+  }
+
+  /**
+   * Drops one segment. The runs whose first record is in it: a finished one leaves the index
+   * with all its records; an unfinished one (running, at a gate, waiting for approval) is
+   * carried forward, its records written again as one into the segment being written. LevelDB
+   * is synced before the file goes, so the kept triggers, marks and admission records the
+   * segment's batches carried are durable without it. Returns false when a run finished
+   * while the pass read it: the segment is left for the next pass.
+   */
+  private async dropSegment(n: number): Promise<boolean> {
+    this.finishedSince.clear()
+    const heads = new Set<string>()
+    for (const b of await this.log.scan(n))
+      for (const { op } of b.ops)
+        if (op.type === 'put' && op.key.startsWith(RUN) && op.key.endsWith(FIRST))
+          heads.add(op.key.slice(RUN.length, -FIRST.length))
+    let carry: BatchOp[] = []
+    let carriedIds: string[] = []
+    // A run finished after it was read open would be carried on as unfinished: leave the segment.
+    const flushCarry = async (): Promise<boolean> => {
+      if (carriedIds.some((id) => this.finishedSince.has(id))) return false
+      if (carry.length > 0) await this.write(carry)
+      carry = []
+      carriedIds = []
+      return true
+    }
+    const gone: string[] = []
+    let removed = 0
+    for (const id of heads) {
+      const loc = await this.db.get(deltaKey(id, 0))
+      if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) continue
+      const keys: string[] = []
+      for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
+      const r = await this.replay(id)
+      const open = (await this.db.get(OPEN + id)) !== undefined
+      if (this.finishedSince.has(id)) return false
+      if (r && open) {
+        carry.push(...this.carryOps(r.run, keys))
+        carriedIds.push(id)
+        if (carry.length >= 2000 && !(await flushCarry())) return false
+      } else {
+        gone.push(...keys, FIN + id, OPEN + id, ...(r ? indexKeys(r.run) : []))
+        removed++
+      }
+    }
+    if (!(await flushCarry())) return false
+    // A finished run's keys go from LevelDB alone, not through the log: the log needs no record
+    // of it (`rebuildIndex` leaves out a run whose first record is gone). The batch is synced,
+    // and with it every earlier LevelDB write, before the file goes.
+    await this.db.batch(
+      [
+        ...gone.map((key) => ({ type: 'del' as const, key })),
+        { type: 'put', key: DROPPED, value: String(n) },
+      ],
+      { sync: true },
+    )
+    await this.log.drop(n)
+    this.opts.onDrop?.({ segment: n, removed, carried: heads.size - removed })
+    return true
+  }
+
+  /** An unfinished run's records as one record 0, its other records gone, its marker and keys again. */
+  private carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
+    const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
+    const head: RunHead = {
+      id: run.id,
+      sop: run.sop,
+      mode: run.mode,
+      trigger: run.trigger,
+      createdAt: run.createdAt,
+      admission: run.admission,
+    }
+    const whole: Delta = { head, st: storedState(structuredClone(st)), steps, log }
+    return [
+      ...keys.filter((k) => k !== deltaKey(run.id, 0)).map((key) => ({ type: 'del' as const, key })),
+      { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },
+      { type: 'put', key: OPEN + run.id, value: '' },
+      ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '' })),
+    ]
+  }
+
+  private async closeFiles(): Promise<void> {
+    await this.db.close().catch(() => undefined)
+    await this.log.close()
+  }
+
+  async close(): Promise<void> {
+    if (this.pruneTimer) clearInterval(this.pruneTimer)
+    while (this.pruning) await this.pruning.catch(() => undefined)
+    await this.committer.drain()
+    await this.closeFiles()
+  }
+}
+
+export interface StoreOptions {
+  onWriteError?: (err: unknown) => void
+  /** How much finished history to keep; default 30 days and 1 GiB in 8 MiB segments. */
+  history?: HistoryBounds
+  /** The clock retention judges age by (the engine's). */
+  now?: () => number
+  /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */
+  onDrop?: (d: { segment: number; removed: number; carried: number }) => void
 }

@@ -5,6 +5,7 @@ import type { Sop } from '../../sops/types.ts'
 import type { ToolRegistry } from '../../tools/types.ts'
 import type { AgentAdapter } from '../agent/types.ts'
 import type { Log } from '../log.ts'
+import type { HistoryBounds } from './log/retention.ts'
 
 export interface EngineOptions {
   sops: Sop[]
@@ -14,6 +15,8 @@ export interface EngineOptions {
   agent?: AgentAdapter
   now?: () => number
   log?: Log
+  /** How much finished history the store keeps (hub/engine/log/retention.ts); default 30 days, 1 GiB. */
+  history?: HistoryBounds
   /** The disk guard (hub/disk/guard.ts): no new work below the disk's reserve; told of failed writes. */
   disk?: EngineDisk
 }

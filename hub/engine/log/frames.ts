@@ -1,0 +1,119 @@
+// The history log's frames (pure). A batch of the engine's writes is its operations, one frame
+// each, then a commit frame; a batch without its commit frame was never acknowledged (its fsync
+// had not returned) and is cut off when the log is opened (hub/engine/README.md, "The history log").
+//
+//   frame = u32 LE body length, u32 LE CRC-32 of the body, body
+//   body  = kind (P put, D delete, C commit), u32 LE key length, key, value   (UTF-8)
+//
+// A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
+import { crc32 } from 'node:zlib'
+
+export const HEADER = 8
+const KIND_PUT = 0x50
+const KIND_DEL = 0x44
+const KIND_COMMIT = 0x43
+const MIN_BODY = 5
+/** Larger than any batch the engine writes; a length past it is a torn or foreign header. */
+export const MAX_BODY = 64 * 1024 * 1024
+
+export type LogOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+
+/** One batch as bytes, and where each operation's frame starts and how long it is. */
+export interface EncodedBatch {
+  bytes: Buffer
+  frames: { off: number; len: number }[]
+}
+
+export function encodeBatch(ops: readonly LogOp[]): EncodedBatch {
+  let size = HEADER + MIN_BODY
+  const keys: Buffer[] = []
+  const values: (Buffer | null)[] = []
+  for (const op of ops) {
+    const k = Buffer.from(op.key)
+    const v = op.type === 'put' ? Buffer.from(op.value) : null
+    keys.push(k)
+    values.push(v)
+    size += HEADER + MIN_BODY + k.length + (v?.length ?? 0)
+  }
+  const bytes = Buffer.allocUnsafe(size)
+  const frames: EncodedBatch['frames'] = []
+  let at = 0
+  const frame = (kind: number, k: Buffer | null, v: Buffer | null) => {
+    const start = at
+    const bodyLen = MIN_BODY + (k?.length ?? 0) + (v?.length ?? 0)
+    bytes.writeUInt32LE(bodyLen, at)
+    const body = at + HEADER
+    bytes[body] = kind
+    bytes.writeUInt32LE(k?.length ?? 0, body + 1)
+    if (k) k.copy(bytes, body + MIN_BODY)
+    if (v) v.copy(bytes, body + MIN_BODY + (k?.length ?? 0))
+    bytes.writeUInt32LE(crc32(bytes.subarray(body, body + bodyLen)), at + 4)
+    at = body + bodyLen
+    return { off: start, len: at - start }
+  }
+  for (let i = 0; i < ops.length; i++)
+    frames.push(frame(ops[i]!.type === 'put' ? KIND_PUT : KIND_DEL, keys[i]!, values[i]!))
+  frame(KIND_COMMIT, null, null)
+  return { bytes, frames }
+}
+
+/** The operation a whole frame (header and body) holds; an error if it is not one. */
+export function decodeFrame(buf: Buffer): LogOp {
+  const body = checkedBody(buf, 0)
+  if (body === null) throw new Error('not a whole frame with a matching checksum')
+  const op = opOf(body)
+  if (op === null) throw new Error('a commit frame where a record was expected')
+  return op
+}
+
+/** The body of the frame at `at`, or null when no whole frame with a matching checksum is there. */
+function checkedBody(buf: Buffer, at: number): Buffer | null {
+  if (buf.length - at < HEADER + MIN_BODY) return null
+  const len = buf.readUInt32LE(at)
+  if (len < MIN_BODY || len > MAX_BODY || buf.length - at - HEADER < len) return null
+  const body = buf.subarray(at + HEADER, at + HEADER + len)
+  if (crc32(body) !== buf.readUInt32LE(at + 4)) return null
+  const kind = body[0]
+  if (kind !== KIND_PUT && kind !== KIND_DEL && kind !== KIND_COMMIT) return null
+  if (body.readUInt32LE(1) > len - MIN_BODY) return null
+  return body
+}
+
+function opOf(body: Buffer): LogOp | null {
+  if (body[0] === KIND_COMMIT) return null
+  const kl = body.readUInt32LE(1)
+  const key = body.toString('utf8', MIN_BODY, MIN_BODY + kl)
+  if (body[0] === KIND_DEL) return { type: 'del', key }
+  return { type: 'put', key, value: body.toString('utf8', MIN_BODY + kl) }
+}
+
+/** A committed batch found in a segment: its operations with their frames' places in the segment. */
+export interface ScannedBatch {
+  ops: { op: LogOp; off: number; len: number }[]
+  /** Where the segment's next batch starts. */
+  end: number
+}
+
+/**
+ * The committed batches in `buf` (a segment's bytes from `from`), and where the last of them
+ * ends: bytes past it are a batch cut short (or garbage) and are no part of the log.
+ */
+export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; end: number } {
+  const batches: ScannedBatch[] = []
+  let at = 0
+  let end = 0
+  let ops: ScannedBatch['ops'] = []
+  for (;;) {
+    const body = checkedBody(buf, at)
+    if (body === null) break
+    const len = HEADER + body.length
+    const op = opOf(body)
+    if (op === null) {
+      end = at + len
+      batches.push({ ops, end: from + end })
+      ops = []
+    } else ops.push({ op, off: from + at, len })
+    at += len
+  }
+  return { batches, end: from + end }
+}
