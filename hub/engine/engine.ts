@@ -112,7 +112,10 @@ export class Engine implements HubEngine {
       ...(opts.history ? { history: opts.history } : {}),
       ...(opts.now ? { now: opts.now } : {}),
       onDrop: (d) =>
-        (opts.log ?? silent).info(d, `history: segment ${d.segment} dropped by retention (${d.removed} finished runs removed, ${d.carried} unfinished carried on)`),
+        (opts.log ?? silent).info(
+          d,
+          `history: segment ${d.segment} dropped by retention (${d.removed} finished runs removed, ${d.carried} unfinished carried on)`,
+        ),
     })
     const engine = new Engine(store, opts.tools, opts.agent, opts)
     await engine.recover()
