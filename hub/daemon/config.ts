@@ -173,6 +173,9 @@ export const HubTomlSchema = {
         max_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1_048_576 },
         // A segment is read whole when the log is opened and when it is dropped: kept small.
         segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 64 },
+        // Every write waits this long for others to share its sync: fewer pages written for the
+        // latency of the window; an event is still acknowledged only once it is on disk.
+        commit_window_ms: { type: 'integer', minimum: 0, maximum: 1000 },
       },
       additionalProperties: false,
     },
@@ -282,7 +285,7 @@ export interface HubConfig {
   /** `[disk]`: the reserve in MiB and/or percent of the filesystem; null = not set (hub/disk/reserve.ts). */
   disk: { reserveMb: number | null; reservePercent: number | null }
   /** `[history]`: finished runs kept by age and by size; the log's segment size (hub/engine/log/). */
-  history: { maxAgeDays: number; maxMb: number; segmentMb: number }
+  history: { maxAgeDays: number; maxMb: number; segmentMb: number; commitWindowMs: number }
   /** `[flash]`: the avrdude program, the wait for a new firmware's hello, the images kept per board. */
   flash: { avrdude: string; helloTimeoutMs: number; keepImages: number }
   boards: BoardEntry[]
@@ -483,6 +486,7 @@ export function resolveConfig(
         maxAgeDays: t.history?.max_age_days ?? DEFAULTS.historyMaxAgeDays,
         maxMb: t.history?.max_mb ?? DEFAULTS.historyMaxMb,
         segmentMb: t.history?.segment_mb ?? DEFAULTS.historySegmentMb,
+        commitWindowMs: t.history?.commit_window_ms ?? 0,
       },
       flash: {
         avrdude: t.flash?.avrdude ?? DEFAULTS.flashAvrdude,

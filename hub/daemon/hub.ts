@@ -347,6 +347,7 @@ export async function startHub(
       tools: registry.tools,
       dbPath: join(config.dataDir, 'engine'),
       history: historyBounds(config.history),
+      commitWindowMs: config.history.commitWindowMs,
       log,
       disk,
       ...(parts.agent ? { agent: parts.agent } : {}),

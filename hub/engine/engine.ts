@@ -111,6 +111,7 @@ export class Engine implements HubEngine {
       ...(disk ? { onWriteError: (err: unknown) => disk.writeFailed('engine', err) } : {}),
       ...(opts.history ? { history: opts.history } : {}),
       ...(opts.now ? { now: opts.now } : {}),
+      ...(opts.commitWindowMs ? { commitWindowMs: opts.commitWindowMs } : {}),
       onDrop: (d) =>
         (opts.log ?? silent).info(
           d,
@@ -513,22 +514,25 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     run.updatedAt = this.now()
-    // Deferred (group-commit.ts): no side effect waits for a finished run's record, only the
-    // news of it (watchers, released triggers); a kill before it lands re-runs the last step
-    // on restart, marked as a possible repeat, as a kill during that step would.
+    // Deferred (group-commit.ts): nothing waits for a finished run's record. It is handed to the
+    // group commit first, so whatever comes of the news (a released trigger's admission, a
+    // watcher's write) is stored after it, in its batch or a later one. A kill before it lands
+    // re-runs the last step on restart, marked as a possible repeat, as a kill during that step
+    // would, and the news is told again.
     this.finishing.set(run.id, run)
+    const stored = this.durable(
+      run.id,
+      [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
+      { defer: true },
+    )
+    this.runChanged(run)
+    this.release(run.sop)
     try {
-      await this.durable(
-        run.id,
-        [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
-        { defer: true },
-      )
+      await stored
     } finally {
       this.finishing.delete(run.id)
     }
-    this.runChanged(run)
     this.store.forget(run.id)
-    this.release(run.sop)
   }
 
   private async applyRoute(run: RunRecord, route: Route): Promise<void> {

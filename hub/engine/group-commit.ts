@@ -10,9 +10,11 @@ export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del
 /**
  * How long a deferrable write may wait for a write that cannot wait: a run's final record rides
  * in the next admission's sync instead of costing one of its own, and the next event's admission
- * does not queue behind it (bench/README.md, peer: one event at a time paid two fsyncs).
+ * does not queue behind it (bench/README.md, peer: one event at a time paid two fsyncs). Long
+ * enough that events a second apart share one sync each (hub/engine/README.md, "The write
+ * budget"); what it risks is a kill in that time running a run's last step again.
  */
-export const DEFER_MS = 5
+export const DEFER_MS = 2000
 
 export type WriteBatch = (ops: BatchOp[]) => Promise<void>
 
@@ -32,7 +34,16 @@ export class GroupCommitter {
   /** Milliseconds spent inside `writeBatch` (serialising and syncing). */
   busyMs = 0
 
-  constructor(private readonly writeBatch: WriteBatch) {}
+  /**
+   * `windowMs`: a write that cannot wait still waits this long for others to share its sync
+   * (`[history] commit_window_ms`): fewer, fuller pages for the latency of the window. 0: none.
+   */
+  constructor(
+    private readonly writeBatch: WriteBatch,
+    private readonly windowMs = 0,
+  ) {}
+
+  private window: NodeJS.Timeout | null = null
 
   /**
    * Resolves once `ops` are synced. `defer`: nothing the caller does next depends on it being
@@ -48,6 +59,10 @@ export class GroupCommitter {
         this.deferred ??= setTimeout(() => this.start(), DEFER_MS)
         return
       }
+      if (this.windowMs > 0) {
+        this.window ??= setTimeout(() => this.start(), this.windowMs)
+        return
+      }
       this.start()
     })
   }
@@ -55,12 +70,14 @@ export class GroupCommitter {
   private start(): void {
     if (this.deferred) clearTimeout(this.deferred)
     this.deferred = null
+    if (this.window) clearTimeout(this.window)
+    this.window = null
     if (!this.flushing) this.flushing = this.loop()
   }
 
   /** Resolves when everything handed in so far is durable. */
   async drain(): Promise<void> {
-    if (this.deferred) this.start()
+    if (this.deferred || this.window) this.start()
     while (this.flushing) await this.flushing
   }
 

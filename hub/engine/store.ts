@@ -180,7 +180,7 @@ export class EngineStore {
     private readonly path: string,
     private readonly opts: StoreOptions,
   ) {
-    this.committer = new GroupCommitter((ops) => this.writeSynced(ops))
+    this.committer = new GroupCommitter((ops) => this.writeSynced(ops), opts.commitWindowMs ?? 0)
   }
 
   private get onWriteError() {
@@ -910,6 +910,8 @@ export interface StoreOptions {
   onWriteError?: (err: unknown) => void
   /** How much finished history to keep; default 30 days and 1 GiB in 8 MiB segments. */
   history?: HistoryBounds
+  /** How long a write waits for others to share its sync (group-commit.ts); 0: not at all. */
+  commitWindowMs?: number
   /** The clock retention judges age by (the engine's). */
   now?: () => number
   /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */

@@ -17,6 +17,8 @@ export interface EngineOptions {
   log?: Log
   /** How much finished history the store keeps (hub/engine/log/retention.ts); default 30 days, 1 GiB. */
   history?: HistoryBounds
+  /** `[history] commit_window_ms`: how long a write waits for others to share its sync. */
+  commitWindowMs?: number
   /** The disk guard (hub/disk/guard.ts): no new work below the disk's reserve; told of failed writes. */
   disk?: EngineDisk
 }
