@@ -58,8 +58,12 @@ const LAYOUT_VERSION = '2'
 const DROPPED = 'meta!dropped'
 /** The key suffix of a run's first record (`deltaKey(id, 0)`), which carries its head. */
 const FIRST = '!000000'
-/** Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36). */
-const inLog = (key: string) => key.startsWith(RUN) || key.startsWith(FIN)
+/**
+ * Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36): the run
+ * records, the finished runs' summaries, the admission records. What LevelDB then writes and
+ * compacts is keys and locators, a tenth of the bytes.
+ */
+const inLog = (key: string) => key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(ADM)
 /** Keys the log carries for the run index, cleared and applied again by `rebuildIndex`. */
 const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN) || key.startsWith(INDEX)
 
@@ -733,8 +737,11 @@ export class EngineStore {
 
   async admissions(limit = 1000): Promise<AdmissionRecord[]> {
     const out: AdmissionRecord[] = []
-    for await (const v of this.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit }))
-      out.push(JSON.parse(v) as AdmissionRecord)
+    const stored: string[] = []
+    for await (const v of this.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit })) stored.push(v)
+    // A record in a segment dropped for size before its age came: gone with it.
+    for (const text of await Promise.all(stored.map((v) => this.valueOf(v))))
+      if (text !== undefined) out.push(JSON.parse(text) as AdmissionRecord)
     return out.reverse()
   }
 
