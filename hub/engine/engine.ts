@@ -44,7 +44,8 @@ import { callTool, runPlannedCalls, toolRefusal } from './calls.ts'
 import { contractProblem } from './contracts.ts'
 import type { BatchOp } from './group-commit.ts'
 import { LiveRuns } from './live-runs.ts'
-import { EngineStore, type OnceMark } from './store.ts'
+import { EngineStore } from './store.ts'
+import { OnceMarks, onceKey } from './once-marks.ts'
 import { summary } from './summary.ts'
 import type { EngineOptions } from './types.ts'
 import type { Log } from '../log.ts'
@@ -78,7 +79,7 @@ export class Engine implements HubEngine {
    * few latest each: a broker may have two events in flight under one key (Aedes numbers a
    * reconnected session's new deliveries without looking at the packet ids of those it replays).
    */
-  private marks = new Map<string, OnceMark[]>()
+  private marks = new OnceMarks()
   private pruneTimer: NodeJS.Timeout | undefined
   private watchers = new Set<(change: EngineChange) => void>()
   /** Runs whose current step may have been under way when the hub last stopped (ToolContext.repeat). */
@@ -190,12 +191,7 @@ export class Engine implements HubEngine {
     const ops = [this.store.admissionOp(rec)]
     const once = event.once
     if (once?.fingerprint !== undefined)
-      ops.push(
-        this.store.markOp(
-          onceKey(sop, once.key),
-          this.marksWith(onceKey(sop, once.key), once.fingerprint, d),
-        ),
-      )
+      ops.push(this.store.markOp(onceKey(sop, once.key), this.marks.with(sop, once.key, once.fingerprint, d)))
     else if (once) ops.push(...this.store.onceOps(onceKey(sop, once.key), d, rec.at))
     return ops
   }
@@ -233,8 +229,8 @@ export class Engine implements HubEngine {
       if (this.closed) throw new Error('the engine is closed')
       if (once.check) {
         if (fp !== undefined) {
-          const m = this.marks.get(key)?.find((x) => x.fp === fp)
-          if (m !== undefined) return { ...m.d, duplicate: true as const }
+          const prior = this.marks.decision(sopName, once.key, fp)
+          if (prior !== undefined) return { ...prior, duplicate: true as const }
         } else {
           const prior = await this.store.onceDecision(key)
           if (prior) return { ...prior, duplicate: true as const }
@@ -242,7 +238,8 @@ export class Engine implements HubEngine {
       }
       const d = await this.admitEvent(sopName, event)
       // Stored with the admission (admissionOps); remembered once that write is through.
-      if (fp !== undefined && !this.closed) this.marks.set(key, this.marksWith(key, fp, d))
+      if (fp !== undefined && !this.closed)
+        this.marks.set(sopName, once.key, this.marks.with(sopName, once.key, fp, d))
       return d
     })
     const settled = result.then(
@@ -926,26 +923,15 @@ export class Engine implements HubEngine {
     return (await this.getRun(runId))?.log
   }
 
-  /** The marks to keep under `key` once `fp` is admitted with `d`: the latest MAX_MARKS_PER_KEY. */
-  private marksWith(key: string, fp: string, d: AdmissionDecision): OnceMark[] {
-    const kept = (this.marks.get(key) ?? []).filter((m) => m.fp !== fp)
-    kept.push({ fp, d })
-    return kept.slice(-MAX_MARKS_PER_KEY)
-  }
-
   forgetOnce(marks: readonly { sop: string; key: string; fingerprint: string }[]): void {
     if (this.closed || marks.length === 0) return
     const ops: BatchOp[] = []
     for (const m of marks) {
       const key = onceKey(m.sop, m.key)
       // A key being written now is left to that write.
-      const list = this.marks.get(key)
-      if (!list || this.onceBusy.has(key)) continue
-      const left = list.filter((x) => x.fp !== m.fingerprint)
-      if (left.length === list.length) continue
-      if (left.length === 0) this.marks.delete(key)
-      else this.marks.set(key, left)
-      ops.push(this.store.markOp(key, left))
+      if (this.onceBusy.has(key)) continue
+      const left = this.marks.forget(m.sop, m.key, m.fingerprint)
+      if (left !== null) ops.push(this.store.markOp(key, left))
     }
     if (ops.length > 0)
       this.store
@@ -1012,7 +998,7 @@ export class Engine implements HubEngine {
    */
   private async recover(): Promise<void> {
     this.lastFinished = await this.store.lastFinished()
-    this.marks = await this.store.marks()
+    this.marks = new OnceMarks(await this.store.marks())
     for (const r of await this.store.unfinished()) this.live.add(r)
     for (const k of await this.store.kept()) this.keptFor(k.sop).push(k)
     for (const r of this.live.values()) this.resume(r)
@@ -1075,11 +1061,7 @@ export class Engine implements HubEngine {
     if (this.closed) return
     const known = new Set([...this.live.values()].map((r) => r.id))
     for (const id of this.finishing.keys()) known.add(id)
-    for (const [key, stored] of await this.store.marks()) {
-      const held = this.marks.get(key) ?? []
-      const more = stored.filter((m) => !held.some((h) => h.fp === m.fp))
-      if (more.length > 0) this.marks.set(key, [...more, ...held].slice(-MAX_MARKS_PER_KEY))
-    }
+    for (const [key, stored] of await this.store.marks()) this.marks.merge(key, stored)
     for (const [sop, at] of await this.store.lastFinished())
       if (at > (this.lastFinished.get(sop) ?? 0)) this.lastFinished.set(sop, at)
     const keptKeys = new Set([...this.keptTriggers().map((k) => k.key), ...this.unkeeping])
@@ -1093,15 +1075,8 @@ export class Engine implements HubEngine {
   }
 }
 
-/** Fingerprinted marks kept under one key (engine.ts `marks`). */
-const MAX_MARKS_PER_KEY = 4
-
 /** How long a once-only admission mark is kept (engine-api: `once`): a week. */
 export const ONCE_KEEP_MS = 7 * 24 * 3_600_000
-
-function onceKey(sop: string, key: string): string {
-  return `${sop}\u0000${key}`
-}
 
 function agentAlias(sop: Sop, step: Step | undefined): { agent?: string } {
   const a = step?.agent ?? sop.agent

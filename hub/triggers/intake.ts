@@ -148,7 +148,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
   const stats = { peak: 0, paused: 0, behind: 0, repeats: 0 }
   let busySince = -1
   let lastBehindWarn = -Infinity
-  const forgetting: { at: number; marks: readonly OnceMark[] }[] = []
+  const forgetting = new ForgetQueue()
 
   // An admission the disk could not take is tried again once there is room; its message's PUBACK
   // waits meanwhile. The pause after room comes back keeps a failure the guard does not hear of
@@ -204,10 +204,8 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
   const tick = setInterval(() => {
     // Waiting for disk is not falling behind the broker: the disk guard has said why, once.
     if (opts.disk?.refusing()) busySince = inFlight > 0 ? Date.now() : -1
-    const cutoff = Date.now() - FORGET_AFTER_MS
-    let n = 0
-    while (n < forgetting.length && forgetting[n]!.at <= cutoff) n++
-    if (n > 0) opts.engine?.forgetOnce?.(forgetting.splice(0, n).flatMap((f) => f.marks))
+    const due = forgetting.due(Date.now() - FORGET_AFTER_MS)
+    if (due.length > 0) opts.engine?.forgetOnce?.(due)
     if (busySince >= 0 && busySeconds() >= BEHIND_AFTER_S) {
       if (behindCounted !== busySince) {
         behindCounted = busySince
@@ -242,7 +240,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
       warnBehind(`${inFlight} messages are being admitted (the cap): ${opts.atCap}`)
     },
     forgetLater(marks) {
-      if (marks.length > 0) forgetting.push({ at: Date.now(), marks })
+      forgetting.add(marks, Date.now())
     },
     setPlan(next) {
       plan = next
@@ -251,5 +249,54 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
     stop() {
       clearInterval(tick)
     },
+  }
+}
+
+/**
+ * Marks waiting to be forgotten, in one bucket a second: their sop, key and fingerprint side by
+ * side in one array, the strings the engine's marks already hold. At thousands of messages a
+ * second, FORGET_AFTER_MS of them are hundreds of thousands of marks; an object, an array and a
+ * timestamp per message for each of them was about 260 bytes of heap, a bucket's slots are 24.
+ */
+export class ForgetQueue {
+  private readonly buckets: { first: number; last: number; flat: string[] }[] = []
+  private head = 0
+
+  /** Marks acknowledged at `now`. */
+  add(marks: readonly OnceMark[], now: number): void {
+    if (marks.length === 0) return
+    let b = this.buckets[this.buckets.length - 1]
+    if (b === undefined || this.buckets.length === this.head || now - b.first >= 1000) {
+      b = { first: now, last: now, flat: [] }
+      this.buckets.push(b)
+    }
+    // A bucket is due once its latest mark is: none goes before its time.
+    b.last = Math.max(b.last, now)
+    for (const m of marks) b.flat.push(m.sop, m.key, m.fingerprint)
+  }
+
+  /** Takes out the marks acknowledged at or before `cutoff`. */
+  due(cutoff: number): OnceMark[] {
+    const out: OnceMark[] = []
+    while (this.head < this.buckets.length && this.buckets[this.head]!.last <= cutoff) {
+      const { flat } = this.buckets[this.head++]!
+      for (let i = 0; i < flat.length; i += 3)
+        out.push({ sop: flat[i]!, key: flat[i + 1]!, fingerprint: flat[i + 2]! })
+    }
+    if (this.head === this.buckets.length) {
+      this.buckets.length = 0
+      this.head = 0
+    } else if (this.head > 64) {
+      this.buckets.splice(0, this.head)
+      this.head = 0
+    }
+    return out
+  }
+
+  /** Marks waiting. */
+  get size(): number {
+    let n = 0
+    for (let i = this.head; i < this.buckets.length; i++) n += this.buckets[i]!.flat.length / 3
+    return n
   }
 }

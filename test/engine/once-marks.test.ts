@@ -3,6 +3,7 @@
 // restart too; another event under the same key (a reused or shared packet id) is new and keeps
 // the first one's mark; a forgotten mark no longer holds the event back.
 import t from 'tap'
+import { OnceMarks } from '../../hub/engine/once-marks.ts'
 import { startEngine } from './engine-helpers.ts'
 import { call, event, sop, step } from './helpers.ts'
 
@@ -40,4 +41,54 @@ t.test('a repeat is recognised by key and fingerprint, across a restart, until f
   t.same(await again.engine.trigger('m', mqttEvent('b', 'fp-b')), { ...b, duplicate: true }, 'b still marked')
   await again.engine.idle()
   t.equal((await again.engine.listRuns({ sop: 'm' })).length, 3, 'three runs: a, b, and a again')
+})
+
+t.test('any fingerprint is recognised, after a restart too, and only its own', async (t) => {
+  // Marks are held as the JSON the store writes (hub/engine/once-marks.ts); a fingerprint that
+  // JSON escapes, or one that appears inside another's text, must still match only itself.
+  const odd = ['q"uote', 'back\\slash', 'ctl\u0001\u0002', 'fp', '"fp"']
+  const first = await startEngine(t, [S])
+  const decided = []
+  for (const fp of odd) decided.push(await first.engine.trigger('m', mqttEvent(fp, fp)))
+  for (const d of decided) t.match(d, { outcome: 'started' })
+  t.equal(new Set(decided.map((d) => d.runId)).size, odd.length, 'each a run of its own')
+  await first.engine.idle()
+  await first.close()
+  const again = await startEngine(t, [S], { dbPath: first.dir })
+  // Under one key the latest four are kept: the other four are repeats, the first was let go.
+  for (const [i, fp] of odd.entries())
+    if (i > 0)
+      t.same(await again.engine.trigger('m', mqttEvent(fp, fp)), { ...decided[i], duplicate: true }, fp)
+  again.engine.forgetOnce?.([{ sop: 'm', key: 'mqtt hub 17', fingerprint: 'fp' }])
+  t.same(
+    await again.engine.trigger('m', mqttEvent('"fp"', '"fp"')),
+    { ...decided[4], duplicate: true },
+    'forgetting "fp" left the mark of "\\"fp\\"" alone',
+  )
+  t.notOk((await again.engine.trigger('m', mqttEvent('fp', 'fp'))).duplicate, '"fp" forgotten')
+  t.notOk(
+    (await again.engine.trigger('m', mqttEvent(odd[0]!, odd[0]!))).duplicate,
+    'the oldest of five let go',
+  )
+  await again.engine.idle()
+})
+
+t.test('OnceMarks: every key forgotten leaves nothing held; at most four marks a key', async (t) => {
+  const marks = new OnceMarks()
+  const d = (n: number) => ({ outcome: 'started' as const, runId: `run-${n}`, reason: 'slot free' })
+  const key = (n: number) => `from pub ${n % 2_000}`
+  for (let n = 0; n < 10_000; n++) marks.set('m', key(n), marks.with('m', key(n), `fp-${n}`, d(n)))
+  t.equal(marks.size, 2_000, 'one entry a key')
+  t.equal(marks.list('m', key(7)).length, 4, 'the latest four of five')
+  t.same(marks.decision('m', key(7), 'fp-8007'), d(8007))
+  t.equal(marks.decision('m', key(7), 'fp-7'), undefined, 'the oldest let go')
+  t.equal(marks.decision('other', key(7), 'fp-8007'), undefined, 'per SOP')
+  const listed = marks.list('m', key(7))
+  listed.pop()
+  t.equal(marks.list('m', key(7)).length, 4, 'a list handed out is a copy')
+  t.equal(marks.forget('m', key(7), 'fp-7'), null, 'nothing to forget')
+  for (let n = 2_000; n < 10_000; n++) marks.forget('m', key(n), `fp-${n}`)
+  t.equal(marks.size, 0, 'all forgotten: no key left')
+  const again = new OnceMarks([['m\u0000from pub 1', [{ fp: 'x', d: d(1) }]]])
+  t.same(again.decision('m', 'from pub 1', 'x'), d(1), "read back from the store's keys")
 })
