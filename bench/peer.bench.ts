@@ -21,9 +21,9 @@
 // PEER_HUB=dist runs the hub bundled, as the systemd unit does (default: through tsx, as `npm start`);
 // PEER_WARMUP=<n> sends every system n events first, unmeasured, so the burst meets JIT-compiled
 // code as a long-running process would (default 0: each round measures a fresh process).
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { readdirSync, readFileSync } from 'node:fs'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
 import { loadAverages } from './load.ts'
 import { join } from 'node:path'
@@ -33,6 +33,7 @@ import mqtt, { type MqttClient } from 'mqtt'
 import { buildDist } from '../hub/build/dist.ts'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
 import { freePort } from '../test/helpers/ports.ts'
+import { cpuSecOf, rssOf, startHub, statCpuSec, stopChild } from './hub-process.ts'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 const here = join(root, 'bench', 'peer')
@@ -71,15 +72,6 @@ function pct(xs: number[], p: number): number {
 }
 const median = (xs: number[]): number => pct(xs, 50)
 
-/** utime and stime, fields 14 and 15 of a `stat` file in /proc, in clock ticks (100 a second here). */
-function statCpuSec(path: string): number {
-  const stat = readFileSync(path, 'utf8')
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return (Number(f[11]) + Number(f[12])) / 100
-}
-
-const cpuSecOf = (pid: number): number => statCpuSec(`/proc/${pid}/stat`)
-
 /** CPU seconds by thread (/proc/<pid>/task/<tid>), for PEER_THREADS=1: the main thread apart from V8 and libuv helpers. */
 function threadCpuOf(pid: number): Map<string, number> {
   const out = new Map<string, number>()
@@ -93,37 +85,6 @@ function threadCpuOf(pid: number): Map<string, number> {
     }
   }
   return out
-}
-
-function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return m ? Number(m[1]) * 1024 : NaN
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return
-  const exited = new Promise((r) => child.once('exit', r))
-  process.kill(child.pid, 'SIGTERM')
-  await exited
-}
-
-function waitForLine(child: ChildProcess, test: (line: string) => boolean, what: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let out = ''
-    const timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}:\n${out}`)), 60_000)
-    const onData = (d: Buffer): void => {
-      out += d.toString()
-      const line = out.split('\n').find(test)
-      if (line !== undefined) {
-        clearTimeout(timer)
-        child.stdout?.off('data', onData)
-        child.stdout?.resume()
-        resolve(line)
-      }
-    }
-    child.stdout?.on('data', onData)
-    child.once('exit', (code) => reject(new Error(`${what}: exited (${code}):\n${out}`)))
-  })
 }
 
 /** One Mosquitto for the whole bench, with the settings hub/README.md asks of an external broker. */
@@ -164,27 +125,6 @@ async function startMosquitto(
   return { url: `mqtt://127.0.0.1:${port}`, port, pid: proc.pid as number, stop: () => stopChild(proc) }
 }
 
-const SOP_TOML = `[sop]
-name = "peer"
-description = "in/<n> with v >= 10 answered on out/<n>"
-execution_mode = "auto"
-max_concurrent = 100000
-agent = "none"
-
-[[triggers]]
-type = "mqtt"
-topic = "in/+"
-condition = "$.v >= 10"
-`
-const SOP_MD = `# peer
-
-## Steps
-
-1. **Answer**
-   - call: {"tool":"mqtt_publish","args":{"topic":"out/{{trigger.seq}}","payload":"{{trigger}}","qos":1}}
-   - terminal: true
-`
-
 /** Ends a persistent session on the broker (connect with clean: true), so no round queues for the next. */
 async function wipeSession(url: string, clientId: string): Promise<void> {
   const c = await mqtt.connectAsync(url, { clientId, clean: true, reconnectPeriod: 0 }).catch(() => null)
@@ -195,31 +135,16 @@ let sessions = 0
 
 async function startSvc(dir: string, brokerUrl: string | null): Promise<Running> {
   const clientId = `svc-peer-${process.pid}-${++sessions}`
-  const home = await mkdtemp(join(dir, 'svc-'))
-  const sops = join(home, 'sops')
-  await mkdir(join(sops, 'peer'), { recursive: true })
-  await writeFile(join(sops, 'peer', 'SOP.toml'), SOP_TOML)
-  await writeFile(join(sops, 'peer', 'SOP.md'), SOP_MD)
-  await writeFile(
-    join(home, 'hub.toml'),
-    `[hub]\nsops_dir = "${sops}"\n[broker]\nclient_id = "${clientId}"\n${brokerUrl ? `url = "${brokerUrl}"` : 'port = 0'}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nenabled = false\n`,
-  )
   // Out of the box: the CLI as users start it, its default log level.
   // PEER_PROFILE=<dir>: the hub writes a V8 CPU profile there when it stops (node --cpu-prof).
   const prof = process.env.PEER_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', process.env.PEER_PROFILE] : []
   const extra = process.env.PEER_NODE_ARGS?.split(' ').filter(Boolean) ?? []
-  const cli = distEntry ? [distEntry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
-  const child = spawn(process.execPath, [...prof, ...extra, ...cli, 'hub'], {
-    cwd: root,
-    env: { ...process.env, SVC_HOME: home },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  })
-  const line = await waitForLine(child, (l) => l.includes('"hub started"'), 'svc hub to start')
+  const hub = await startHub({ dir, clientId, brokerUrl, nodeArgs: [...prof, ...extra], entry: distEntry })
   return {
-    brokerUrl: (JSON.parse(line) as { broker: string }).broker,
-    pids: [child.pid as number],
+    brokerUrl: hub.brokerUrl,
+    pids: [hub.pid],
     async stop() {
-      await stopChild(child)
+      await hub.stop()
       if (brokerUrl) await wipeSession(brokerUrl, clientId)
     },
   }
