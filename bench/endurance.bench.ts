@@ -1,0 +1,429 @@
+// Endurance: what the whole `svc hub` process costs over a long life (`npm run bench -- endurance`;
+// `ENDURANCE_EVENTS=20000 npm run bench -- endurance` for a quick run). One hub, started as users
+// start it (bench/hub-process.ts), doing the peer work: an MQTT event `in/<n>`, a condition, one
+// QoS 1 `mqtt_publish` step, auto mode, its embedded broker. Every event passes the condition, so
+// every event is one stored run. The engine, the broker's persistence and the attestation store all
+// live in that one process, so /proc/<pid> sees all of their writes:
+//   disk      write_bytes and syscw deltas of /proc/<pid>/io per event, one event at a time (QoS 1,
+//             each PUBACK awaited) at 1/s (20 events), 10/s (100) and 50/s (300), and in a burst of
+//             20,000 published at once. write_bytes counts a page each time a clean page is
+//             dirtied, so a small synced write costs 4 KiB; syscw counts write(2)/writev(2) calls of
+//             any kind, sockets included (libuv writes TCP with writev). Beside them: the disk's
+//             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io)
+//             and the hub's own idle writes per second
+//   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst; the idle hub's
+//   store     <data>/engine's size (all files, recursively) over the runs stored
+//   RSS       VmRSS at 10,000, 100,000 and ENDURANCE_EVENTS (default 1,000,000) stored runs; idle at 0
+//   rate      the 20,000-event burst at ENDURANCE_EVENTS stored runs over the same burst at 10,000
+// The store is filled in bursts of 20,000; a progress line goes to stderr every 50,000 runs. The
+// first burst starts at 10,000 runs, so a run with ENDURANCE_EVENTS under 30,000 ends at 30,000.
+// Then a second hub with its own data folder and a short retention window (`[history]
+// max_age_days = 0.0003`, about 26 s; `max_mb = 64`; `segment_mb = 1`) takes 1,000 events/s for
+// ENDURANCE_RETENTION_SECONDS (default 120) while <data>/engine is sampled every 5 s: flat (within
+// 10%) over the last half, or how much it grew.
+import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { cpus, tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { performance } from 'node:perf_hooks'
+import mqtt from 'mqtt'
+import { withNoDelay } from '../hub/broker/no-delay.ts'
+import { cpuSecOf, type HubProcess, rssOf, startHub } from './hub-process.ts'
+import { loadAverages, loadLine } from './load.ts'
+
+const EVENTS = Number(process.env.ENDURANCE_EVENTS ?? 1_000_000)
+const BURST = 20_000
+const PACED = [
+  { rate: 1, n: 20 },
+  { rate: 10, n: 100 },
+  { rate: 50, n: 300 },
+] as const
+const PACED_TOTAL = PACED.reduce((s, p) => s + p.n, 0)
+const CHECKPOINTS = [...new Set([10_000, 100_000, 1_000_000, EVENTS])]
+  .filter((c) => c <= EVENTS)
+  .sort((a, b) => a - b)
+const IDLE_SECONDS = 10
+const RETENTION_SECONDS = Number(process.env.ENDURANCE_RETENTION_SECONDS ?? 120)
+const RETENTION_RATE = 1000
+const RETENTION_AGE_DAYS = 0.0003
+const RETENTION_MAX_MB = 64
+const RETENTION_SEGMENT_MB = 1
+const SAMPLE_EVERY_MS = 5000
+
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const n0 = (x: number): string => Math.round(x).toLocaleString('en-US')
+const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`
+const progress = (s: string): void => void process.stderr.write(`[endurance] ${s}\n`)
+const say = (s: string): void => void process.stdout.write(`${s}\n`)
+
+interface Io {
+  writeBytes: number
+  syscw: number
+}
+
+function ioOf(path: string): Io {
+  const t = readFileSync(path, 'utf8')
+  const field = (k: string): number => Number(new RegExp(`^${k}: (\\d+)`, 'm').exec(t)?.[1] ?? NaN)
+  return { writeBytes: field('write_bytes'), syscw: field('syscw') }
+}
+
+/** Every file's size under `dir`, recursively; a file LevelDB deletes while we list counts nothing. */
+function sizeOf(dir: string): number {
+  let total = 0
+  let names: string[]
+  try {
+    names = readdirSync(dir, { recursive: true }) as string[]
+  } catch {
+    return 0
+  }
+  for (const name of names) {
+    try {
+      const st = statSync(join(dir, name))
+      if (st.isFile()) total += st.size
+    } catch {
+      // compacted away between the listing and the stat
+    }
+  }
+  return total
+}
+
+/** <data>/engine's size, with its history log's share (hub/engine/log/) when the store has one. */
+function storeSize(engineDir: string): { total: number; text: string } {
+  const total = sizeOf(engineDir)
+  const log = sizeOf(join(engineDir, 'history'))
+  return { total, text: log > 0 ? `${mb(total)} (history log ${mb(log)})` : mb(total) }
+}
+
+/** What a window of the hub's life cost: bytes written, write calls and CPU seconds. */
+interface Cost {
+  writeBytes: number
+  syscw: number
+  cpuSec: number
+  sec: number
+}
+
+function meter(pid: number): () => Cost {
+  const io0 = ioOf(`/proc/${pid}/io`)
+  const cpu0 = cpuSecOf(pid)
+  const t0 = performance.now()
+  return () => {
+    const io = ioOf(`/proc/${pid}/io`)
+    return {
+      writeBytes: io.writeBytes - io0.writeBytes,
+      syscw: io.syscw - io0.syscw,
+      cpuSec: cpuSecOf(pid) - cpu0,
+      sec: (performance.now() - t0) / 1000,
+    }
+  }
+}
+
+/**
+ * The disk's floor under one durable write, in this process: `n` 1 KiB appends each followed by
+ * fdatasync, and the same appends unsynced, in `dir` (the hubs' temp folder, so the same disk).
+ */
+function diskFloor(dir: string, n: number): { synced: Io; unsynced: Io } {
+  const run = (file: string, sync: boolean): Io => {
+    const fd = openSync(join(dir, file), 'a')
+    const chunk = Buffer.alloc(1024, 0x78)
+    const before = ioOf('/proc/self/io')
+    try {
+      for (let i = 0; i < n; i++) {
+        writeSync(fd, chunk)
+        if (sync) fdatasyncSync(fd)
+      }
+    } finally {
+      closeSync(fd)
+    }
+    const after = ioOf('/proc/self/io')
+    return { writeBytes: (after.writeBytes - before.writeBytes) / n, syscw: (after.syscw - before.syscw) / n }
+  }
+  return { synced: run('floor-synced', true), unsynced: run('floor-unsynced', false) }
+}
+
+/** A publisher and a subscriber to out/+ on a hub's broker; each answer counted once by its seq. */
+async function driver(url: string, capacity: number) {
+  const opts = { reconnectPeriod: 0, clean: true }
+  const tag = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`
+  const pub = await mqtt.connectAsync(url, { ...opts, clientId: `endurance-pub-${tag}` })
+  const sub = await mqtt.connectAsync(url, { ...opts, clientId: `endurance-sub-${tag}` })
+  withNoDelay(pub)
+  withNoDelay(sub)
+  await sub.subscribeAsync('out/+', { qos: 1 })
+  const seen = new Uint8Array(capacity)
+  let answered = 0
+  let repeated = 0
+  let next = 1
+  const waiters = new Map<number, () => void>()
+  let onAnswer: (() => void) | undefined
+  sub.on('message', (topic) => {
+    const seq = Number(topic.slice(4))
+    if (!(seq > 0 && seq < capacity)) return
+    if (seen[seq]) repeated++
+    else {
+      seen[seq] = 1
+      answered++
+    }
+    waiters.get(seq)?.()
+    onAnswer?.()
+  })
+  const publish = (seq: number): Promise<unknown> =>
+    pub.publishAsync(`in/${seq}`, `{"seq":${seq},"v":${10 + (seq % 10)}}`, { qos: 1 })
+
+  /** Until `answered` reaches `target`, or 15 s pass with no answer: what never arrived is lost. */
+  const answeredUpTo = async (target: number): Promise<number> => {
+    let last = -1
+    while (answered < target && answered !== last) {
+      last = answered
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, 15_000)
+        function done(): void {
+          clearTimeout(timer)
+          onAnswer = undefined
+          resolve()
+        }
+        onAnswer = () => {
+          if (answered >= target) done()
+        }
+      })
+    }
+    return Math.max(0, target - answered)
+  }
+
+  return {
+    get answered() {
+      return answered
+    },
+    get repeated() {
+      return repeated
+    },
+    get sent() {
+      return next - 1
+    },
+    /** One event, retried every 500 ms until the hub answers (its subscription is in place). */
+    async ready(): Promise<void> {
+      for (let tries = 0; tries < 120; tries++) {
+        const seq = next++
+        const got = new Promise<boolean>((resolve) => {
+          waiters.set(seq, () => resolve(true))
+          setTimeout(() => resolve(false), 500)
+        })
+        await publish(seq)
+        const ok = await got
+        waiters.delete(seq)
+        if (ok) return
+      }
+      throw new Error('the hub never answered')
+    },
+    /** `n` events published at once; resolves once every answer arrived (or stopped arriving). */
+    async burst(n: number): Promise<{ sec: number; lost: number }> {
+      const target = answered + n
+      const t0 = performance.now()
+      const acks: Promise<unknown>[] = []
+      for (let i = 0; i < n; i++) acks.push(publish(next++))
+      const lost = await answeredUpTo(target)
+      const sec = (performance.now() - t0) / 1000
+      await Promise.all(acks)
+      return { sec, lost }
+    },
+    /**
+     * `n` events at `rate`/s, one at a time, each PUBACK awaited; resolves once all are answered.
+     * `tick` is called before each publish, so a caller can read what each interval cost.
+     */
+    async paced(rate: number, n: number, tick: () => void): Promise<{ lost: number; late: number }> {
+      const target = answered + n
+      const t0 = performance.now()
+      let late = 0
+      for (let i = 0; i < n; i++) {
+        const at = t0 + (i * 1000) / rate
+        const wait = at - performance.now()
+        if (wait > 0) await sleep(wait)
+        else if (i > 0) late++
+        tick()
+        await publish(next++)
+      }
+      const lost = await answeredUpTo(target)
+      // The window is n intervals long whatever the last answer's time, so it compares with idle.
+      const end = t0 + (n * 1000) / rate
+      if (end > performance.now()) await sleep(end - performance.now())
+      return { lost, late }
+    },
+    /** `perTick` events published at once every 100 ms, each tick's PUBACKs awaited, for `sec` seconds. */
+    async steady(perTick: number, sec: number, each: (elapsed: number) => void): Promise<void> {
+      const t0 = performance.now()
+      for (let tick = 0; tick * 100 < sec * 1000; tick++) {
+        const wait = t0 + tick * 100 - performance.now()
+        if (wait > 0) await sleep(wait)
+        const acks: Promise<unknown>[] = []
+        for (let i = 0; i < perTick; i++) acks.push(publish(next++))
+        await Promise.all(acks)
+        each((performance.now() - t0) / 1000)
+      }
+    },
+    /** Until every event sent so far is answered (or answers stop arriving); what never arrived. */
+    drain: (): Promise<number> => answeredUpTo(next - 1),
+    async close(): Promise<void> {
+      await pub.endAsync(true)
+      await sub.endAsync(true)
+    },
+  }
+}
+
+const perEvent = (c: Cost, n: number): string =>
+  `write_bytes ${n0(c.writeBytes / n)}/event (${(c.writeBytes / n / 4096).toFixed(2)} pages of 4 KiB), syscw ${(c.syscw / n).toFixed(2)}/event`
+
+/** The main hub: the disk per event, CPU per event, the store and RSS as runs pile up, the rate at the end. */
+async function endurance(dir: string): Promise<void> {
+  const floor = diskFloor(dir, 500)
+  say(
+    `floor     1 KiB append + fdatasync (this process, same temp folder, 500 times): write_bytes ${n0(floor.synced.writeBytes)} (${(floor.synced.writeBytes / 4096).toFixed(2)} pages), syscw ${floor.synced.syscw.toFixed(2)} per append; unsynced: write_bytes ${n0(floor.unsynced.writeBytes)} per append`,
+  )
+  const hub: HubProcess = await startHub({
+    dir,
+    clientId: `svc-endurance-${process.pid}`,
+    // Every run of the bench kept, so the store's size over the runs is per kept run.
+    toml: '[history]\nmax_mb = 1048576\n',
+  })
+  const capacity = EVENTS + 3 * BURST + 100_000
+  const d = await driver(hub.brokerUrl, capacity)
+  const engineDir = join(hub.dataDir, 'engine')
+  const t0 = performance.now()
+  // A hub that dies under the load (out of memory, say) is a result: said, not hidden in a stall.
+  let died = ''
+  const onExit = (code: number | null, signal: string | null): void => {
+    died = `the hub exited (code ${code}, signal ${signal}) at ${n0(d.answered)} answered runs, ${((performance.now() - t0) / 1000).toFixed(0)} s in`
+    say(died)
+  }
+  hub.child.once('exit', onExit)
+  try {
+    await sleep(3000)
+    const idleRss = rssOf(hub.pid)
+    await d.ready()
+    // Warm-up to 10,000 runs with the paced events: the JIT has compiled the event path before
+    // anything is measured, as in a hub that has been running.
+    const warm = await d.burst(CHECKPOINTS[0]! - PACED_TOTAL - d.sent)
+    progress(`warm-up: ${n0(d.sent)} runs in ${warm.sec.toFixed(1)} s (lost ${warm.lost})`)
+    await sleep(3000)
+    const idleMeter = meter(hub.pid)
+    await sleep(IDLE_SECONDS * 1000)
+    const idle = idleMeter()
+    say(
+      `idle      the hub over ${idle.sec.toFixed(1)} s with no events, ${n0(d.sent)} runs stored: write_bytes ${n0(idle.writeBytes / idle.sec)}/s, syscw ${(idle.syscw / idle.sec).toFixed(1)}/s, CPU ${((idle.cpuSec / idle.sec) * 1000).toFixed(1)} ms/s`,
+    )
+    for (const p of PACED) {
+      const m = meter(hub.pid)
+      // Each interval's bytes apart: a LevelDB memtable flush or compaction lands in one interval
+      // and is the whole difference between the mean and the median.
+      const ticks: number[] = []
+      const r = await d.paced(p.rate, p.n, () => ticks.push(ioOf(`/proc/${hub.pid}/io`).writeBytes))
+      const c = m()
+      ticks.push(ioOf(`/proc/${hub.pid}/io`).writeBytes)
+      const each = ticks.slice(1).map((b, i) => b - ticks[i]!)
+      say(
+        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
+      )
+    }
+    const checkpoint = async (): Promise<void> => {
+      await sleep(1000)
+      const store = storeSize(engineDir)
+      say(
+        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(rssOf(hub.pid))} (0 runs, 3 s after start: ${mb(idleRss)}); store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
+      )
+    }
+    await checkpoint()
+    const measuredBurst = async (label: string): Promise<number> => {
+      const m = meter(hub.pid)
+      const r = await d.burst(BURST)
+      const c = m()
+      const rate = BURST / r.sec
+      say(
+        `burst     ${n0(BURST)} at once, ${label}: ${n0(rate)} events/s (lost ${r.lost}); ${perEvent(c, BURST)}; CPU ${((c.cpuSec / BURST) * 1000).toFixed(3)} ms/event`,
+      )
+      return rate
+    }
+    const startRate = await measuredBurst(`from ${n0(d.sent)} stored runs`)
+    let nextProgress = 50_000
+    for (const cp of CHECKPOINTS.slice(1)) {
+      while (d.sent < cp && !died) {
+        const n = Math.min(BURST, cp - d.sent)
+        const r = await d.burst(n)
+        if (died) break
+        if (d.sent >= nextProgress) {
+          progress(
+            `${n0(d.sent)}/${n0(EVENTS)} runs, ${n0(n / r.sec)} events/s this burst${r.lost ? ` (lost ${r.lost})` : ''}, RSS ${mb(rssOf(hub.pid))}, store ${storeSize(engineDir).text}, ${((performance.now() - t0) / 1000).toFixed(0)} s, load ${loadAverages()}`,
+          )
+          nextProgress = d.sent - (d.sent % 50_000) + 50_000
+        }
+      }
+      if (died) return
+      await checkpoint()
+    }
+    const endRate = await measuredBurst(`from ${n0(d.sent)} stored runs`)
+    say(
+      `rate      at ${n0(d.sent - BURST)} stored runs / at 10,000-odd: ${(endRate / startRate).toFixed(2)}x (${n0(endRate)} against ${n0(startRate)} events/s); answers repeated ${d.repeated}, never arrived ${d.sent - d.answered}`,
+    )
+  } finally {
+    hub.child.off('exit', onExit)
+    await d.close()
+    await hub.stop()
+  }
+}
+
+/** A second hub with a short retention window: its store sampled while events keep coming. */
+async function retention(dir: string): Promise<void> {
+  const hub = await startHub({
+    dir,
+    clientId: `svc-endurance-retention-${process.pid}`,
+    toml: `[history]\nmax_age_days = ${RETENTION_AGE_DAYS}\nmax_mb = ${RETENTION_MAX_MB}\nsegment_mb = ${RETENTION_SEGMENT_MB}\n`,
+  })
+  const d = await driver(hub.brokerUrl, RETENTION_RATE * RETENTION_SECONDS + 100_000)
+  const engineDir = join(hub.dataDir, 'engine')
+  const samples: { t: number; size: number; runs: number }[] = []
+  try {
+    await d.ready()
+    let nextSample = 0
+    samples.push({ t: 0, size: sizeOf(engineDir), runs: d.sent })
+    await d.steady(RETENTION_RATE / 10, RETENTION_SECONDS, (t) => {
+      if (t * 1000 < nextSample + SAMPLE_EVERY_MS) return
+      nextSample += SAMPLE_EVERY_MS
+      samples.push({ t, size: sizeOf(engineDir), runs: d.sent })
+      progress(`retention: ${t.toFixed(0)} s, ${n0(d.sent)} runs, store ${storeSize(engineDir).text}`)
+    })
+    const lost = await d.drain()
+    samples.push({ t: RETENTION_SECONDS, size: sizeOf(engineDir), runs: d.sent })
+    const end = storeSize(engineDir)
+    const age = RETENTION_AGE_DAYS * 86_400
+    say(
+      `retention [history] max_age_days = ${RETENTION_AGE_DAYS} (${age.toFixed(0)} s), max_mb = ${RETENTION_MAX_MB}, segment_mb = ${RETENTION_SEGMENT_MB}; ${n0(RETENTION_RATE)} events/s for ${RETENTION_SECONDS} s, ${n0(d.sent)} runs (the age window holds about ${n0(RETENTION_RATE * age)}); store at the end ${end.text}, RSS ${mb(rssOf(hub.pid))}${lost ? `; ${lost} never answered` : ''}`,
+    )
+    say(
+      `retention store every ${SAMPLE_EVERY_MS / 1000} s: ${samples.map((s) => mb(s.size).replace(' MB', '')).join(' ')} MB`,
+    )
+    const half = samples.filter((s) => s.t >= RETENTION_SECONDS / 2)
+    const first = half[0]!
+    const last = half.at(-1)!
+    const sizes = half.map((s) => s.size)
+    const spread = (Math.max(...sizes) - Math.min(...sizes)) / Math.min(...sizes)
+    const grew = (last.size - first.size) / first.size
+    say(
+      spread <= 0.1
+        ? `retention flat: within ${(spread * 100).toFixed(1)}% over the last half (${mb(first.size)} at ${first.t.toFixed(0)} s, ${mb(last.size)} at ${last.t.toFixed(0)} s)`
+        : `retention not flat: grew ${(grew * 100).toFixed(0)}% over the last half (${mb(first.size)} at ${first.t.toFixed(0)} s → ${mb(last.size)} at ${last.t.toFixed(0)} s; ${n0(first.runs)} → ${n0(last.runs)} runs written)`,
+    )
+  } finally {
+    await d.close()
+    await hub.stop()
+  }
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'svc-endurance-bench-'))
+try {
+  say(
+    `${n0(EVENTS)} runs, bursts of ${n0(BURST)}; every event passes the condition (one run each); ${cpus().length} cores, load ${loadAverages()}`,
+  )
+  await endurance(dir)
+  await retention(dir)
+  say(loadLine())
+} finally {
+  await rm(dir, { recursive: true, force: true })
+}
