@@ -113,6 +113,11 @@ export class Engine implements HubEngine {
       ...(opts.history ? { history: opts.history } : {}),
       ...(opts.now ? { now: opts.now } : {}),
       ...(opts.commitWindowMs ? { commitWindowMs: opts.commitWindowMs } : {}),
+      onRebuild: (done, of) =>
+        (opts.log ?? silent).info(
+          { done, of },
+          `index: rebuilding from the history log, segment ${done} of ${of}`,
+        ),
       onDrop: (d) =>
         (opts.log ?? silent).info(
           d,

@@ -54,6 +54,8 @@ const APPLIED = 'meta!applied'
 /** The layout: '2' once run records live in the log (a store without it is migrated on open). */
 const LAYOUT = 'meta!layout'
 const LAYOUT_VERSION = '2'
+/** When a full segment was last written (`meta!segtime!<n>`, base 36): the age retention judges. */
+const SEGTIME = 'meta!segtime!'
 /** The last segment retention dropped (written with the sync that comes before the drop). */
 const DROPPED = 'meta!dropped'
 /** The key suffix of a run's first record (`deltaKey(id, 0)`), which carries its head. */
@@ -71,6 +73,13 @@ export const DEFAULT_BOUNDS: HistoryBounds = {
   maxAgeMs: 30 * 86_400_000,
   maxBytes: 1024 * 1024 * 1024,
   segmentBytes: 8 * 1024 * 1024,
+}
+
+async function segmentTimes(db: Level<string, string>): Promise<Map<number, number>> {
+  const out = new Map<number, number>()
+  for await (const [k, v] of db.iterator({ gt: SEGTIME, lt: `${SEGTIME}\xff` }))
+    out.set(Number.parseInt(k.slice(SEGTIME.length), 36), Number(v))
+  return out
 }
 
 function locatorText(seg: number, off: number, len: number): string {
@@ -232,6 +241,9 @@ export class EngineStore {
       ops,
       (i) => locatorText(at.seg, at.off + enc.frames[i]!.off, enc.frames[i]!.len),
       `${at.seg}:${at.off + enc.bytes.length}`,
+      false,
+      undefined,
+      at.full ? { key: SEGTIME + at.full.n.toString(36), value: String(at.full.lastWriteAt) } : undefined,
     )
   }
 
@@ -247,6 +259,7 @@ export class EngineStore {
     applied: string,
     sync = false,
     only?: (key: string) => boolean,
+    extra?: { key: string; value: string },
   ): Promise<void> {
     const batch = this.db.batch()
     try {
@@ -257,6 +270,7 @@ export class EngineStore {
         else batch.put(op.key, inLog(op.key) ? locator(i) : op.value)
       }
       if (!only) batch.put(APPLIED, applied)
+      if (extra) batch.put(extra.key, extra.value)
     } catch (err) {
       await batch.close()
       throw err
@@ -269,7 +283,11 @@ export class EngineStore {
     await db.open()
     let log: SegmentLog
     try {
-      log = await SegmentLog.open(join(path, 'history'), (opts.history ?? DEFAULT_BOUNDS).segmentBytes)
+      log = await SegmentLog.open(
+        join(path, 'history'),
+        (opts.history ?? DEFAULT_BOUNDS).segmentBytes,
+        await segmentTimes(db),
+      )
     } catch (err) {
       await db.close()
       throw err
@@ -377,8 +395,11 @@ export class EngineStore {
   async rebuildIndex(): Promise<void> {
     await this.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
     for (const p of [RUN, FIN, OPEN, INDEX]) await this.db.clear({ gte: p, lt: `${p}\xff` })
-    for (const s of this.log.segments())
+    const segments = this.log.segments()
+    for (const [i, s] of segments.entries()) {
       for (const b of await this.log.scan(s.n)) await this.applyScanned(s.n, b.ops, b.end, indexPart)
+      this.opts.onRebuild?.(i + 1, segments.length)
+    }
     await this.dropHeadless()
     await this.db.put(INDEX_MARKER, INDEX_VERSION, { sync: true })
   }
@@ -582,7 +603,11 @@ export class EngineStore {
       try {
         await db.open()
         this.db = db
-        this.log = await SegmentLog.open(join(this.path, 'history'), this.bounds.segmentBytes)
+        this.log = await SegmentLog.open(
+          join(this.path, 'history'),
+          this.bounds.segmentBytes,
+          await segmentTimes(db),
+        )
         await this.catchUp()
       } catch (err) {
         this.broken = Object.assign(new Error(`the engine store did not open again: ${String(err)}`), {
@@ -871,6 +896,7 @@ export class EngineStore {
     await this.db.batch(
       [
         ...gone.map((key) => ({ type: 'del' as const, key })),
+        { type: 'del', key: SEGTIME + n.toString(36) },
         { type: 'put', key: DROPPED, value: String(n) },
       ],
       { sync: true },
@@ -921,6 +947,8 @@ export interface StoreOptions {
   commitWindowMs?: number
   /** The clock retention judges age by (the engine's). */
   now?: () => number
+  /** Told of the progress of a rebuild of the index: segments read of how many. */
+  onRebuild?: (done: number, of: number) => void
   /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */
   onDrop?: (d: { segment: number; removed: number; carried: number }) => void
 }

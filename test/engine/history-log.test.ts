@@ -5,13 +5,13 @@
 // the index the store kept.
 import { cp, open, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Level } from 'level'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { call, event, memoryTools, sop, step } from './helpers.ts'
+import { indexOf } from './fixtures/history-world.ts'
 
 const FIXTURE = join(import.meta.dirname, '../fixtures/engine-store-v1/store')
 
@@ -26,17 +26,6 @@ const FIXTURE_SOPS = [
     steps: [step(1, { requiresConfirmation: true, calls: [call('echo')] })],
   }),
 ]
-
-/** Every key of LevelDB's run index and record locators, sorted, with values. */
-async function indexOf(dir: string): Promise<string[]> {
-  const db = new Level<string, string>(dir, { valueEncoding: 'utf8' })
-  await db.open()
-  const out: string[] = []
-  for await (const [k, v] of db.iterator())
-    if (/^(ix|run|fin|open)!/.test(k)) out.push(`${k.replaceAll('\u0000', '\\0')} = ${v}`)
-  await db.close()
-  return out.sort()
-}
 
 t.test('a store written before the history log opens, moves into it and keeps every run', async (t) => {
   const dir = join(await tempDir(t, 'svc-migrate-'), 'engine')

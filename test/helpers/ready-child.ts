@@ -20,8 +20,9 @@ export async function startReadyChild(
   script: string,
   dir: string,
   what: string,
+  args: readonly string[] = [],
 ): Promise<ReadyChild> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', script, dir], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', script, dir, ...args], {
     stdio: ['ignore', 'inherit', 'inherit'],
   })
   let exited = false

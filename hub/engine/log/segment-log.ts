@@ -45,8 +45,14 @@ export class SegmentLog {
   /**
    * Opens the log, creating its folder. The newest segment is read whole: a batch cut short
    * (no commit frame: the hub stopped between its write and its sync) is cut off the file.
+   * `times`: when each full segment was last written, by the store's clock (`append` says when
+   * a segment is full); a segment without one is dated by its file's time.
    */
-  static async open(dir: string, segmentBytes: number): Promise<SegmentLog> {
+  static async open(
+    dir: string,
+    segmentBytes: number,
+    times: ReadonlyMap<number, number> = new Map(),
+  ): Promise<SegmentLog> {
     await mkdir(dir, { recursive: true })
     const numbers = (await readdir(dir))
       .map((f) => NAME.exec(f))
@@ -56,7 +62,7 @@ export class SegmentLog {
     const infos = new Map<number, SegmentInfo>()
     for (const n of numbers) {
       const s = await stat(join(dir, fileName(n)))
-      infos.set(n, { n, bytes: s.size, lastWriteAt: s.mtimeMs })
+      infos.set(n, { n, bytes: s.size, lastWriteAt: times.get(n) ?? s.mtimeMs })
     }
     const last = numbers.at(-1) ?? 1
     const fh = await open(join(dir, fileName(last)), constants.O_RDWR | constants.O_CREAT)
@@ -87,8 +93,12 @@ export class SegmentLog {
    * Appends one encoded batch and syncs it (fdatasync). A new segment is started first when
    * this one would pass its size. On an error the batch is cut off again, as far as the disk lets.
    */
-  async append(bytes: Buffer, now: number): Promise<{ seg: number; off: number }> {
-    if (this.head.size > 0 && this.head.size + bytes.length > this.segmentBytes) await this.roll(now)
+  async append(bytes: Buffer, now: number): Promise<{ seg: number; off: number; full?: SegmentInfo }> {
+    let full: SegmentInfo | undefined
+    if (this.head.size > 0 && this.head.size + bytes.length > this.segmentBytes) {
+      full = { ...this.infos.get(this.head.n)! }
+      await this.roll(now)
+    }
     const { fh, size: off } = this.head
     try {
       // A write may take fewer bytes than asked (a nearly full disk): the rest is written again,
@@ -106,7 +116,7 @@ export class SegmentLog {
     const info = this.infos.get(this.head.n)!
     info.bytes = this.head.size
     info.lastWriteAt = now
-    return { seg: this.head.n, off }
+    return full ? { seg: this.head.n, off, full } : { seg: this.head.n, off }
   }
 
   /** Starts the next segment: created, and the folder synced so the new name survives a power cut. */
