@@ -70,6 +70,18 @@ export type EngineChange =
   /** A trigger was kept (held or deferred) or a kept one was released, for this SOP. */
   | { kind: 'kept'; sop: string }
 
+/** What `HubEngine.history` tells: the oldest run kept and the log's size, against its bounds. */
+export interface HistoryReach {
+  /** Creation time of the oldest run in the history (ms since the epoch); null: none. */
+  oldestAt: number | null
+  /** Bytes of the history log (its segment files). */
+  logBytes: number
+  segments: number
+  /** The bounds: finished runs older than this many ms, or past this many log bytes, are dropped. */
+  maxAgeMs: number
+  maxBytes: number
+}
+
 export interface HubEngine extends Engine {
   approve(runId: string, opts?: ApproveOptions): Promise<RunResult>
   deny(runId: string, opts?: { by?: string; note?: string }): Promise<RunResult>
@@ -92,6 +104,11 @@ export interface HubEngine extends Engine {
   logs(runId: string): Promise<LogEntry[] | undefined>
   /** Triggers kept by the parallel (deferred) and hold (held) policies, in arrival order. */
   keptTriggers(): KeptTrigger[]
+  /**
+   * How far back the run history reaches and what it takes on disk (hub/engine/README.md,
+   * "Retention"); absent on an engine without a history log.
+   */
+  history?(): HistoryReach
   /** Recorded admission decisions, oldest first (the latest `limit`, default 1000). */
   admissions(limit?: number): Promise<AdmissionRecord[]>
   /** Replace the loaded SOPs; runs in flight keep the SOP they started with. */

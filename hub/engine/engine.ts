@@ -12,6 +12,7 @@ import type {
   RunPage,
   RunResult,
   RunSummary,
+  HistoryReach,
 } from '../../sops/hub-engine.ts'
 import { admit, cooldownLeft, mayRelease, type AdmissionVerdict } from '../../sops/run/admission.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
@@ -516,24 +517,24 @@ export class Engine implements HubEngine {
     this.runSop.delete(run.id)
     this.aborts.delete(run.id)
     run.updatedAt = this.now()
-    // Deferred (group-commit.ts): nothing waits for a finished run's record. It is handed to the
-    // group commit first, so whatever comes of the news (a released trigger's admission, a
-    // watcher's write) is stored after it, in its batch or a later one. A kill before it lands
-    // re-runs the last step on restart, marked as a possible repeat, as a kill during that step
-    // would, and the news is told again.
+    // Deferred (group-commit.ts): no side effect waits for a finished run's record. It is handed
+    // to the group commit before the SOP's kept triggers are released, so their admissions are
+    // stored after it, in its batch or a later one. The news of it waits for it (EngineChange:
+    // told once durable), for as long as the group commit holds it (DEFER_MS, longer while events come steadily). A kill before it lands re-runs
+    // the last step on restart, marked as a possible repeat, as a kill during that step would.
     this.finishing.set(run.id, run)
     const stored = this.durable(
       run.id,
       [...this.store.finishOps(run, summary(run)), this.store.lastFinishedOp(run.sop, run.finishedAt)],
       { defer: true },
     )
-    this.runChanged(run)
     this.release(run.sop)
     try {
       await stored
     } finally {
       this.finishing.delete(run.id)
     }
+    this.runChanged(run)
     this.store.forget(run.id)
   }
 
@@ -926,6 +927,10 @@ export class Engine implements HubEngine {
 
   async logs(runId: string): Promise<LogEntry[] | undefined> {
     return (await this.getRun(runId))?.log
+  }
+
+  history(): HistoryReach {
+    return this.store.history()
   }
 
   forgetOnce(marks: readonly { sop: string; key: string; fingerprint: string }[]): void {

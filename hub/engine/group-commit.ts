@@ -10,11 +10,21 @@ export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del
 /**
  * How long a deferrable write may wait for a write that cannot wait: a run's final record rides
  * in the next admission's sync instead of costing one of its own, and the next event's admission
- * does not queue behind it (bench/README.md, peer: one event at a time paid two fsyncs). Long
- * enough that events a second apart share one sync each (hub/engine/README.md, "The write
- * budget"); what it risks is a kill in that time running a run's last step again.
+ * does not queue behind it (bench/README.md, peer: one event at a time paid two fsyncs). The
+ * wait follows the writes that cannot wait: while they come at a steady pace (events a second
+ * apart or closer), until a little after the next one is due, at most DEFER_MAX_MS; otherwise
+ * DEFER_MS (hub/engine/README.md, "The write budget"). What a longer wait risks is a kill in it
+ * running a run's last step again.
  */
-export const DEFER_MS = 2000
+export const DEFER_MS = 5
+export const DEFER_MAX_MS = 2000
+
+/** How long a deferrable write waits, given when the last urgent writes came (ms, monotonic). */
+export function deferFor(now: number, lastUrgentAt: number, gap: number): number {
+  if (!Number.isFinite(gap) || gap > DEFER_MAX_MS || now - lastUrgentAt > gap * 2) return DEFER_MS
+  const due = lastUrgentAt + gap - now
+  return Math.min(DEFER_MAX_MS, Math.max(DEFER_MS, due + Math.max(DEFER_MS, gap / 4)))
+}
 
 export type WriteBatch = (ops: BatchOp[]) => Promise<void>
 
@@ -44,6 +54,9 @@ export class GroupCommitter {
   ) {}
 
   private window: NodeJS.Timeout | null = null
+  /** When the last write that cannot wait came, and the time between the last two. */
+  private lastUrgentAt = Number.NEGATIVE_INFINITY
+  private urgentGap = Number.POSITIVE_INFINITY
 
   /**
    * Resolves once `ops` are synced. `defer`: nothing the caller does next depends on it being
@@ -54,9 +67,14 @@ export class GroupCommitter {
       if (!this.pending) this.pending = { ops: [], waiters: [] }
       for (const op of ops) this.pending.ops.push(op)
       this.pending.waiters.push({ resolve, reject })
+      const now = performance.now()
+      if (!opts.defer) {
+        this.urgentGap = now - this.lastUrgentAt
+        this.lastUrgentAt = now
+      }
       if (this.flushing) return
       if (opts.defer) {
-        this.deferred ??= setTimeout(() => this.start(), DEFER_MS)
+        this.deferred ??= setTimeout(() => this.start(), deferFor(now, this.lastUrgentAt, this.urgentGap))
         return
       }
       if (this.windowMs > 0) {

@@ -7,7 +7,7 @@
 // applied again, so after a crash it never disagrees with the log.
 import { join } from 'node:path'
 import { Level } from 'level'
-import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
+import type { HistoryReach, RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import {
   MAX_LOG_ENTRIES,
@@ -790,12 +790,13 @@ export class EngineStore {
   }
 
   /** How far back the history reaches and what it takes on disk (`svc hub status`, the console). */
-  history(): { oldest: number | null; logBytes: number; segments: number; bounds: HistoryBounds } {
+  history(): HistoryReach {
     return {
-      oldest: this.oldest,
+      oldestAt: this.oldest,
       logBytes: this.log.bytes(),
       segments: this.log.segments().length,
-      bounds: this.bounds,
+      maxAgeMs: this.bounds.maxAgeMs,
+      maxBytes: this.bounds.maxBytes,
     }
   }
 

@@ -2,7 +2,13 @@
 // before its batch is written, and a deferrable write rides in the next write's batch.
 import t from 'tap'
 import { waitFor } from '../helpers/wait.ts'
-import { GroupCommitter, type WriteBatch } from '../../hub/engine/group-commit.ts'
+import {
+  DEFER_MAX_MS,
+  DEFER_MS,
+  GroupCommitter,
+  type WriteBatch,
+  deferFor,
+} from '../../hub/engine/group-commit.ts'
 
 /** A batch writer that holds each batch until released, and keeps what it was given. */
 function heldWriter() {
@@ -110,3 +116,16 @@ t.test(
     t.same(seen[1], [{ type: 'del', key: 'k' }], 'the next batch goes through')
   },
 )
+
+t.test('a final record waits for the next admission while events come steadily, else 5 ms', async (t) => {
+  t.equal(deferFor(1000, 1000, Number.POSITIVE_INFINITY), DEFER_MS, 'the first event: nothing to go by')
+  t.equal(
+    deferFor(1010, 1000, 1000),
+    1000 - 10 + 250,
+    'a second apart: until a quarter gap after the next is due',
+  )
+  t.equal(deferFor(1005, 1000, 20), 20 - 5 + 5, '50 a second: until just after the next')
+  t.equal(deferFor(1000, 1000, 5000), DEFER_MS, 'events further apart than DEFER_MAX_MS: no long wait')
+  t.equal(deferFor(4000, 1000, 1000), DEFER_MS, 'the stream stopped (no event for two gaps): no long wait')
+  t.ok(deferFor(1000, 1000, 1900) <= DEFER_MAX_MS, 'never past DEFER_MAX_MS')
+})
