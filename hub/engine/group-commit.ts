@@ -5,7 +5,14 @@
 // Operations go to LevelDB in arrival order, so of two on one key the later wins (LevelDB
 // applies a batch in order); they are not merged here, which cost more per operation (a map
 // of every key in the batch) than the few repeated keys a batch has (`last!<sop>`) save.
-export type BatchOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+/**
+ * `local`: an operation on what the store can derive from its other operations (the run index,
+ * the `open!` markers): applied to the index, not written to the history log, and derived again
+ * from the log after a crash (store.ts `derived`).
+ */
+export type BatchOp =
+  | { type: 'put'; key: string; value: string; local?: true }
+  | { type: 'del'; key: string; local?: true }
 
 /**
  * How long a deferrable write may wait for a write that cannot wait: a run's final record rides

@@ -75,6 +75,31 @@ export const DEFAULT_BOUNDS: HistoryBounds = {
   segmentBytes: 8 * 1024 * 1024,
 }
 
+/**
+ * The local operations (never logged: BatchOp `local`) a logged one implies: a run's first
+ * record puts its "all" and "by SOP" index keys and its `open!` marker; a finished run's summary
+ * puts its "by state" keys and removes the marker (run-index.ts).
+ */
+function derived(op: BatchOp): BatchOp[] {
+  if (op.type !== 'put') return []
+  if (op.key.startsWith(RUN) && op.key.endsWith(FIRST)) {
+    const head = (JSON.parse(op.value) as Delta).head
+    if (!head) return []
+    return [
+      ...indexKeys({ ...head, state: 'pending' }).map((key) => ({ type: 'put' as const, key, value: '' })),
+      { type: 'put', key: OPEN + head.id, value: '' },
+    ]
+  }
+  if (op.key.startsWith(FIN)) {
+    const s = JSON.parse(op.value) as RunSummary
+    return [
+      ...finishedKeys(s).map((key) => ({ type: 'put' as const, key, value: '' })),
+      { type: 'del', key: OPEN + s.id },
+    ]
+  }
+  return []
+}
+
 async function segmentTimes(db: Level<string, string>): Promise<Map<number, number>> {
   const out = new Map<number, number>()
   for await (const [k, v] of db.iterator({ gt: SEGTIME, lt: `${SEGTIME}\xff` }))
@@ -323,19 +348,21 @@ export class EngineStore {
     }
   }
 
+  /** Applies a batch read back from the log, with what its records imply (`derived`). */
   private applyScanned(
     seg: number,
     scanned: readonly { op: BatchOp; off: number; len: number }[],
     end: number,
     only?: (key: string) => boolean,
   ): Promise<void> {
-    return this.apply(
-      scanned.map((s) => s.op),
-      (i) => locatorText(seg, scanned[i]!.off, scanned[i]!.len),
-      `${seg}:${end}`,
-      false,
-      only,
-    )
+    const ops: BatchOp[] = []
+    const locators: string[] = []
+    for (const s of scanned) {
+      ops.push(s.op)
+      locators[ops.length - 1] = locatorText(seg, s.off, s.len)
+      ops.push(...derived(s.op))
+    }
+    return this.apply(ops, (i) => locators[i]!, `${seg}:${end}`, false, only)
   }
 
   /**
@@ -351,8 +378,8 @@ export class EngineStore {
 
   /**
    * Moves a store written before the history log (run records and summaries as LevelDB values)
-   * into it: each run's records, its `open!` marker and its index keys are written again through
-   * the log, so the log alone can rebuild the index. A crash part-way leaves the layout marker
+   * into it: each run's records are written again through the log, which is all a rebuild of
+   * the index needs (its keys and `open!` marker follow from them, `derived`). A crash part-way leaves the layout marker
    * unset and the next open goes on: a record already moved holds a locator and is passed over.
    */
   private async migrate(): Promise<void> {
@@ -369,8 +396,8 @@ export class EngineStore {
       if (fin !== undefined && !fin.startsWith('@')) ops.push({ type: 'put', key: FIN + id, value: fin })
       const r = await this.replay(id)
       if (r) {
-        if (fin === undefined) ops.push({ type: 'put', key: OPEN + id, value: '' })
-        for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '' })
+        if (fin === undefined) ops.push({ type: 'put', key: OPEN + id, value: '', local: true })
+        for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '', local: true })
       }
       if (ops.length >= 2000) {
         await this.write(ops)
@@ -419,7 +446,7 @@ export class EngineStore {
     if (!w) {
       w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
-      for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '' })
+      for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '', local: true })
       const head: RunHead = {
         id: run.id,
         sop: run.sop,
@@ -429,7 +456,7 @@ export class EngineStore {
         admission: run.admission,
       }
       json += `"head":${JSON.stringify(head)},`
-      ops.push({ type: 'put', key: OPEN + run.id, value: '' })
+      ops.push({ type: 'put', key: OPEN + run.id, value: '', local: true })
     }
     json += `"st":${JSON.stringify(storedState(st))}`
     let changed = ''
@@ -467,9 +494,9 @@ export class EngineStore {
     this.finishedSince.add(run.id)
     return [
       ...this.runOps(run),
-      ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '' })),
+      ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
       { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
-      { type: 'del', key: OPEN + run.id },
+      { type: 'del', key: OPEN + run.id, local: true },
     ]
   }
 
@@ -922,8 +949,8 @@ export class EngineStore {
     return [
       ...keys.filter((k) => k !== deltaKey(run.id, 0)).map((key) => ({ type: 'del' as const, key })),
       { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },
-      { type: 'put', key: OPEN + run.id, value: '' },
-      ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '' })),
+      { type: 'put', key: OPEN + run.id, value: '', local: true },
+      ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
     ]
   }
 

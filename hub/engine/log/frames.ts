@@ -5,7 +5,10 @@
 //   frame = u32 LE body length, u32 LE CRC-32 of the body, body
 //   body  = kind (P put, D delete, C commit), u32 LE key length, key, value   (UTF-8)
 //
-// A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
+// A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame. A batch
+// that would cross into the next page but fits in one starts on that page instead (segment-log.ts
+// `append`): the gap before it is zeroes, which a scan steps over to the page boundary.
+export const PAGE = 4096
 import { crc32 } from 'node:zlib'
 
 export const HEADER = 8
@@ -16,12 +19,14 @@ const MIN_BODY = 5
 /** Larger than any batch the engine writes; a length past it is a torn or foreign header. */
 export const MAX_BODY = 64 * 1024 * 1024
 
-export type LogOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+export type LogOp =
+  | { type: 'put'; key: string; value: string; local?: true }
+  | { type: 'del'; key: string; local?: true }
 
-/** One batch as bytes, and where each operation's frame starts and how long it is. */
+/** One batch as bytes, and where each operation's frame starts and how long it is (null: local, not written). */
 export interface EncodedBatch {
   bytes: Buffer
-  frames: { off: number; len: number }[]
+  frames: ({ off: number; len: number } | null)[]
 }
 
 export function encodeBatch(ops: readonly LogOp[]): EncodedBatch {
@@ -29,6 +34,7 @@ export function encodeBatch(ops: readonly LogOp[]): EncodedBatch {
   const keys: Buffer[] = []
   const values: (Buffer | null)[] = []
   for (const op of ops) {
+    if (op.local) continue
     const k = Buffer.from(op.key)
     const v = op.type === 'put' ? Buffer.from(op.value) : null
     keys.push(k)
@@ -51,8 +57,13 @@ export function encodeBatch(ops: readonly LogOp[]): EncodedBatch {
     at = body + bodyLen
     return { off: start, len: at - start }
   }
-  for (let i = 0; i < ops.length; i++)
-    frames.push(frame(ops[i]!.type === 'put' ? KIND_PUT : KIND_DEL, keys[i]!, values[i]!))
+  let j = 0
+  for (const op of ops)
+    if (op.local) frames.push(null)
+    else {
+      frames.push(frame(op.type === 'put' ? KIND_PUT : KIND_DEL, keys[j]!, values[j]!))
+      j++
+    }
   frame(KIND_COMMIT, null, null)
   return { bytes, frames }
 }
@@ -77,6 +88,11 @@ function checkedBody(buf: Buffer, at: number): Buffer | null {
   if (kind !== KIND_PUT && kind !== KIND_DEL && kind !== KIND_COMMIT) return null
   if (body.readUInt32LE(1) > len - MIN_BODY) return null
   return body
+}
+
+function isZero(buf: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (buf[i] !== 0) return false
+  return true
 }
 
 function opOf(body: Buffer): LogOp | null {
@@ -105,7 +121,14 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
   let ops: ScannedBatch['ops'] = []
   for (;;) {
     const body = checkedBody(buf, at)
-    if (body === null) break
+    if (body === null) {
+      const page = PAGE - ((from + at) % PAGE)
+      if (page < PAGE && at + page < buf.length && isZero(buf, at, at + page)) {
+        at += page
+        continue
+      }
+      break
+    }
     const len = HEADER + body.length
     const op = opOf(body)
     if (op === null) {
