@@ -900,22 +900,38 @@ export class EngineStore {
     }
     const gone: string[] = []
     let removed = 0
-    for (const id of heads) {
-      const loc = await this.db.get(deltaKey(id, 0))
-      if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) continue
-      const keys: string[] = []
-      for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
-      const r = await this.replay(id)
-      const open = (await this.db.get(OPEN + id)) !== undefined
-      if (this.finishedSince.has(id)) return false
-      if (r && open) {
-        carry.push(...this.carryOps(r.run, keys))
-        carriedIds.push(id)
-        if (carry.length >= 2000 && !(await flushCarry())) return false
-      } else {
-        gone.push(...keys, FIN + id, OPEN + id, ...(r ? indexKeys(r.run) : []))
-        removed++
-      }
+    // Read in chunks, each run's keys at once: a segment holds thousands of runs, and retention
+    // must drop them faster than a burst writes them.
+    const ids = [...heads]
+    for (let c = 0; c < ids.length; c += 256) {
+      const chunk = ids.slice(c, c + 256)
+      const [firsts, opens, fins] = await Promise.all([
+        this.db.getMany(chunk.map((id) => deltaKey(id, 0))),
+        this.db.getMany(chunk.map((id) => OPEN + id)),
+        this.db.getMany(chunk.map((id) => FIN + id)),
+      ])
+      await Promise.all(
+        chunk.map(async (id, i) => {
+          const loc = firsts[i]
+          if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) return
+          const keys: string[] = []
+          for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
+          if (opens[i] !== undefined) {
+            const r = await this.replay(id)
+            if (r) {
+              carry.push(...this.carryOps(r.run, keys))
+              carriedIds.push(id)
+              return
+            }
+          }
+          // Finished: its index keys from its summary, not its records.
+          const fin = await this.valueOf(fins[i])
+          const indexed = fin !== undefined ? (JSON.parse(fin) as RunSummary) : (await this.replay(id))?.run
+          gone.push(...keys, FIN + id, OPEN + id, ...(indexed ? indexKeys(indexed) : []))
+          removed++
+        }),
+      )
+      if (carry.length >= 2000 && !(await flushCarry())) return false
     }
     if (!(await flushCarry())) return false
     // A finished run's keys go from LevelDB alone, not through the log: the log needs no record
