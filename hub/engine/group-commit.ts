@@ -38,6 +38,8 @@ export type WriteBatch = (ops: BatchOp[]) => Promise<void>
 interface Pending {
   ops: BatchOp[]
   waiters: { resolve: () => void; reject: (e: unknown) => void }[]
+  /** Holds a write that cannot wait, or a deferred one whose time is up: written next. */
+  due: boolean
 }
 
 export class GroupCommitter {
@@ -71,19 +73,24 @@ export class GroupCommitter {
    */
   write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      if (!this.pending) this.pending = { ops: [], waiters: [] }
-      for (const op of ops) this.pending.ops.push(op)
-      this.pending.waiters.push({ resolve, reject })
+      if (!this.pending) this.pending = { ops: [], waiters: [], due: false }
+      const pending = this.pending
+      for (const op of ops) pending.ops.push(op)
+      pending.waiters.push({ resolve, reject })
       const now = performance.now()
       if (!opts.defer) {
-        this.urgentGap = now - this.lastUrgentAt
+        // Writes close together (an admission and its run's first checkpoint) are one event's.
+        if (now - this.lastUrgentAt >= 2 * DEFER_MS) this.urgentGap = now - this.lastUrgentAt
         this.lastUrgentAt = now
+        pending.due = true
       }
-      if (this.flushing) return
-      if (opts.defer) {
-        this.deferred ??= setTimeout(() => this.start(), deferFor(now, this.lastUrgentAt, this.urgentGap))
+      if (!pending.due) {
+        // Deferred only: it waits its time, also while a batch is on disk (the loop leaves it).
+        this.deferred ??= setTimeout(() => this.due(), deferFor(now, this.lastUrgentAt, this.urgentGap))
         return
       }
+      // The loop writes a due batch as soon as the one on disk is done.
+      if (this.flushing) return
       if (this.windowMs > 0) {
         this.window ??= setTimeout(() => this.start(), this.windowMs)
         return
@@ -92,26 +99,35 @@ export class GroupCommitter {
     })
   }
 
-  private start(): void {
-    if (this.deferred) clearTimeout(this.deferred)
+  /** The deferred batch's time is up. */
+  private due(): void {
     this.deferred = null
+    if (this.pending) this.pending.due = true
+    this.start()
+  }
+
+  private start(): void {
     if (this.window) clearTimeout(this.window)
     this.window = null
-    if (!this.flushing) this.flushing = this.loop()
+    if (!this.flushing && this.pending?.due) this.flushing = this.loop()
   }
 
   /** Resolves when everything handed in so far is durable. */
   async drain(): Promise<void> {
-    if (this.deferred || this.window) this.start()
+    if (this.pending) this.pending.due = true
+    this.start()
     while (this.flushing) await this.flushing
   }
 
   private async loop(): Promise<void> {
     // Yield once so writers in the same tick share the first batch too.
     await Promise.resolve()
-    while (this.pending) {
+    while (this.pending?.due) {
       const batch = this.pending
       this.pending = null
+      // Any deferred write waiting is in this batch.
+      if (this.deferred) clearTimeout(this.deferred)
+      this.deferred = null
       const t0 = performance.now()
       try {
         const ops = batch.ops

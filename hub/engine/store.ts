@@ -62,10 +62,12 @@ const DROPPED = 'meta!dropped'
 const FIRST = '!000000'
 /**
  * Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36): the run
- * records, the finished runs' summaries, the admission records. What LevelDB then writes and
+ * records, the finished runs' summaries, the admission records, the fingerprinted once-only
+ * marks (rewritten with every MQTT event, up to four a key). What LevelDB then writes and
  * compacts is keys and locators, a tenth of the bytes.
  */
-const inLog = (key: string) => key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(ADM)
+const inLog = (key: string) =>
+  key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(ADM) || key.startsWith(MARK)
 /** Keys the log carries for the run index, cleared and applied again by `rebuildIndex`. */
 const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN) || key.startsWith(INDEX)
 
@@ -538,8 +540,11 @@ export class EngineStore {
   /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
   async marks(): Promise<Map<string, OnceMark[]>> {
     const out = new Map<string, OnceMark[]>()
-    for await (const [k, v] of this.db.iterator({ gt: MARK, lt: MARK + '\xff' }))
-      out.set(k.slice(MARK.length), JSON.parse(v) as OnceMark[])
+    for await (const [k, v] of this.db.iterator({ gt: MARK, lt: MARK + '\xff' })) {
+      // A mark in a segment retention dropped is far older than the 30 s a mark is kept for.
+      const text = await this.valueOf(v)
+      if (text !== undefined) out.set(k.slice(MARK.length), JSON.parse(text) as OnceMark[])
+    }
     return out
   }
 
