@@ -1,8 +1,11 @@
 // `GET /hub/status`: the hub's state in one answer, for `svc hub status` (hub/cli/hub-status.ts):
 // what `svc/hub/state` says (hub/mqtt-state/payloads.ts), plus the process, the broker, and the
 // MQTT session's backlog with the broker limit that drops events next when the hub falls behind
-// (hub/README.md, Falling behind an external broker).
+// (hub/README.md, Falling behind an external broker), and how far back the run history reaches
+// (hub/history/view.ts).
 import type { FastifyInstance } from 'fastify'
+import type { HistoryReach } from '../../sops/hub-engine.ts'
+import { historyView } from '../history/view.ts'
 import { BEHIND_AFTER_S, type MqttBacklog } from '../triggers/intake.ts'
 import { type HubSnapshot, hubStateObject } from '../mqtt-state/payloads.ts'
 
@@ -19,6 +22,8 @@ export interface StatusInput {
   pid: number
   broker: { embedded: boolean; url: string; connected: boolean }
   backlog: MqttBacklog | null
+  /** HubEngine.history(); absent or null on an engine without a history log. */
+  history?: HistoryReach | null
 }
 
 /** A URL as shown: no user name or password, whatever the configuration holds. */
@@ -48,6 +53,7 @@ export function hubStatus(i: StatusInput) {
     },
     // `lagging`: in flight without a break for BEHIND_AFTER_S, or reading stopped at the cap.
     mqtt: b && { ...b, lagging: b.busySeconds >= BEHIND_AFTER_S || b.inFlight >= b.cap },
+    history: i.history ? historyView(i.history) : null,
   }
 }
 

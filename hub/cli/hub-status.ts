@@ -3,6 +3,7 @@
 // session's backlog, said plainly when the hub is behind its broker and which limit drops next.
 import type { HubStatus } from '../api/status.ts'
 import { diskLine } from '../disk/view.ts'
+import { historyLine } from '../history/view.ts'
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { parseOptions } from './options.ts'
@@ -12,7 +13,8 @@ export const STATUS_HELP = `usage: svc hub status [--json]
 The running hub's state, from its local API: since when and which process, the broker (embedded
 or external, connected or not, and where events wait while the hub is behind), SOPs loaded, runs
 by state, held and deferred triggers, boards, the disk (REFUSING new work while below its reserve,
-hub/README.md "A full disk"), and the MQTT session's backlog: events being
+hub/README.md "A full disk"), how far back the run history reaches and its size against
+hub.toml [history], and the MQTT session's backlog: events being
 admitted now (in flight), the most at once (peak), times reading stopped at the cap, busy
 stretches warned about (behind), redelivered events recognised (repeats). --json prints the
 hub's answer as is (GET /hub/status).`
@@ -51,6 +53,7 @@ export function formatHubStatus(s: HubStatus): string {
   const boards = Object.entries(s.boards)
   if (boards.length > 0) rows.push(['boards', boards.map(([n, st]) => `${n} ${st}`).join(', ')])
   if (s.disk) rows.push(['disk', diskLine(s.disk)])
+  if (s.history) rows.push(['history', historyLine(s.history, Date.parse(s.at))])
   const m = s.mqtt
   if (!m) rows.push(['mqtt', 'no MQTT trigger session'])
   else {

@@ -2,11 +2,18 @@
 // runs, else the hub's stored records (its data folder's `engine/` LevelDB). Not both: while a
 // hub runs it holds the store's lock, and when none runs there is no API. The source is named
 // in the output, so a reader knows whether what they see is live.
+//
+// A reader drops nothing: the stored records are opened with bounds no run is past, so a command
+// run while the hub is stopped never applies retention (hub/engine/README.md, "Retention") with
+// bounds other than the hub's; the hub applies its own when it starts.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { type RunFilter, RunFilterError, type RunPage } from '../../sops/hub-engine.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
+import type { HubStatus } from '../api/status.ts'
 import { readApiInfo } from '../api/token.ts'
+import type { HistoryBounds } from '../engine/log/retention.ts'
+import { type HistoryView, historyView } from '../history/view.ts'
 import { svcPaths } from '../paths.ts'
 import { processAlive, requestHub } from './hub-client.ts'
 import { type CliIo, UsageError, UserError } from './io.ts'
@@ -16,6 +23,11 @@ export interface RunSource {
   label: string
   getRun(id: string): Promise<RunRecord | undefined>
   queryRuns(filter: RunFilter): Promise<RunPage>
+  /**
+   * How far back the history reaches (hub/history/view.ts): the running hub's `GET /hub/status`,
+   * or the stored log with hub.toml's `[history]`; null when neither can say.
+   */
+  history(): Promise<HistoryView | null>
   close(): Promise<void>
 }
 
@@ -25,13 +37,11 @@ export async function openRunSource(io: CliIo): Promise<RunSource> {
   if (info.ok && (info.value.pid === undefined || processAlive(info.value.pid)))
     return apiSource(io, info.value.url)
   // The info file of a hub that died names its data folder; else the one `svc hub` would use.
-  let dataDir = info.ok ? info.value.dataDir : undefined
-  if (dataDir === undefined) {
-    const { loadConfig } = await import('../daemon/config.ts')
-    const cfg = await loadConfig(undefined, io.env)
-    dataDir = cfg.ok ? cfg.config.dataDir : paths.data
-  }
-  return storeSource(join(dataDir, 'engine'))
+  const { loadConfig } = await import('../daemon/config.ts')
+  const { historyBounds } = await import('../engine/log/retention.ts')
+  const cfg = await loadConfig(undefined, io.env)
+  const dataDir = (info.ok ? info.value.dataDir : undefined) ?? (cfg.ok ? cfg.config.dataDir : paths.data)
+  return storeSource(join(dataDir, 'engine'), cfg.ok ? historyBounds(cfg.config.history) : null)
 }
 
 function apiSource(io: CliIo, url: string): RunSource {
@@ -54,19 +64,28 @@ function apiSource(io: CliIo, url: string): RunSource {
       if (r.status >= 400) throw new UserError(error ?? `the hub answered ${r.status}`)
       return r.body as RunPage
     },
+    async history() {
+      const r = await requestHub(io, 'GET', '/hub/status')
+      return r.status === 200 ? ((r.body as Partial<HubStatus>).history ?? null) : null
+    },
     close: async () => {},
   }
 }
 
-async function storeSource(path: string): Promise<RunSource> {
+/** Bounds no run is past: a store opened with them drops nothing. */
+const KEEP_ALL = { maxAgeMs: Number.MAX_SAFE_INTEGER, maxBytes: Number.POSITIVE_INFINITY }
+
+/** `bounds`: hub.toml's `[history]`, shown and never applied; null when hub.toml does not load. */
+async function storeSource(path: string, bounds: HistoryBounds | null): Promise<RunSource> {
   if (!existsSync(join(path, 'CURRENT')))
     throw new UserError(
       `no hub is running, and no run records are stored at ${path}; start one with \`svc hub run\``,
     )
-  const { EngineStore } = await import('../engine/store.ts')
+  const { DEFAULT_BOUNDS, EngineStore } = await import('../engine/store.ts')
   let store: Awaited<ReturnType<typeof EngineStore.open>>
   try {
-    store = await EngineStore.open(path)
+    const segmentBytes = (bounds ?? DEFAULT_BOUNDS).segmentBytes
+    store = await EngineStore.open(path, { history: { ...KEEP_ALL, segmentBytes } })
   } catch (err) {
     const e = err as Error & { cause?: Error }
     throw new UserError(
@@ -83,6 +102,13 @@ async function storeSource(path: string): Promise<RunSource> {
         if (err instanceof RunFilterError) throw new UsageError(err.message)
         throw err
       }
+    },
+    async history() {
+      // The oldest run is read by a retention pass; the one started at open is waited for.
+      await store.prune()
+      const h = store.history()
+      if (!bounds) return null
+      return historyView({ ...h, maxAgeMs: bounds.maxAgeMs, maxBytes: bounds.maxBytes })
     },
     close: () => store.close(),
   }

@@ -7,13 +7,15 @@ import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
 import { parseTimeArg } from '../api/time-arg.ts'
 import { callHub, requestHub } from './hub-client.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
+import { keptLine } from '../history/view.ts'
 import { openRunSource, type RunSource } from './run-source.ts'
 import { heldText, logText, runsTable, statusText } from './run-text.ts'
 import { type Flags, one, parseFlags, payloadFlag } from './sop-flags.ts'
 
 export const HISTORY_HELP = `  svc sop runs [--sop NAME] [--state STATE] [--since T] [--until T] [--limit N] [--cursor C] [--json]
                                                 run history, newest first, a page at a time
-                                                (T: an ISO date or time, or a span back: 30m, 2h, 7d)
+                                                (T: an ISO date or time, or a span back: 30m, 2h, 7d);
+                                                says how far back the history is kept
   svc sop status <run_id> [--json]              a run whole: trigger payload, each step's input,
                                                 output, result and duration, approvals, state
   svc sop logs <run_id> [--json]                the run's log
@@ -77,15 +79,17 @@ async function runs(argv: string[], io: CliIo): Promise<number> {
   )
   if (f.positional.length > 0) throw new UsageError(`sop runs takes no arguments (got "${f.positional[0]}")`)
   const filter = runFilter(f)
-  const { page, label } = await withSource(io, async (s) => ({
+  const { page, label, history } = await withSource(io, async (s) => ({
     page: await s.queryRuns(filter),
     label: s.label,
+    history: f.json ? null : await s.history(),
   }))
   if (f.json) {
     io.out(JSON.stringify({ source: label, ...page } satisfies RunPage & { source: string }, null, 2))
     return EXIT_OK
   }
   io.out(`runs from ${label}`)
+  if (history) io.out(keptLine(history, Date.now()))
   io.out(runsTable(page.runs, Date.now()))
   if (page.next !== null) io.out(moreHint(argv, page.next))
   return EXIT_OK

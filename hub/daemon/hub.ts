@@ -531,6 +531,7 @@ export async function startHub(
           pid: process.pid,
           broker: { embedded: broker !== null, url: brokerUrl, connected: client.connected },
           backlog: router.mqttBacklog(),
+          history: engine.history?.() ?? null,
         })
       })
       boardRoutes(bridge, config.tools.boardTimeoutMs)(app)

@@ -134,7 +134,12 @@ t.test(
 t.test(
   'runs: history by SOP and state, keyset pages, bad filters named; a run page; unknown run 404',
   async (t) => {
-    const { hub, url } = await startConsoleHub(t, { sops: { dispense: APPROVAL_SOP, echo: TEXT_SOP } })
+    // A 4.32 s age bound: retention looks every 1.08 s, so the oldest run is read soon; these runs
+    // all fit the segment being written, which it never drops.
+    const { hub, url } = await startConsoleHub(t, {
+      sops: { dispense: APPROVAL_SOP, echo: TEXT_SOP },
+      toml: '[console]\nport = 0\n[history]\nmax_age_days = 0.00005\nmax_mb = 256\n',
+    })
     const c = await signedIn(url, hub.console!.loginLink())
     const ids: string[] = []
     for (let i = 0; i < 53; i++) ids.push(await triggerRun(hub, 'echo', `plain text ${i}`))
@@ -161,6 +166,22 @@ t.test(
     t.ok(
       created.every((at, i) => i === 0 || at <= created[i - 1]!),
       'newest first',
+    )
+
+    // Above the list: how far back the history reaches (the first run), its size, the bounds.
+    const oldest = (await hub.engine.getRun(ids[0]!))!.createdAt
+    await waitFor(() => hub.engine.history?.().oldestAt === oldest, 'a retention pass to read the oldest run')
+    const iso = new Date(oldest).toISOString().replace(/\.\d{3}Z$/, 'Z')
+    t.match(
+      all.replace(/\n/g, ' ').slice(0, all.indexOf('id="runs-list"')),
+      /<p class="muted" id="runs-history">History kept (\(no runs when|from <time)/,
+      'the line is above the list',
+    )
+    t.match(
+      await (await c.get('/runs')).text(),
+      new RegExp(
+        `<p class="muted" id="runs-history">History kept from <time datetime="${iso}" title="${iso}">[^<]+</time>: \\d+(\\.\\d)? KiB in 1 segment; finished runs are dropped after 4 s or past 256 MiB, whichever comes first\\.</p>`,
+      ),
     )
 
     const parked = rows(await (await c.get('/runs?state=paused_checkpoint')).text())

@@ -20,7 +20,7 @@ const root = fileURLToPath(new URL('../..', import.meta.url))
 /** `svc` in this process, on the hub whose home is `home`. */
 const svcIn = (home: string) => svcCli({ SVC_HOME: home }, root)
 
-async function writeHome(home: string, broker: string): Promise<void> {
+async function writeHome(home: string, broker: string, extra = ''): Promise<void> {
   await mkdir(join(home, 'sops', 'answer'), { recursive: true })
   await writeFile(
     join(home, 'sops', 'answer', 'SOP.toml'),
@@ -32,7 +32,7 @@ async function writeHome(home: string, broker: string): Promise<void> {
   )
   await writeFile(
     join(home, 'hub.toml'),
-    `[hub]\nsops_dir = "${join(home, 'sops')}"\n[broker]\n${broker}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
+    `[hub]\nsops_dir = "${join(home, 'sops')}"\n[broker]\n${broker}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n${extra}`,
   )
 }
 
@@ -55,10 +55,12 @@ async function afterEvents(t: Test, home: string, url: string, n: number): Promi
   return JSON.parse(r.out) as HubStatus
 }
 
-t.test('svc hub status on the embedded broker: runs, broker and the MQTT backlog', async (t) => {
+t.test('svc hub status on the embedded broker: runs, broker, the MQTT backlog, the history', async (t) => {
   const home = await tempDir(t)
   const port = await freePort()
-  await writeHome(home, `port = ${port}`)
+  // A 4.32 s age bound makes retention look every 1.08 s (retentionEveryMs), so the oldest run is
+  // read soon; the runs all fit the segment being written, which retention never drops.
+  await writeHome(home, `port = ${port}`, '[history]\nmax_age_days = 0.00005\nmax_mb = 512\n')
   const hub = await startHubChild(t, home)
   const s = await afterEvents(t, home, `mqtt://127.0.0.1:${port}`, 20)
   t.equal(s.state, 'online')
@@ -78,6 +80,31 @@ t.test('svc hub status on the embedded broker: runs, broker and the MQTT backlog
   t.match(text, /^broker +embedded mqtt:\/\/127\.0\.0\.1:\d+, connected$/m)
   t.match(text, /^sops +1 loaded, 0 invalid$/m)
   t.match(text, /^mqtt +keeping up: 0 in flight \(peak \d+ of 10000, reading stopped 0 times/m)
+
+  // The history: the first run's creation time once a retention pass has looked, the log's size
+  // and hub.toml's bounds.
+  const runs = JSON.parse((await svcIn(home)('sop', 'runs', '--json', '--limit', '1000')).out) as {
+    runs: { createdAt: number }[]
+  }
+  t.equal(runs.runs.length, 10, 'one run per event that passed the condition')
+  const first = new Date(Math.min(...runs.runs.map((r) => r.createdAt))).toISOString()
+  let h = s.history
+  await waitFor(async () => {
+    const r = await svcIn(home)('hub', 'status', '--json')
+    h = (JSON.parse(r.out) as HubStatus).history
+    return h?.oldest_at === first
+  }, 'a retention pass to read the oldest run')
+  t.ok(h!.log_bytes > 0, `the log holds the runs (${h!.log_bytes} bytes)`)
+  t.equal(h!.segments, 1, 'ten small runs fit one segment')
+  t.equal(h!.max_mb, 512)
+  t.ok(Math.abs(h!.max_age_days - 0.00005) < 1e-12, `max_age_days ${h!.max_age_days}`)
+  const line = /^history +(.*)$/m.exec((await svcIn(home)('hub', 'status')).out)?.[1]
+  t.match(
+    line,
+    new RegExp(
+      `^back to ${first.replace(/\./g, '\\.')} \\(\\d+[smh] ago\\), \\d+(\\.\\d)? (B|KiB) of 512 MiB in 1 segment; finished runs older than 4s are dropped$`,
+    ),
+  )
 })
 
 t.test(
@@ -109,6 +136,13 @@ t.test('what a person reads when the hub is behind', async (t) => {
     approvals_pending: 1,
     held: { count: 0, oldest_at: null },
     deferred: { count: 2, oldest_at: '2026-11-25T11:00:00.000Z' },
+    history: {
+      oldest_at: '2026-11-19T08:01:00.000Z',
+      log_bytes: 432_013_312,
+      segments: 52,
+      max_age_days: 30,
+      max_mb: 1024,
+    },
     pid: 4242,
     uptime_s: 3723,
     broker: {
@@ -138,6 +172,15 @@ t.test('what a person reads when the hub is behind', async (t) => {
   t.match(text, /raise that limit/)
   t.match(text, /^boards +vend1 online$/m)
   t.match(text, /^triggers +0 held, 2 deferred \(oldest 2026-11-25T11:00:00\.000Z\)$/m)
+  t.match(
+    text,
+    /^history +back to 2026-11-19T08:01:00\.000Z \(6d ago\), 412 MiB of 1\.0 GiB in 52 segments; finished runs older than 30 days are dropped$/m,
+  )
+  t.match(
+    formatHubStatus({ ...base, history: { ...base.history!, oldest_at: null, segments: 1 } }),
+    /^history +no runs when retention last looked, at most a minute ago, 412 MiB of 1\.0 GiB in 1 segment;/m,
+  )
+  t.notMatch(formatHubStatus({ ...base, history: null }), /^history/m, 'no line without a history log')
   const embedded = formatHubStatus({
     ...base,
     broker: { ...base.broker, kind: 'embedded', queue_limit: EMBEDDED_QUEUE },

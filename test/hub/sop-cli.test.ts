@@ -2,9 +2,12 @@
 // real `svc hub` process (its own SVC_HOME, token and API info file), the CLI through main() as
 // a user's shell would run it; then the same history read from the stored records once the hub
 // has stopped.
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { createEngine } from '../../hub/engine/index.ts'
+import { historyBounds } from '../../hub/engine/log/retention.ts'
+import { call, event, memoryTools, sop as sopOf, step } from '../engine/helpers.ts'
 import { svcCli } from '../helpers/cli.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -131,6 +134,11 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
       t.equal(r.code, 0, r.err)
       pages++
       t.match(r.out, /^runs from the running hub/)
+      // The oldest run is read by retention's passes (a minute apart here): either may be said.
+      t.match(
+        r.out,
+        /^runs from .*\nhistory kept: (back to \S+ \(\d+[smh] ago\)|no runs when retention last looked, at most a minute ago), \d+(\.\d)? (B|KiB|MiB) \(30 days or 1\.0 GiB, whichever first\)\n/,
+      )
       seen.push(...[...r.out.matchAll(/^([0-9a-f-]{36}) {2}greet {2}completed/gm)].map((m) => m[1]!))
       const more = /^more: svc sop (.*)$/m.exec(r.out)
       if (!more) break
@@ -239,6 +247,19 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
     const runs = await sop('runs', '--sop', 'greet')
     t.equal(runs.code, 0, runs.err)
     t.match(runs.out, /^runs from the stored records in .*data\/engine \(no hub is running\)\n/)
+    const all = JSON.parse((await sop('runs', '--json', '--limit', '1000')).out) as {
+      runs: { createdAt: number }[]
+    }
+    const first = new Date(Math.min(...all.runs.map((r) => r.createdAt))).toISOString()
+    t.match(
+      runs.out,
+      new RegExp(
+        `^history kept: back to ${first.replace(/\./g, '\\.')} \\(\\d+[smh] ago\\), \\d+(\\.\\d)? KiB \\(30 days or 1\\.0 GiB, whichever first\\)$`,
+        'm',
+      ),
+      'the oldest stored run, read from the store',
+    )
+    t.notMatch((await sop('runs', '--json')).out, /history kept/, '--json is the page as before')
     t.equal([...runs.out.matchAll(/ {2}greet {2}completed/g)].length, ids.length)
     const logs = await sop('logs', ids[0]!)
     t.equal(logs.code, 0, logs.err)
@@ -259,4 +280,46 @@ t.test('svc sop against a running hub, then from its stored records', async (t) 
     t.equal(trig.code, 1)
     t.match(trig.err, /no hub is running/)
   })
+})
+
+t.test('a store read with no hub running drops nothing, whatever its age', async (t) => {
+  // Runs made 40 days ago by the engine's clock, in 64 KiB segments, kept for a year by hub.toml:
+  // a reader that applied the engine's default bounds (30 days) would drop the full segments.
+  const home = await tempDir(t, 'svc-sop-old-')
+  await writeFile(
+    join(home, 'hub.toml'),
+    '[history]\nmax_age_days = 365\nsegment_mb = 0.0625\n[api]\nport = 0\n',
+  )
+  const back = Date.now() - 40 * 86_400_000
+  const engine = await createEngine({
+    sops: [sopOf({ name: 'old', maxConcurrent: 4, steps: [step(1, { calls: [call('echo', { x: 1 })] })] })],
+    tools: memoryTools().registry,
+    dbPath: join(home, 'data', 'engine'),
+    history: historyBounds({ maxAgeDays: 365, maxMb: 1024, segmentMb: 0.0625 }),
+    now: () => back,
+  })
+  for (let i = 0; i < 30; i++) await engine.trigger('old', event({ i, pad: 'x'.repeat(8000) }, back))
+  await engine.idle()
+  const made = (await engine.queryRuns({ limit: 1000 })).runs
+  await engine.close()
+  const segments = (await readdir(join(home, 'data', 'engine', 'history'))).length
+  t.ok(segments >= 3, `the runs fill ${segments} segments`)
+
+  const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: home }
+  delete env.SVC_SOPS_DIR
+  const sopCli = cli(env)
+  const r = await sopCli('runs', '--limit', '1000')
+  t.equal(r.code, 0, r.err)
+  t.match(r.out, /^runs from the stored records/)
+  t.equal([...r.out.matchAll(/ {2}old {2}completed/g)].length, made.length, 'every run listed')
+  t.match(
+    r.out,
+    new RegExp(
+      `^history kept: back to ${new Date(back).toISOString().replace(/\./g, '\\.')} \\(40d ago\\), \\d+(\\.\\d)? KiB \\(365 days or 1\\.0 GiB, whichever first\\)$`,
+      'm',
+    ),
+  )
+  t.equal((await readdir(join(home, 'data', 'engine', 'history'))).length, segments, 'no segment dropped')
+  const again = JSON.parse((await sopCli('runs', '--json', '--limit', '1000')).out) as { runs: unknown[] }
+  t.equal(again.runs.length, 30, 'and every run still there on the next read')
 })

@@ -9,7 +9,9 @@ import type { LogEntry, RunRecord, StepRecord } from '../../../sops/run/record.t
 import { RUN_STATES, type RunState } from '../../../sops/run/states.ts'
 import { type Html, html } from '../../../web/html.ts'
 import type { ConsoleContext } from '../context.ts'
-import { duration, jsonText, startOfDay, stateTag, when } from '../format.ts'
+import { age, duration, jsonText, startOfDay, stateTag, when } from '../format.ts'
+import { bytesText } from '../../disk/reserve.ts'
+import { daysText, historyView, NO_OLDEST } from '../../history/view.ts'
 
 export const PAGE_SIZE = 50
 const RUN_ID = /^[A-Za-z0-9_.:-]{1,200}$/
@@ -93,6 +95,19 @@ function runRow(r: RunSummary, now: number): Html {
 </tr>`
 }
 
+/**
+ * How far back the history reaches and its size against hub.toml `[history]` (hub/history/view.ts);
+ * nothing on an engine without a history log.
+ */
+function reachLine(ctx: ConsoleContext, now: number): Html {
+  const h = ctx.engine.history?.()
+  if (!h) return html``
+  const v = historyView(h)
+  return html`<p class="muted" id="runs-history">History kept ${
+    h.oldestAt === null ? `(${NO_OLDEST})` : html`from ${when(h.oldestAt, now)}`
+  }: ${bytesText(v.log_bytes)} in ${v.segments} segment${v.segments === 1 ? '' : 's'}; finished runs are dropped after ${daysText(v.max_age_days, age)} or past ${bytesText(h.maxBytes)}, whichever comes first.</p>`
+}
+
 async function listRuns(
   ctx: ConsoleContext,
   req: FastifyRequest<{ Querystring: RunsQuery }>,
@@ -119,6 +134,7 @@ async function listRuns(
   const first = f.filter.cursor === undefined
   const body = html`<h1>Runs</h1>
 ${filters(ctx, q)}
+${reachLine(ctx, now)}
 <div id="runs-list"${first ? html` data-live="run"` : ''}>
 ${
   page.runs.length === 0
