@@ -72,9 +72,6 @@ function apiSource(io: CliIo, url: string): RunSource {
   }
 }
 
-/** Bounds no run is past: a store opened with them drops nothing. */
-const KEEP_ALL = { maxAgeMs: Number.MAX_SAFE_INTEGER, maxBytes: Number.POSITIVE_INFINITY }
-
 /** `bounds`: hub.toml's `[history]`, shown and never applied; null when hub.toml does not load. */
 async function storeSource(path: string, bounds: HistoryBounds | null): Promise<RunSource> {
   if (!existsSync(join(path, 'CURRENT')))
@@ -84,8 +81,8 @@ async function storeSource(path: string, bounds: HistoryBounds | null): Promise<
   const { DEFAULT_BOUNDS, EngineStore } = await import('../engine/store.ts')
   let store: Awaited<ReturnType<typeof EngineStore.open>>
   try {
-    const segmentBytes = (bounds ?? DEFAULT_BOUNDS).segmentBytes
-    store = await EngineStore.open(path, { history: { ...KEEP_ALL, segmentBytes } })
+    // Only read: the hub applies its own [history] when it next starts.
+    store = await EngineStore.open(path, { history: bounds ?? DEFAULT_BOUNDS, retention: false })
   } catch (err) {
     const e = err as Error & { cause?: Error }
     throw new UserError(
@@ -104,7 +101,7 @@ async function storeSource(path: string, bounds: HistoryBounds | null): Promise<
       }
     },
     async history() {
-      // The oldest run is read by a retention pass; the one started at open is waited for.
+      // The oldest run is read when the store opens (no segment dropped: `retention: false`).
       await store.prune()
       const h = store.history()
       if (!bounds) return null

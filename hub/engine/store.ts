@@ -32,6 +32,7 @@ import {
   prefixFor,
 } from './run-index.ts'
 import { summary } from './summary.ts'
+import { type StagedOp, StagedWrites } from './staged.ts'
 import { isStoreIoError } from '../disk/errors.ts'
 import { decodeFrame, encodeBatch } from './log/frames.ts'
 import { type Locator, SegmentLog } from './log/segment-log.ts'
@@ -54,6 +55,13 @@ const APPLIED = 'meta!applied'
 /** The layout: '2' once run records live in the log (a store without it is migrated on open). */
 const LAYOUT = 'meta!layout'
 const LAYOUT_VERSION = '2'
+/**
+ * LevelDB's share of the batches is written at most this long after them, or once this many
+ * operations wait (staged.ts): an event at a time then costs LevelDB a page per STAGE_MS, not
+ * one per event; a crash costs a replay of that much log at the next open.
+ */
+const STAGE_MS = 5000
+const STAGE_MAX_OPS = 8192
 /** When a full segment was last written (`meta!segtime!<n>`, base 36): the age retention judges. */
 const SEGTIME = 'meta!segtime!'
 /** The last segment retention dropped (written with the sync that comes before the drop). */
@@ -221,7 +229,15 @@ export class EngineStore {
     private readonly opts: StoreOptions,
   ) {
     this.committer = new GroupCommitter((ops) => this.writeSynced(ops), opts.commitWindowMs ?? 0)
+    this.staged = new StagedWrites(
+      (ops, applied) => this.writeStaged(ops, applied),
+      STAGE_MS,
+      STAGE_MAX_OPS,
+      () => undefined,
+    )
   }
+
+  private readonly staged: StagedWrites
 
   private get onWriteError() {
     return this.opts.onWriteError
@@ -264,14 +280,49 @@ export class EngineStore {
     const enc = encodeBatch(ops)
     const at = await this.log.append(enc.bytes, this.now())
     this.lastSyncAt = Date.now()
-    await this.apply(
-      ops,
-      (i) => locatorText(at.seg, at.off + enc.frames[i]!.off, enc.frames[i]!.len),
-      `${at.seg}:${at.off + enc.bytes.length}`,
-      false,
-      undefined,
-      at.full ? { key: SEGTIME + at.full.n.toString(36), value: String(at.full.lastWriteAt) } : undefined,
-    )
+    const staged: StagedOp[] = []
+    for (let i = 0; i < ops.length; i++) {
+      const op = ops[i]!
+      if (op.type === 'del') staged.push({ type: 'del', key: op.key })
+      else if (!inLog(op.key)) staged.push({ type: 'put', key: op.key, value: op.value })
+      else {
+        const f = enc.frames[i]!
+        staged.push({ type: 'put', key: op.key, value: locatorText(at.seg, at.off + f.off, f.len) })
+      }
+    }
+    if (at.full)
+      staged.push({ type: 'put', key: SEGTIME + at.full.n.toString(36), value: String(at.full.lastWriteAt) })
+    this.staged.add(staged, `${at.seg}:${at.off + enc.bytes.length}`)
+  }
+
+  /** LevelDB's share of the batches logged since the last time, in one unsynced batch. */
+  private async writeStaged(ops: readonly StagedOp[], applied: string): Promise<void> {
+    const batch = this.db.batch()
+    try {
+      for (const op of ops) {
+        if (op.type === 'del') batch.del(op.key)
+        else batch.put(op.key, op.value)
+      }
+      batch.put(APPLIED, applied)
+    } catch (err) {
+      await batch.close()
+      throw err
+    }
+    try {
+      await batch.write()
+    } catch (err) {
+      // The log has it: the store applies it again once it is opened again (`reopen`).
+      if (isStoreIoError(err)) {
+        this.broken ??= err as Error
+        this.onWriteError?.(err)
+      }
+      throw err
+    }
+  }
+
+  /** What reads need first: everything logged is in LevelDB. */
+  private async settle(): Promise<void> {
+    if (this.staged.pending) await this.staged.flush()
   }
 
   /**
@@ -422,6 +473,7 @@ export class EngineStore {
    * index marked stale, and the next open starts again.
    */
   async rebuildIndex(): Promise<void> {
+    await this.settle()
     await this.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
     for (const p of [RUN, FIN, OPEN, INDEX]) await this.db.clear({ gte: p, lt: `${p}\xff` })
     const segments = this.log.segments()
@@ -446,6 +498,8 @@ export class EngineStore {
     const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
     let json = '{'
     if (!w) {
+      // Until retention next reads it: the first run of an empty history is the oldest.
+      if (this.oldest === null) this.oldest = run.createdAt
       w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
       for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '', local: true })
@@ -539,6 +593,7 @@ export class EngineStore {
 
   /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
   async marks(): Promise<Map<string, OnceMark[]>> {
+    await this.settle()
     const out = new Map<string, OnceMark[]>()
     for await (const [k, v] of this.db.iterator({ gt: MARK, lt: MARK + '\xff' })) {
       // A mark in a segment retention dropped is far older than the 30 s a mark is kept for.
@@ -549,12 +604,14 @@ export class EngineStore {
   }
 
   async onceDecision(key: string): Promise<AdmissionDecision | undefined> {
-    const v = await this.db.get(ONCE + key)
+    const staged = this.staged.get(ONCE + key)
+    const v = staged !== undefined ? (staged ?? undefined) : await this.db.get(ONCE + key)
     return v === undefined ? undefined : (JSON.parse(v) as AdmissionDecision)
   }
 
   /** Forgets once-only marks written before `before` (epoch ms); returns how many. */
   async pruneOnce(before: number): Promise<number> {
+    await this.settle()
     const ops: { type: 'del'; key: string }[] = []
     const lt = `${ONCE_AT}${before.toString(36).padStart(10, '0')}`
     for await (const k of this.db.keys({ gt: ONCE_AT, lt })) {
@@ -630,6 +687,8 @@ export class EngineStore {
     this.reopening = new Promise<void>((resolve) => (done = resolve))
     try {
       while (this.writing) await this.writing.catch(() => undefined)
+      // What was staged is in the log: applied again from it below (`catchUp`).
+      await this.staged.discard()
       await this.closeFiles()
       const db = new Level<string, string>(this.path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
       try {
@@ -657,6 +716,7 @@ export class EngineStore {
   /** Replays a run's deltas; also returns how many there were (the next delta's number). */
   private async replay(id: string): Promise<{ run: RunRecord; deltas: number } | undefined> {
     if (this.reopening) await this.reopening
+    await this.settle()
     let head: RunHead | undefined
     let st: RunStateRecord | undefined
     const steps: RunRecord['steps'] = {}
@@ -701,6 +761,7 @@ export class EngineStore {
   async queryRuns(filter: RunFilter, live?: readonly RunSummary[]): Promise<RunPage> {
     const { limit, lower, upper } = checkFilter(filter)
     if (this.reopening) await this.reopening
+    await this.settle()
     live ??= await this.openSummaries()
     const prefix = prefixFor(filter)
     const liveIds = new Set<string>()
@@ -747,6 +808,7 @@ export class EngineStore {
 
   /** Summaries of the runs not finished, from their records (what the engine would hold in memory). */
   async openSummaries(): Promise<RunSummary[]> {
+    await this.settle()
     const out: RunSummary[] = []
     for await (const k of this.db.keys({ gt: OPEN, lt: `${OPEN}\xff` })) {
       const r = await this.getRun(k.slice(OPEN.length))
@@ -757,6 +819,7 @@ export class EngineStore {
 
   /** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
   async *finished(): AsyncGenerator<unknown> {
+    await this.settle()
     for await (const v of this.db.values({ gt: FIN, lt: FIN + '\xff' })) {
       const text = await this.valueOf(v)
       if (text !== undefined) yield JSON.parse(text)
@@ -768,6 +831,7 @@ export class EngineStore {
    * `known` are left out (runs the engine holds, after a reopen).
    */
   async unfinished(known?: ReadonlySet<string>): Promise<RunRecord[]> {
+    await this.settle()
     const out: RunRecord[] = []
     for await (const k of this.db.keys({ gt: OPEN, lt: OPEN + '\xff' })) {
       if (known?.has(k.slice(OPEN.length))) continue
@@ -786,6 +850,7 @@ export class EngineStore {
   }
 
   async kept(): Promise<KeptTrigger[]> {
+    await this.settle()
     const out: KeptTrigger[] = []
     for await (const v of this.db.values({ gt: KEPT, lt: KEPT + '\xff' }))
       out.push(JSON.parse(v) as KeptTrigger)
@@ -793,6 +858,7 @@ export class EngineStore {
   }
 
   async admissions(limit = 1000): Promise<AdmissionRecord[]> {
+    await this.settle()
     const out: AdmissionRecord[] = []
     const stored: string[] = []
     for await (const v of this.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit })) stored.push(v)
@@ -803,6 +869,7 @@ export class EngineStore {
   }
 
   async lastFinished(): Promise<Map<string, number>> {
+    await this.settle()
     const out = new Map<string, number>()
     for await (const [k, v] of this.db.iterator({ gt: LAST, lt: LAST + '\xff' }))
       out.set(k.slice(LAST.length), Number(v))
@@ -836,12 +903,17 @@ export class EngineStore {
   private oldest: number | null = null
 
   private async readOldest(): Promise<void> {
+    await this.settle()
     this.oldest = null
     for await (const k of this.db.keys({ gt: `${INDEX}a!`, lt: `${INDEX}a!\xff`, limit: 1 }))
       this.oldest = Number.parseInt(k.slice(`${INDEX}a!`.length, `${INDEX}a!`.length + 10), 36)
   }
 
   private schedulePrune(): void {
+    if (this.opts.retention === false) {
+      void this.prune().catch(() => undefined)
+      return
+    }
     const every = retentionEveryMs(this.bounds)
     this.pruneTimer = setInterval(() => void this.prune().catch(() => undefined), every)
     this.pruneTimer.unref()
@@ -861,11 +933,13 @@ export class EngineStore {
   }
 
   private async prunePass(): Promise<void> {
+    if (this.opts.retention === false) return this.readOldest()
     if (this.broken || this.reopening) return
     const now = this.now()
     for (const n of segmentsToDrop(this.log.segments(), this.log.position().seg, now, this.bounds))
       if (!(await this.dropSegment(n))) break
     const before = seqKey(ADM, Math.max(0, now - this.bounds.maxAgeMs), 0)
+    await this.settle()
     let ops: BatchOp[] = []
     for await (const key of this.db.keys({ gt: ADM, lt: before })) {
       ops.push({ type: 'del', key })
@@ -887,6 +961,7 @@ export class EngineStore {
    * while the pass read it: the segment is left for the next pass.
    */
   private async dropSegment(n: number): Promise<boolean> {
+    await this.settle()
     this.finishedSince.clear()
     const heads = new Set<string>()
     for (const b of await this.log.scan(n))
@@ -984,6 +1059,7 @@ export class EngineStore {
     if (this.pruneTimer) clearInterval(this.pruneTimer)
     while (this.pruning) await this.pruning.catch(() => undefined)
     await this.committer.drain()
+    await this.settle().catch(() => undefined)
     await this.closeFiles()
   }
 }
@@ -992,6 +1068,11 @@ export interface StoreOptions {
   onWriteError?: (err: unknown) => void
   /** How much finished history to keep; default 30 days and 1 GiB in 8 MiB segments. */
   history?: HistoryBounds
+  /**
+   * false: this process only reads the records (`svc sop runs` with no hub running): no segment
+   * is dropped, by a timer or by `prune`, which then only reads how far back the history reaches.
+   */
+  retention?: boolean
   /** How long a write waits for others to share its sync (group-commit.ts); 0: not at all. */
   commitWindowMs?: number
   /** The clock retention judges age by (the engine's). */

@@ -5,10 +5,7 @@
 //   frame = u32 LE body length, u32 LE CRC-32 of the body, body
 //   body  = kind (P put, D delete, C commit), u32 LE key length, key, value   (UTF-8)
 //
-// A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame. A batch
-// that would cross into the next page but fits in one starts on that page instead (segment-log.ts
-// `append`): the gap before it is zeroes, which a scan steps over to the page boundary.
-export const PAGE = 4096
+// A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
 import { crc32 } from 'node:zlib'
 
 export const HEADER = 8
@@ -90,11 +87,6 @@ function checkedBody(buf: Buffer, at: number): Buffer | null {
   return body
 }
 
-function isZero(buf: Buffer, from: number, to: number): boolean {
-  for (let i = from; i < to; i++) if (buf[i] !== 0) return false
-  return true
-}
-
 function opOf(body: Buffer): LogOp | null {
   if (body[0] === KIND_COMMIT) return null
   const kl = body.readUInt32LE(1)
@@ -121,14 +113,7 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
   let ops: ScannedBatch['ops'] = []
   for (;;) {
     const body = checkedBody(buf, at)
-    if (body === null) {
-      const page = PAGE - ((from + at) % PAGE)
-      if (page < PAGE && at + page < buf.length && isZero(buf, at, at + page)) {
-        at += page
-        continue
-      }
-      break
-    }
+    if (body === null) break
     const len = HEADER + body.length
     const op = opOf(body)
     if (op === null) {

@@ -4,7 +4,7 @@
 import { constants } from 'node:fs'
 import { type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
-import { PAGE, scanBatches, type ScannedBatch } from './frames.ts'
+import { scanBatches, type ScannedBatch } from './frames.ts'
 
 /** Where a frame is: segment number, offset in it, length. */
 export interface Locator {
@@ -99,13 +99,7 @@ export class SegmentLog {
       full = { ...this.infos.get(this.head.n)! }
       await this.roll(now)
     }
-    const { fh } = this.head
-    // A batch that fits in a page but not in what is left of this one starts on the next page:
-    // one synced batch then dirties one page of the card, not two (frames.ts, PAGE). The gap is
-    // never written: the page before it was synced already, and reads back as zeroes.
-    const rest = PAGE - (this.head.size % PAGE)
-    const off =
-      rest < PAGE && bytes.length > rest && bytes.length <= PAGE ? this.head.size + rest : this.head.size
+    const { fh, size: off } = this.head
     try {
       // A write may take fewer bytes than asked (a nearly full disk): the rest is written again,
       // and fails with the disk's error if there is no room for it.

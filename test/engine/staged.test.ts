@@ -1,0 +1,76 @@
+// LevelDB's share of the engine's batches, staged and written together (hub/engine/staged.ts):
+// a key written twice is written once with its last value, a point read sees what is staged,
+// and a flush is made once enough operations wait, without waiting for the timer.
+import t from 'tap'
+import { type StagedOp, StagedWrites } from '../../hub/engine/staged.ts'
+
+function recorder() {
+  const writes: { ops: StagedOp[]; applied: string }[] = []
+  return {
+    writes,
+    write: async (ops: StagedOp[], applied: string) => void writes.push({ ops, applied }),
+  }
+}
+
+t.test(
+  'a key put and deleted before the write is written once, as deleted; reads see the latest',
+  async (t) => {
+    const r = recorder()
+    const s = new StagedWrites(r.write, 60_000, 1000, () => undefined)
+    s.add(
+      [
+        { type: 'put', key: 'open!a', value: '' },
+        { type: 'put', key: 'run!a!0', value: '@1.0.5' },
+      ],
+      '1:100',
+    )
+    t.equal(s.get('open!a'), '', 'a staged put reads back')
+    s.add(
+      [
+        { type: 'del', key: 'open!a' },
+        { type: 'put', key: 'last!x', value: '5' },
+      ],
+      '1:200',
+    )
+    t.equal(s.get('open!a'), null, 'a staged delete reads as deleted')
+    t.equal(s.get('nowhere'), undefined, 'a key not staged is for LevelDB to answer')
+    t.equal(r.writes.length, 0, 'nothing written before the timer or a read')
+    await s.flush()
+    t.same(r.writes, [
+      {
+        ops: [
+          { type: 'del', key: 'open!a' },
+          { type: 'put', key: 'run!a!0', value: '@1.0.5' },
+          { type: 'put', key: 'last!x', value: '5' },
+        ],
+        applied: '1:200',
+      },
+    ])
+    t.notOk(s.pending, 'nothing left')
+    await s.flush()
+    t.equal(r.writes.length, 1, 'a flush with nothing staged writes nothing')
+  },
+)
+
+t.test('enough operations waiting are written without the timer', async (t) => {
+  const r = recorder()
+  const s = new StagedWrites(r.write, 60_000, 4, () => undefined)
+  s.add(
+    [
+      { type: 'put', key: 'a', value: '1' },
+      { type: 'put', key: 'b', value: '1' },
+    ],
+    '1:1',
+  )
+  s.add(
+    [
+      { type: 'put', key: 'c', value: '1' },
+      { type: 'put', key: 'd', value: '1' },
+    ],
+    '1:2',
+  )
+  await new Promise((resolve) => setTimeout(resolve, 10))
+  t.equal(r.writes.length, 1, 'written once four operations waited')
+  t.equal(r.writes[0]!.applied, '1:2')
+  await s.discard()
+})
