@@ -547,7 +547,9 @@ export class EngineStore {
    * (run-index.ts), and the `open!` marker removed.
    */
   finishOps(run: RunRecord, summary: object): BatchOp[] {
-    this.finishedSince.add(run.id)
+    // Only a pass of retention asks (`dropSegment`): kept while one runs, or it would hold
+    // every finished run's id.
+    if (this.pruning) this.finishedSince.add(run.id)
     return [
       ...this.runOps(run),
       ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
@@ -928,6 +930,7 @@ export class EngineStore {
   prune(): Promise<void> {
     this.pruning ??= this.prunePass().finally(() => {
       this.pruning = null
+      this.finishedSince.clear()
     })
     return this.pruning
   }

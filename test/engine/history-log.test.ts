@@ -239,3 +239,22 @@ t.test('the size bound drops the oldest segments whatever their age', async (t) 
   )
   for (const r of listed) t.ok(await engine.getRun(r.id), `listed run ${r.id.slice(0, 8)} reads whole`)
 })
+
+t.test('finished runs leave nothing behind in the store while no retention pass runs', async (t) => {
+  const dir = join(await tempDir(t, 'svc-finished-'), 'engine')
+  const tools = memoryTools()
+  const S = sop({ name: 's', maxConcurrent: 100, steps: [step(1, { calls: [call('echo')] })] })
+  const engine = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir })
+  t.teardown(() => engine.close())
+  const store = (engine as unknown as { store: EngineStore }).store
+  await store.prune()
+  for (let i = 0; i < 500; i++) await engine.trigger('s', event({ i }))
+  await engine.idle()
+  const held = store as unknown as { finishedSince: Set<string>; written: Map<string, unknown> }
+  t.equal(
+    held.finishedSince.size,
+    0,
+    'no id kept per finished run (it held every one until a segment was dropped)',
+  )
+  t.equal(held.written.size, 0, 'nor what was written of it')
+})
