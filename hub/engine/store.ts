@@ -34,7 +34,7 @@ import {
 import { summary } from './summary.ts'
 import { type StagedOp, StagedWrites } from './staged.ts'
 import { isStoreIoError } from '../disk/errors.ts'
-import { decodeFrame, encodeBatch } from './log/frames.ts'
+import { decodeFrame, encodeBatch, sealBatch, unseal } from './log/frames.ts'
 import { type Locator, SegmentLog } from './log/segment-log.ts'
 import { type HistoryBounds, retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 
@@ -117,13 +117,19 @@ async function segmentTimes(db: Level<string, string>): Promise<Map<number, numb
   return out
 }
 
-function locatorText(seg: number, off: number, len: number): string {
-  return `@${seg.toString(36)}.${off.toString(36)}.${len.toString(36)}`
+/** `@seg.off.len` of a frame, and `.off.len` of the record inside it when it is a deflated batch. */
+function locatorText(seg: number, off: number, len: number, inner?: { off: number; len: number }): string {
+  const at = `@${seg.toString(36)}.${off.toString(36)}.${len.toString(36)}`
+  return inner ? `${at}.${inner.off.toString(36)}.${inner.len.toString(36)}` : at
 }
 
-function parseLocator(v: string): Locator {
-  const [seg, off, len] = v.slice(1).split('.')
-  return { seg: Number.parseInt(seg!, 36), off: Number.parseInt(off!, 36), len: Number.parseInt(len!, 36) }
+function parseLocator(v: string): Locator & { inner?: { off: number; len: number } } {
+  const [seg, off, len, ioff, ilen] = v
+    .slice(1)
+    .split('.')
+    .map((n) => Number.parseInt(n, 36))
+  const loc = { seg: seg!, off: off!, len: len! }
+  return ioff === undefined ? loc : { ...loc, inner: { off: ioff, len: ilen! } }
 }
 
 export interface OnceMark {
@@ -278,7 +284,8 @@ export class EngineStore {
 
   private async writeBatch(ops: BatchOp[]): Promise<void> {
     const enc = encodeBatch(ops)
-    const at = await this.log.append(enc.bytes, this.now())
+    const sealed = await sealBatch(enc.bytes)
+    const at = await this.log.append(sealed, this.now())
     this.lastSyncAt = Date.now()
     const staged: StagedOp[] = []
     for (let i = 0; i < ops.length; i++) {
@@ -287,12 +294,12 @@ export class EngineStore {
       else if (!inLog(op.key)) staged.push({ type: 'put', key: op.key, value: op.value })
       else {
         const f = enc.frames[i]!
-        staged.push({ type: 'put', key: op.key, value: locatorText(at.seg, at.off + f.off, f.len) })
+        staged.push({ type: 'put', key: op.key, value: locatorText(at.seg, at.off, sealed.length, f) })
       }
     }
     if (at.full)
       staged.push({ type: 'put', key: SEGTIME + at.full.n.toString(36), value: String(at.full.lastWriteAt) })
-    this.staged.add(staged, `${at.seg}:${at.off + enc.bytes.length}`)
+    this.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
   }
 
   /** LevelDB's share of the batches logged since the last time, in one unsynced batch. */
@@ -404,7 +411,7 @@ export class EngineStore {
   /** Applies a batch read back from the log, with what its records imply (`derived`). */
   private applyScanned(
     seg: number,
-    scanned: readonly { op: BatchOp; off: number; len: number }[],
+    scanned: readonly { op: BatchOp; off: number; len: number; inner?: { off: number; len: number } }[],
     end: number,
     only?: (key: string) => boolean,
   ): Promise<void> {
@@ -412,7 +419,7 @@ export class EngineStore {
     const locators: string[] = []
     for (const s of scanned) {
       ops.push(s.op)
-      locators[ops.length - 1] = locatorText(seg, s.off, s.len)
+      locators[ops.length - 1] = locatorText(seg, s.off, s.len, s.inner)
       ops.push(...derived(s.op))
     }
     return this.apply(ops, (i) => locators[i]!, `${seg}:${end}`, false, only)
@@ -884,10 +891,31 @@ export class EngineStore {
    */
   private async valueOf(v: string | undefined): Promise<string | undefined> {
     if (v === undefined || !v.startsWith('@')) return v
-    const frame = await this.log.read(parseLocator(v))
+    const loc = parseLocator(v)
+    let frame: Buffer | null
+    if (!loc.inner) frame = await this.log.read(loc)
+    else {
+      const block = await this.block(loc)
+      frame = block && block.subarray(loc.inner.off, loc.inner.off + loc.inner.len)
+    }
     if (frame === null) return undefined
     const op = decodeFrame(frame)
     return op.type === 'put' ? op.value : undefined
+  }
+
+  /** Deflated batches read lately: a run's records are mostly in one or two. */
+  private blocks = new Map<string, Buffer>()
+
+  private async block(loc: Locator): Promise<Buffer | null> {
+    const key = `${loc.seg}.${loc.off}`
+    const hit = this.blocks.get(key)
+    if (hit) return hit
+    const frame = await this.log.read(loc)
+    if (frame === null) return null
+    const block = unseal(frame)
+    if (this.blocks.size >= 16) this.blocks.delete(this.blocks.keys().next().value!)
+    this.blocks.set(key, block)
+    return block
   }
 
   /** How far back the history reaches and what it takes on disk (`svc hub status`, the console). */

@@ -9,7 +9,7 @@ import type { Log } from '../../hub/log.ts'
 import { fillDisk as fillUp, smallDisk } from '../helpers/small-disk.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { startEngine } from './engine-helpers.ts'
-import { call, event, memoryTools, sop, step } from './helpers.ts'
+import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
 
 const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-small-disk-')
 
@@ -34,7 +34,7 @@ t.test(
     const s = sop({
       maxConcurrent: 1,
       steps: [
-        step(1, { calls: [call('block', { pad: 'x'.repeat(64 * 1024) })] }),
+        step(1, { calls: [call('block', { pad: incompressible(64 * 1024) })] }),
         step(2, { calls: [call('echo', { done: true })], terminal: true }),
       ],
     })

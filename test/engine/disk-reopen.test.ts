@@ -11,7 +11,7 @@ import { createEngine } from '../../hub/engine/index.ts'
 import type { Log } from '../../hub/log.ts'
 import { fillDisk as fillUp, smallDisk } from '../helpers/small-disk.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { call, event, memoryTools, sop, step } from './helpers.ts'
+import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
 
 const { path: mnt, error: mountError } = await smallDisk(t, 8, 'svc-small-disk-')
 
@@ -44,7 +44,7 @@ t.test(
       maxConcurrent: 10,
       steps: [
         // A large output: its checkpoint needs fresh pages even on a full disk.
-        step(1, { calls: [call('block', { pad: 'x'.repeat(64 * 1024) })] }),
+        step(1, { calls: [call('block', { pad: incompressible(64 * 1024) })] }),
         step(2, { calls: [call('echo', { done: true })], terminal: true }),
       ],
     })

@@ -1,4 +1,5 @@
 // Small builders for SOPs and in-memory tools, so each engine test states only what it tests.
+import { randomBytes } from 'node:crypto'
 import { Type } from 'typebox'
 import { blankStep } from '../../sops/blank-step.ts'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
@@ -143,4 +144,14 @@ export function memoryTools(opts: { flakyFailures?: number; countdownFrom?: numb
     },
     blockedCount: () => blocked.length,
   }
+}
+
+/**
+ * `n` characters deflate cannot shrink: the history log deflates its batches
+ * (hub/engine/log/frames.ts), so a test that needs records of a size pads with these.
+ */
+export function incompressible(n: number): string {
+  return randomBytes(Math.ceil((n * 3) / 4) + 3)
+    .toString('base64')
+    .slice(0, n)
 }

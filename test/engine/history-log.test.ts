@@ -10,7 +10,7 @@ import { createEngine } from '../../hub/engine/index.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { call, event, memoryTools, sop, step } from './helpers.ts'
+import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
 import { indexOf } from './fixtures/history-world.ts'
 
 const FIXTURE = join(import.meta.dirname, '../fixtures/engine-store-v1/store')
@@ -122,7 +122,7 @@ t.test(
       sop({
         name: 'work',
         maxConcurrent: 100,
-        steps: [step(1, { calls: [call('echo', { pad: 'x'.repeat(600) })] })],
+        steps: [step(1, { calls: [call('echo', { pad: incompressible(600) })] })],
       }),
       sop({
         name: 'gate',
@@ -219,7 +219,7 @@ t.test('the size bound drops the oldest segments whatever their age', async (t) 
   const S = sop({
     name: 'w',
     maxConcurrent: 100,
-    steps: [step(1, { calls: [call('echo', { pad: 'y'.repeat(800) })] })],
+    steps: [step(1, { calls: [call('echo', { pad: incompressible(800) })] })],
   })
   const engine = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir, history: bounds })
   t.teardown(() => engine.close())

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import { historyBounds } from '../../hub/engine/log/retention.ts'
-import { call, event, memoryTools, sop as sopOf, step } from '../engine/helpers.ts'
+import { call, event, incompressible, memoryTools, sop as sopOf, step } from '../engine/helpers.ts'
 import { svcCli } from '../helpers/cli.ts'
 import { startHubChild } from '../helpers/hub-process.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -298,7 +298,7 @@ t.test('a store read with no hub running drops nothing, whatever its age', async
     history: historyBounds({ maxAgeDays: 365, maxMb: 1024, segmentMb: 0.0625 }),
     now: () => back,
   })
-  for (let i = 0; i < 30; i++) await engine.trigger('old', event({ i, pad: 'x'.repeat(8000) }, back))
+  for (let i = 0; i < 30; i++) await engine.trigger('old', event({ i, pad: incompressible(8000) }, back))
   await engine.idle()
   const made = (await engine.queryRuns({ limit: 1000 })).runs
   await engine.close()

@@ -4,14 +4,19 @@
 //
 //   frame = u32 LE body length, u32 LE CRC-32 of the body, body
 //   body  = kind (P put, D delete, C commit), u32 LE key length, key, value   (UTF-8)
+//         | kind Z, u32 LE 0, a whole batch's frames deflated (raw, with DICTIONARY)
 //
+// The log writes each batch as one Z frame (`sealBatch`): its check covers the batch, so it is
+// its own commit. A record is then found by the Z frame and its place inside the inflated batch.
 // A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
-import { crc32 } from 'node:zlib'
+import { promisify } from 'node:util'
+import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
 
 export const HEADER = 8
 const KIND_PUT = 0x50
 const KIND_DEL = 0x44
 const KIND_COMMIT = 0x43
+const KIND_DEFLATED = 0x5a
 const MIN_BODY = 5
 /** Larger than any batch the engine writes; a length past it is a torn or foreign header. */
 export const MAX_BODY = 64 * 1024 * 1024
@@ -82,7 +87,7 @@ function checkedBody(buf: Buffer, at: number): Buffer | null {
   const body = buf.subarray(at + HEADER, at + HEADER + len)
   if (crc32(body) !== buf.readUInt32LE(at + 4)) return null
   const kind = body[0]
-  if (kind !== KIND_PUT && kind !== KIND_DEL && kind !== KIND_COMMIT) return null
+  if (kind !== KIND_PUT && kind !== KIND_DEL && kind !== KIND_COMMIT && kind !== KIND_DEFLATED) return null
   if (body.readUInt32LE(1) > len - MIN_BODY) return null
   return body
 }
@@ -97,7 +102,8 @@ function opOf(body: Buffer): LogOp | null {
 
 /** A committed batch found in a segment: its operations with their frames' places in the segment. */
 export interface ScannedBatch {
-  ops: { op: LogOp; off: number; len: number }[]
+  /** `inner`: the record's frame inside the deflated batch at `off`. */
+  ops: { op: LogOp; off: number; len: number; inner?: { off: number; len: number } }[]
   /** Where the segment's next batch starts. */
   end: number
 }
@@ -115,6 +121,19 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
     const body = checkedBody(buf, at)
     if (body === null) break
     const len = HEADER + body.length
+    if (body[0] === KIND_DEFLATED) {
+      const inner = scanBatches(inflate(body))
+      const ops = inner.batches.flatMap((b) => b.ops)
+      for (const o of ops) o.inner = { off: o.off, len: o.len }
+      for (const o of ops) {
+        o.off = from + at
+        o.len = len
+      }
+      batches.push({ ops, end: from + at + len })
+      end = at + len
+      at += len
+      continue
+    }
     const op = opOf(body)
     if (op === null) {
       end = at + len
@@ -124,4 +143,91 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
     at += len
   }
   return { batches, end: from + end }
+}
+
+/**
+ * What the engine's records say again and again, for deflate to refer back to: a record of a
+ * few hundred bytes deflated alone shrinks by a half, with this by two thirds or more. Fixed:
+ * records written with it are read with it (a new one would be a new frame kind).
+ */
+const DICTIONARY = Buffer.from(
+  [
+    'ix!a!ix!s!ix!t!ix!q!meta!last!once!onceat!kept!',
+    '"decisions":{},"decidedBy":{},"passedGates":[],"approvals":[],"coalesced":[],"coalescedCount":0,',
+    '"gate":{"step":1,"kind":"approval","since":',
+    '"runApproved":true,"error":"',
+    '"level":"warn","msg":"failed: ',
+    '"status":"failed","error":"',
+    '"outcome":"deferred","reason":"',
+    '"outcome":"held","reason":"hold: ',
+    '"mode":"supervised"',
+    '"type":"webhook","source":"',
+    '"type":"cron","source":"',
+    '"type":"manual","source":"',
+    '"state":"waiting_approval"',
+    '{"at":',
+    '"step":0,"level":"info","msg":"completed: step 1 is terminal"}]}',
+    '"step":1,"level":"info","msg":"completed: step 1"},',
+    '{"st":{"state":"completed","updatedAt":',
+    ',"current":null,"lastFrom":1,"logSeq":2,"finishedAt":',
+    '},"steps":{"1":{"number":1,"status":"completed","visits":1,"attempts":0,"calls":[{"topic":"',
+    '","payload":',
+    ',"qos":1}],"input":',
+    ',"startedAt":',
+    ',"endedAt":',
+    ',"output":{"topic":"',
+    '","state":"completed","current":null,"createdAt":',
+    ',"updatedAt":',
+    ',"finishedAt":',
+    '{"id":"',
+    '","sop":"',
+    '{"sop":"',
+    ',"at":',
+    ',"source":"',
+    '","outcome":"started","runId":"',
+    '","reason":"slot free (',
+    ' active)"}',
+    '[{"fp":"',
+    '","d":{"outcome":"started","runId":"',
+    '"}}]',
+    'run!',
+    'fin!',
+    'adm!',
+    'mark!',
+    ' mqtt hub ',
+    '{"head":{"id":"',
+    '","mode":"auto","trigger":{"type":"mqtt","source":"',
+    '","at":',
+    ',"once":{"key":"mqtt hub ',
+    '","check":true,"fingerprint":"',
+    '"}},"createdAt":',
+    ',"admission":"started"},"st":{"state":"pending","updatedAt":',
+    ',"current":1,"lastFrom":null,"logSeq":0}}',
+  ].join(''),
+)
+
+const deflateAsync = promisify(deflateRaw)
+
+/** A batch's frames (`encodeBatch`) as one deflated frame, compressed off the main thread. */
+export async function sealBatch(frames: Buffer): Promise<Buffer> {
+  const packed = await deflateAsync(frames, { level: 6, dictionary: DICTIONARY })
+  const bodyLen = MIN_BODY + packed.length
+  const out = Buffer.allocUnsafe(HEADER + bodyLen)
+  out.writeUInt32LE(bodyLen, 0)
+  out[HEADER] = KIND_DEFLATED
+  out.writeUInt32LE(0, HEADER + 1)
+  packed.copy(out, HEADER + MIN_BODY)
+  out.writeUInt32LE(crc32(out.subarray(HEADER)), 4)
+  return out
+}
+
+function inflate(body: Buffer): Buffer {
+  return inflateRawSync(body.subarray(MIN_BODY), { dictionary: DICTIONARY })
+}
+
+/** The frames inside a deflated frame (whole, header and body), or the frame itself if it is not one. */
+export function unseal(frame: Buffer): Buffer {
+  const body = checkedBody(frame, 0)
+  if (body === null) throw new Error('not a whole frame with a matching checksum')
+  return body[0] === KIND_DEFLATED ? inflate(body) : frame
 }
