@@ -896,7 +896,7 @@ export class EngineStore {
     if (!loc.inner) frame = await this.log.read(loc)
     else {
       const block = await this.block(loc)
-      frame = block && block.subarray(loc.inner.off, loc.inner.off + loc.inner.len)
+      frame = block ? block.subarray(loc.inner.off, loc.inner.off + loc.inner.len) : null
     }
     if (frame === null) return undefined
     const op = decodeFrame(frame)
