@@ -146,6 +146,15 @@ const deltaKey = (id: string, seq: number) => `${RUN}${id}!${seq.toString(36).pa
 
 /** What never changes after a run is created. */
 type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
+const headOf = (run: RunRecord): RunHead => ({
+  id: run.id,
+  sop: run.sop,
+  mode: run.mode,
+  trigger: run.trigger,
+  createdAt: run.createdAt,
+  admission: run.admission,
+})
+
 /** What changes with the run's state: small, carried whole by every delta. */
 export type RunStateRecord = Omit<
   RunRecord,
@@ -244,6 +253,7 @@ export class EngineStore {
   }
 
   private readonly staged: StagedWrites
+  private segTimeDue: BatchOp | null = null
 
   private get onWriteError() {
     return this.opts.onWriteError
@@ -282,7 +292,11 @@ export class EngineStore {
     }
   }
 
-  private async writeBatch(ops: BatchOp[]): Promise<void> {
+  private async writeBatch(batch: BatchOp[]): Promise<void> {
+    // A full segment's last write time rides in the log with the next batch, so that a crash
+    // before LevelDB has it does not leave retention judging the segment by its file's time.
+    const ops = this.segTimeDue ? [...batch, this.segTimeDue] : batch
+    this.segTimeDue = null
     const enc = encodeBatch(ops)
     const sealed = await sealBatch(enc.bytes)
     const at = await this.log.append(sealed, this.now())
@@ -297,8 +311,12 @@ export class EngineStore {
         staged.push({ type: 'put', key: op.key, value: locatorText(at.seg, at.off, sealed.length, f) })
       }
     }
-    if (at.full)
-      staged.push({ type: 'put', key: SEGTIME + at.full.n.toString(36), value: String(at.full.lastWriteAt) })
+    if (at.full) {
+      const key = SEGTIME + at.full.n.toString(36)
+      const value = String(at.full.lastWriteAt)
+      staged.push({ type: 'put', key, value })
+      this.segTimeDue = { type: 'put', key, value }
+    }
     this.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
   }
 
@@ -510,15 +528,7 @@ export class EngineStore {
       w = { seq: 0, steps: new Map(), logSeq: 0 }
       this.written.set(run.id, w)
       for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '', local: true })
-      const head: RunHead = {
-        id: run.id,
-        sop: run.sop,
-        mode: run.mode,
-        trigger: run.trigger,
-        createdAt: run.createdAt,
-        admission: run.admission,
-      }
-      json += `"head":${JSON.stringify(head)},`
+      json += `"head":${JSON.stringify(headOf(run))},`
       ops.push({ type: 'put', key: OPEN + run.id, value: '', local: true })
     }
     json += `"st":${JSON.stringify(storedState(st))}`
@@ -1064,15 +1074,7 @@ export class EngineStore {
   /** An unfinished run's records as one record 0, its other records gone, its marker and keys again. */
   private carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
     const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
-    const head: RunHead = {
-      id: run.id,
-      sop: run.sop,
-      mode: run.mode,
-      trigger: run.trigger,
-      createdAt: run.createdAt,
-      admission: run.admission,
-    }
-    const whole: Delta = { head, st: storedState(structuredClone(st)), steps, log }
+    const whole: Delta = { head: headOf(run), st: storedState(structuredClone(st)), steps, log }
     return [
       ...keys.filter((k) => k !== deltaKey(run.id, 0)).map((key) => ({ type: 'del' as const, key })),
       { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },

@@ -8,12 +8,11 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Level } from 'level'
 import t, { type Test } from 'tap'
-import { createEngine } from '../../hub/engine/index.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import { INDEX_MARKER, INDEX_VERSION } from '../../hub/engine/run-index.ts'
 import { startReadyChild } from '../helpers/ready-child.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { BOUNDS, HISTORY_SOPS, clockFrom, historyTools, indexOf } from './fixtures/history-world.ts'
+import { BOUNDS, clockFrom, indexOf, openHistoryEngine } from './fixtures/history-world.ts'
 
 const child = fileURLToPath(new URL('./fixtures/history-child.ts', import.meta.url))
 
@@ -25,14 +24,9 @@ interface Ids {
 
 /** Opens the folder as the hub would after the kill and checks what must have survived. */
 async function survived(t: Test, dir: string, ids: Ids, when: string): Promise<void> {
-  const clock = clockFrom(dir)
-  const engine = await createEngine({
-    sops: HISTORY_SOPS,
-    tools: historyTools(),
-    dbPath: join(dir, 'db'),
-    now: clock.now,
-    history: BOUNDS,
-  })
+  const opened = openHistoryEngine(dir)
+  const clock = opened.clock
+  const engine = await opened.engine
   try {
     for (const id of ids.gated)
       t.match(

@@ -12,20 +12,9 @@ import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
 import { indexOf } from './fixtures/history-world.ts'
+import { FIXTURE_SOPS } from '../fixtures/engine-store-v1/sops.ts'
 
 const FIXTURE = join(import.meta.dirname, '../fixtures/engine-store-v1/store')
-
-// The SOPs test/fixtures/engine-store-v1/make.ts ran.
-const FIXTURE_SOPS = [
-  sop({ name: 'press', maxConcurrent: 10, steps: [step(1, { calls: [call('echo', { x: 1 })] })] }),
-  sop({ name: 'breaks', maxConcurrent: 10, steps: [step(1, { calls: [call('fail')] })] }),
-  sop({
-    name: 'gate',
-    admissionPolicy: 'hold',
-    maxConcurrent: 3,
-    steps: [step(1, { requiresConfirmation: true, calls: [call('echo')] })],
-  }),
-]
 
 t.test('a store written before the history log opens, moves into it and keeps every run', async (t) => {
   const dir = join(await tempDir(t, 'svc-migrate-'), 'engine')
