@@ -3,6 +3,7 @@
 // every run; a batch cut short is cut off; retention drops old segments whole and keeps every
 // unfinished run, approval, kept trigger and once-only mark; the index rebuilt from the log is
 // the index the store kept.
+import { readlinkSync } from 'node:fs'
 import { cp, open, readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -246,4 +247,36 @@ t.test('finished runs leave nothing behind in the store while no retention pass 
     'no id kept per finished run (it held every one until a segment was dropped)',
   )
   t.equal(held.written.size, 0, 'nor what was written of it')
+})
+
+t.test('reads at the same time of one segment share one file handle', async (t) => {
+  const dir = join(await tempDir(t, 'svc-readers-'), 'engine')
+  const tools = memoryTools()
+  const S = sop({
+    name: 's',
+    maxConcurrent: 100,
+    steps: [step(1, { calls: [call('echo', { pad: incompressible(500) })] })],
+  })
+  const bounds: HistoryBounds = { maxAgeMs: 365 * 86_400_000, maxBytes: 1 << 30, segmentBytes: 64 * 1024 }
+  const engine = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir, history: bounds })
+  t.teardown(() => engine.close())
+  const ids: string[] = []
+  for (let i = 0; i < 300; i++) ids.push((await engine.trigger('s', event({ i }))).runId!)
+  await engine.idle()
+  const runs = await Promise.all(ids.map((id) => engine.getRun(id)))
+  t.ok(
+    runs.every((r) => r?.state === 'completed'),
+    'every run reads whole',
+  )
+  const segments = (await readdir(join(dir, 'history'))).length
+  const open = (await readdir('/proc/self/fd'))
+    .map((fd) => {
+      try {
+        return readlinkSync(`/proc/self/fd/${fd}`)
+      } catch {
+        return ''
+      }
+    })
+    .filter((p) => p.startsWith(join(dir, 'history')))
+  t.ok(open.length <= segments, `${open.length} handles open on ${segments} segments`)
 })

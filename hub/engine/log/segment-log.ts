@@ -33,7 +33,8 @@ function ioError(what: string, err: unknown): Error {
 }
 
 export class SegmentLog {
-  private readers = new Map<number, FileHandle>()
+  /** A handle per segment read, opened once however many reads ask for it at the same time. */
+  private readers = new Map<number, Promise<FileHandle | null>>()
 
   private constructor(
     private readonly dir: string,
@@ -143,20 +144,19 @@ export class SegmentLog {
     return bytesRead === loc.len ? buf : null
   }
 
-  private async reader(n: number): Promise<FileHandle | null> {
+  private reader(n: number): Promise<FileHandle | null> {
     let fh = this.readers.get(n)
     if (fh) return fh
-    if (!this.infos.has(n)) return null
-    try {
-      fh = await open(join(this.dir, fileName(n)), 'r')
-    } catch {
-      return null
-    }
-    // Dropped while it was being opened.
-    if (!this.infos.has(n)) {
-      await fh.close()
-      return null
-    }
+    if (!this.infos.has(n)) return Promise.resolve(null)
+    fh = open(join(this.dir, fileName(n)), 'r').then(
+      async (h) => {
+        // Dropped while it was being opened.
+        if (this.infos.has(n)) return h
+        await h.close()
+        return null
+      },
+      () => null,
+    )
     this.readers.set(n, fh)
     return fh
   }
@@ -187,7 +187,7 @@ export class SegmentLog {
   async drop(n: number): Promise<void> {
     if (n === this.head.n) throw new Error(`segment ${n} is being written and cannot be dropped`)
     this.infos.delete(n)
-    const fh = this.readers.get(n)
+    const fh = await this.readers.get(n)
     this.readers.delete(n)
     await fh?.close().catch(() => undefined)
     await unlink(join(this.dir, fileName(n))).catch((err: NodeJS.ErrnoException) => {
@@ -197,7 +197,7 @@ export class SegmentLog {
   }
 
   async close(): Promise<void> {
-    for (const fh of this.readers.values()) await fh.close().catch(() => undefined)
+    for (const fh of this.readers.values()) await (await fh)?.close().catch(() => undefined)
     this.readers.clear()
     await this.head.fh.close().catch(() => undefined)
   }
