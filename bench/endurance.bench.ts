@@ -1,5 +1,6 @@
 // Endurance: what the whole `svc hub` process costs over a long life (`npm run bench -- endurance`;
-// `ENDURANCE_EVENTS=20000 npm run bench -- endurance` for a quick run). One hub, started as users
+// `ENDURANCE_EVENTS=20000 npm run bench -- endurance` for a quick run; ENDURANCE_NODE_ARGS, e.g.
+// `--max-old-space-size=96`, are given to the main hub's node). One hub, started as users
 // start it (bench/hub-process.ts), doing the peer work: an MQTT event `in/<n>`, a condition, one
 // QoS 1 `mqtt_publish` step, auto mode, its embedded broker. Every event passes the condition, so
 // every event is one stored run. The engine, the broker's persistence and the attestation store all
@@ -116,6 +117,26 @@ function meter(pid: number): () => Cost {
       sec: (performance.now() - t0) / 1000,
     }
   }
+}
+
+/**
+ * Waits until `pid` has written nothing for 7 s (at most 90 s): longer than the engine holds its
+ * index writes back (STAGE_MS, 5 s, hub/engine/store.ts), so they are not read as idle writes.
+ * How long that took, in s.
+ */
+async function quiet(pid: number): Promise<number> {
+  const t0 = performance.now()
+  let last = ioOf(`/proc/${pid}/io`).writeBytes
+  let still = performance.now()
+  while (performance.now() - t0 < 90_000) {
+    await sleep(250)
+    const now = ioOf(`/proc/${pid}/io`).writeBytes
+    if (now !== last) {
+      last = now
+      still = performance.now()
+    } else if (performance.now() - still >= 7000) break
+  }
+  return (still - t0) / 1000
 }
 
 /**
@@ -278,8 +299,11 @@ async function endurance(dir: string): Promise<void> {
   say(
     `floor     1 KiB append + fdatasync (this process, same temp folder, 500 times): write_bytes ${n0(floor.synced.writeBytes)} (${(floor.synced.writeBytes / 4096).toFixed(2)} pages), syscw ${floor.synced.syscw.toFixed(2)} per append; unsynced: write_bytes ${n0(floor.unsynced.writeBytes)} per append`,
   )
+  const nodeArgs = (process.env.ENDURANCE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
+  if (nodeArgs.length > 0) say(`node      the hub runs with ${nodeArgs.join(' ')} (ENDURANCE_NODE_ARGS)`)
   const hub: HubProcess = await startHub({
     dir,
+    nodeArgs,
     clientId: `svc-endurance-${process.pid}`,
     // Every run of the bench kept, so the store's size over the runs is per kept run.
     toml: '[history]\nmax_mb = 1048576\n',
@@ -303,7 +327,10 @@ async function endurance(dir: string): Promise<void> {
     // anything is measured, as in a hub that has been running.
     const warm = await d.burst(CHECKPOINTS[0]! - PACED_TOTAL - d.sent)
     progress(`warm-up: ${n0(d.sent)} runs in ${warm.sec.toFixed(1)} s (lost ${warm.lost})`)
-    await sleep(3000)
+    // What the warm-up left to write (the engine's staged index, LevelDB's compaction of it) is
+    // the warm-up's, not the idle hub's or the first paced events'.
+    const settled = await quiet(hub.pid)
+    progress(`the hub stopped writing ${settled.toFixed(1)} s after the warm-up`)
     const idleMeter = meter(hub.pid)
     await sleep(IDLE_SECONDS * 1000)
     const idle = idleMeter()
