@@ -713,7 +713,8 @@ export class EngineStore {
   }
 
   /** Replays a run's deltas; also returns how many there were (the next delta's number). */
-  private async replay(id: string): Promise<{ run: RunRecord; deltas: number } | undefined> {
+  /** Also the keys it read, which are exactly the records the run is replayed from. */
+  private async replay(id: string): Promise<{ run: RunRecord; deltas: number; keys: string[] } | undefined> {
     if (this.reopening) await this.reopening
     await this.settle()
     let head: RunHead | undefined
@@ -724,8 +725,10 @@ export class EngineStore {
     // ones into record 0, so it is not their count).
     let deltas = 0
     const stored: string[] = []
+    const keys: string[] = []
     for await (const [k, v] of this.db.iterator({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) {
       stored.push(v)
+      keys.push(k)
       deltas = Number.parseInt(k.slice(k.lastIndexOf('!') + 1), 36) + 1
     }
     for (const text of await Promise.all(stored.map((v) => this.valueOf(v)))) {
@@ -743,7 +746,7 @@ export class EngineStore {
     const lastOutput =
       st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
     // A record written before `storedState` carries every field; one written since, only those set.
-    return { run: { ...head, ...startState(), ...st, steps, log, lastOutput }, deltas }
+    return { run: { ...head, ...startState(), ...st, steps, log, lastOutput }, deltas, keys }
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -1015,17 +1018,18 @@ export class EngineStore {
         chunk.map(async (id, i) => {
           const loc = firsts[i]
           if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) return
-          const keys: string[] = []
-          for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
           if (opens[i] !== undefined) {
             const r = await this.replay(id)
             if (r) {
-              carry.push(...this.carryOps(r.run, keys))
+              // The records replayed, no more: a record written since stays after the carried one.
+              carry.push(...this.carryOps(r.run, r.keys))
               carriedIds.push(id)
               return
             }
           }
           // Finished: its index keys from its summary, not its records.
+          const keys: string[] = []
+          for await (const k of this.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
           const fin = await this.valueOf(fins[i])
           const indexed = fin !== undefined ? (JSON.parse(fin) as RunSummary) : (await this.replay(id))?.run
           gone.push(...keys, FIN + id, OPEN + id, ...(indexed ? indexKeys(indexed) : []))

@@ -12,7 +12,7 @@ import { EngineStore } from '../../hub/engine/store.ts'
 import { INDEX_MARKER, INDEX_VERSION } from '../../hub/engine/run-index.ts'
 import { startReadyChild } from '../helpers/ready-child.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { BOUNDS, clockFrom, indexOf, openHistoryEngine } from './fixtures/history-world.ts'
+import { BOUNDS, indexOf, openHistoryEngine } from './fixtures/history-world.ts'
 
 const child = fileURLToPath(new URL('./fixtures/history-child.ts', import.meta.url))
 
