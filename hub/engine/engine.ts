@@ -520,8 +520,9 @@ export class Engine implements HubEngine {
     // Deferred (group-commit.ts): no side effect waits for a finished run's record. It is handed
     // to the group commit before the SOP's kept triggers are released, so their admissions are
     // stored after it, in its batch or a later one. The news of it waits for it (EngineChange:
-    // told once durable), for as long as the group commit holds it (DEFER_MS, longer while events come steadily). A kill before it lands re-runs
-    // the last step on restart, marked as a possible repeat, as a kill during that step would.
+    // told once durable), for as long as the group commit holds it (DEFER_MS, longer while
+    // events come steadily). A kill before it lands re-runs the last step on restart, marked as
+    // a possible repeat, as a kill during that step would.
     this.finishing.set(run.id, run)
     const stored = this.durable(
       run.id,

@@ -110,6 +110,12 @@ function derived(op: BatchOp): BatchOp[] {
   return []
 }
 
+/** An operation as LevelDB takes it: a value that lives in the log becomes its locator. */
+function indexOp(op: BatchOp, locator: () => string): StagedOp {
+  if (op.type === 'del') return { type: 'del', key: op.key }
+  return { type: 'put', key: op.key, value: inLog(op.key) ? locator() : op.value }
+}
+
 async function segmentTimes(db: Level<string, string>): Promise<Map<number, number>> {
   const out = new Map<number, number>()
   for await (const [k, v] of db.iterator({ gt: SEGTIME, lt: `${SEGTIME}\xff` }))
@@ -301,16 +307,9 @@ export class EngineStore {
     const sealed = await sealBatch(enc.bytes)
     const at = await this.log.append(sealed, this.now())
     this.lastSyncAt = Date.now()
-    const staged: StagedOp[] = []
-    for (let i = 0; i < ops.length; i++) {
-      const op = ops[i]!
-      if (op.type === 'del') staged.push({ type: 'del', key: op.key })
-      else if (!inLog(op.key)) staged.push({ type: 'put', key: op.key, value: op.value })
-      else {
-        const f = enc.frames[i]!
-        staged.push({ type: 'put', key: op.key, value: locatorText(at.seg, at.off, sealed.length, f) })
-      }
-    }
+    const staged = ops.map((op, i) =>
+      indexOp(op, () => locatorText(at.seg, at.off, sealed.length, enc.frames[i]!)),
+    )
     if (at.full) {
       const key = SEGTIME + at.full.n.toString(36)
       const value = String(at.full.lastWriteAt)
@@ -411,23 +410,14 @@ export class EngineStore {
     only?: (key: string) => boolean,
   ): Promise<void> {
     const ops: StagedOp[] = []
+    // What `derived` gives is never in the log, so the locator is only ever the record's own.
     for (const s of scanned)
-      for (const op of [s.op, ...derived(s.op)]) {
-        if (only && !only(op.key)) continue
-        if (op.type === 'del') ops.push({ type: 'del', key: op.key })
-        else {
-          const value = op === s.op && inLog(op.key) ? locatorText(seg, s.off, s.len, s.inner) : op.value
-          ops.push({ type: 'put', key: op.key, value })
-        }
-      }
+      for (const op of [s.op, ...derived(s.op)])
+        if (!only || only(op.key)) ops.push(indexOp(op, () => locatorText(seg, s.off, s.len, s.inner)))
     return this.writeIndex(ops, only ? null : `${seg}:${end}`)
   }
 
-  /**
-   * Builds the run index from the records (a store written before the index, or by another
-   * layout). The marker goes in last: a crash mid-way leaves no marker, and the next open
-   * starts again from nothing.
-   */
+  /** Whether any run is stored (finished or not): a store without one has nothing to move. */
   private async hasRuns(): Promise<boolean> {
     for (const p of [FIN, OPEN])
       for await (const _ of this.db.keys({ gt: p, lt: `${p}\xff`, limit: 1 })) return true
@@ -437,8 +427,9 @@ export class EngineStore {
   /**
    * Moves a store written before the history log (run records and summaries as LevelDB values)
    * into it: each run's records are written again through the log, which is all a rebuild of
-   * the index needs (its keys and `open!` marker follow from them, `derived`). A crash part-way leaves the layout marker
-   * unset and the next open goes on: a record already moved holds a locator and is passed over.
+   * the index needs (its keys and `open!` marker follow from them, `derived`). A crash part-way
+   * leaves the layout marker unset and the next open goes on: a record already moved holds a
+   * locator and is passed over.
    */
   private async migrate(): Promise<void> {
     await this.db.clear({ gte: INDEX, lt: `${INDEX}\xff` })
@@ -712,8 +703,10 @@ export class EngineStore {
     }
   }
 
-  /** Replays a run's deltas; also returns how many there were (the next delta's number). */
-  /** Also the keys it read, which are exactly the records the run is replayed from. */
+  /**
+   * Replays a run's deltas; also returns the next delta's number and the keys it read, which are
+   * exactly the records the run is replayed from.
+   */
   private async replay(id: string): Promise<{ run: RunRecord; deltas: number; keys: string[] } | undefined> {
     if (this.reopening) await this.reopening
     await this.settle()
@@ -980,9 +973,10 @@ export class EngineStore {
    * Drops one segment. The runs whose first record is in it: a finished one leaves the index
    * with all its records; an unfinished one (running, at a gate, waiting for approval) is
    * carried forward, its records written again as one into the segment being written. LevelDB
-   * is synced before the file goes, so the kept triggers, marks and admission records the
-   * segment's batches carried are durable without it. Returns false when a run finished
-   * while the pass read it: the segment is left for the next pass.
+   * is synced before the file goes, so the kept triggers and once-only marks the segment's
+   * batches carried are durable without it (admission records and MQTT marks, whose values are
+   * in the log, go with it). Returns false when a run finished while the pass read it: the
+   * segment is left for the next pass.
    */
   private async dropSegment(n: number): Promise<boolean> {
     await this.settle()
@@ -1004,6 +998,7 @@ export class EngineStore {
     }
     const gone: string[] = []
     let removed = 0
+    let carried = 0
     // Read in chunks, each run's keys at once: a segment holds thousands of runs, and retention
     // must drop them faster than a burst writes them.
     const ids = [...heads]
@@ -1024,6 +1019,7 @@ export class EngineStore {
               // The records replayed, no more: a record written since stays after the carried one.
               carry.push(...this.carryOps(r.run, r.keys))
               carriedIds.push(id)
+              carried++
               return
             }
           }
@@ -1051,7 +1047,7 @@ export class EngineStore {
       { sync: true },
     )
     await this.log.drop(n)
-    this.opts.onDrop?.({ segment: n, removed, carried: heads.size - removed })
+    this.opts.onDrop?.({ segment: n, removed, carried })
     return true
   }
 

@@ -121,12 +121,21 @@ t.test(
         steps: [step(1, { requiresConfirmation: true, calls: [call('echo')] })],
       }),
     ]
+    const drops: { removed: number; carried: number }[] = []
+    const log = {
+      info: (o: object | string) => {
+        if (typeof o === 'object' && 'carried' in o) drops.push(o as (typeof drops)[number])
+      },
+      warn() {},
+      error() {},
+    }
     const engine = await createEngine({
       sops,
       tools: tools.registry,
       dbPath: dir,
       now: clock,
       history: SMALL,
+      log,
     })
     t.teardown(() => engine.close())
 
@@ -153,6 +162,15 @@ t.test(
     t.equal(await engine.getRun(old[0]!), undefined, 'an old finished run is gone')
     const listed = (await engine.queryRuns({ limit: 1000 })).runs.map((r) => r.id)
     const oldListed = old.filter((id) => listed.includes(id))
+    t.same(
+      drops.reduce((sum, d) => ({ removed: sum.removed + d.removed, carried: sum.carried + d.carried }), {
+        removed: 0,
+        carried: 0,
+      }),
+      // The once-marked run and the old ones, less those still in the segment being written.
+      { removed: 1 + old.length - oldListed.length, carried: 1 },
+      'each drop logged with the finished runs it removed and the waiting run carried on, once',
+    )
     // Old runs in the segment still being written stay until it is full and dropped in turn.
     t.ok(
       oldListed.length < old.length / 2,

@@ -11,6 +11,7 @@
 // A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
 import { promisify } from 'node:util'
 import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
+import type { BatchOp } from '../group-commit.ts'
 
 export const HEADER = 8
 const KIND_PUT = 0x50
@@ -21,9 +22,8 @@ const MIN_BODY = 5
 /** Larger than any batch the engine writes; a length past it is a torn or foreign header. */
 export const MAX_BODY = 64 * 1024 * 1024
 
-export type LogOp =
-  | { type: 'put'; key: string; value: string; local?: true }
-  | { type: 'del'; key: string; local?: true }
+/** An operation of the engine's batches (group-commit.ts), as the log holds it. */
+export type LogOp = BatchOp
 
 /** One batch as bytes, and where each operation's frame starts and how long it is (null: local, not written). */
 export interface EncodedBatch {
