@@ -16,6 +16,10 @@ const HELP = `usage: svc hub [run] [--config FILE] [--simulate BOARD]... [--log-
        svc hub console-password [--clear] (the web console's owner password: --help)
        svc hub install-service [--user USER] [--home DIR] [--config FILE] [--out FILE | --print]
                                          (the systemd unit for this install: --help)
+       svc hub repair [--json]           (a store that will not open: --help)
+       svc hub backup [--out FILE] [--no-history] [--passphrase-env VAR]
+                                         (one archive of the hub, while it runs: --help)
+       svc hub restore FILE [--passphrase-env VAR]  (into an empty home: --help)
 
   run (default)  start the daemon: embedded MQTT broker (or broker.url), bridge, triggers,
                  SOP engine, tools, webhook gateway, local API, web console. Stops on SIGTERM/SIGINT;
@@ -89,6 +93,9 @@ export const command: Command = async (argv, io) => {
   if (argv[0] === 'status') return (await import('./hub-status.ts')).command(argv.slice(1), io)
   if (argv[0] === 'install-service')
     return (await import('./hub-install-service.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'repair') return (await import('./hub-repair.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'backup') return (await import('./hub-backup.ts')).command(argv.slice(1), io)
+  if (argv[0] === 'restore') return (await import('./hub-restore.ts')).command(argv.slice(1), io)
   const { values, positionals } = parse(argv)
   if (values.help) {
     io.out(HELP)

@@ -1,0 +1,6 @@
+// `svc hub backup`: being built (replaced before this work lands).
+import { type Command, UserError } from './io.ts'
+
+export const command: Command = async () => {
+  throw new UserError('svc hub backup: not built yet')
+}
