@@ -51,6 +51,7 @@ import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../mqtt-state/payloads.ts'
 import { SVC_VERSION } from '../version.ts'
 import type { RunningConsole } from '../console/index.ts'
 import { createDiskGuard } from '../disk/guard.ts'
+import { checkStores } from '../stores/check.ts'
 import { countEngine, startHubMetrics } from '../metrics/index.ts'
 
 export interface RunningHub {
@@ -118,6 +119,16 @@ export async function startHub(
   service?.status('starting')
   try {
     await mkdir(config.dataDir, { recursive: true })
+    // Before any store opens (hub/stores/README.md, "Format versions and upgrades"): one that is
+    // newer than this svc, or will not open, stops the start with one line; an older one is
+    // copied beside itself and upgraded.
+    await checkStores({
+      dataDir: config.dataDir,
+      stores: config.broker.url === null ? ['engine', 'broker'] : ['engine'],
+      ifPresent: ['attest'],
+      reserve: { mb: config.disk.reserveMb, percent: config.disk.reservePercent },
+      log,
+    })
     // Free space on the data folder and each store's (hub/disk/): below the reserve no new work
     // is taken, and a store whose write failed is reopened once there is room.
     const disk = createDiskGuard({

@@ -1,0 +1,26 @@
+// How each store is brought from an older format to the next (hub/stores/README.md, "Format
+// versions and upgrades"). Each step is the store's own code doing what it does on open, run
+// here before the hub opens the store, after a copy of it was taken.
+import { migrateEngine } from './engine-format.ts'
+import type { StoreName } from './format.ts'
+
+export interface Upgrade {
+  /** What it leaves, for the log line: counts of what the store holds afterwards. */
+  run(dir: string): Promise<string>
+  /** How much it writes besides the store, as a multiple of the store's size (for the space check). */
+  growth: number
+}
+
+/** By store, by the format an upgrade starts from. */
+export const UPGRADES: Partial<Record<StoreName, Record<number, Upgrade>>> = {
+  engine: {
+    // Every run record written again through the history log (store.ts `migrate`).
+    1: {
+      growth: 1,
+      async run(dir) {
+        const r = await migrateEngine(dir)
+        return `${r.finished} finished and ${r.unfinished} unfinished runs`
+      },
+    },
+  },
+}
