@@ -127,6 +127,9 @@ export async function attestParts(
     import('../../tools/chain_attest.ts'),
     import('../attest/api.ts'),
   ])
+  // A new attestation store is born with its format recorded (hub/stores/README.md, "Format
+  // versions and upgrades"); one already there was checked at the hub's start.
+  await (await import('../stores/check.ts')).prepareNewStore(config.dataDir, 'attest')
   const store = await openAttestStore(attestStorePath(config.dataDir))
   try {
     const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
