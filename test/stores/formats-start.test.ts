@@ -188,3 +188,27 @@ t.test('the engine writes the layout the registry says is current', async (t) =>
   )
   await db.close()
 })
+
+t.test('no room for the copy: the start refused with one line, nothing copied or upgraded', async (t) => {
+  const data = join(await tempDir(t, 'svc-room-'), 'data')
+  await cp(join(FIXTURES, 'engine-store-v1/store'), join(data, 'engine'), { recursive: true })
+  await t.rejects(
+    checkStores({
+      dataDir: data,
+      stores: ['engine'],
+      reserve: { mb: 1024 * 1024 * 1024, percent: null },
+      log: silentLog,
+    }),
+    {
+      name: 'StoreRefused',
+      message: new RegExp(
+        `^${join(data, 'engine')}: the engine store \\(.+\\) needs upgrading and a copy of it kept beside it first, but ${data} has .+ free of the .+ that takes \\(copy, upgrade and the disk reserve\\); free some space and start again$`,
+      ),
+    },
+  )
+  t.same(await readdir(data), ['engine'], 'no copy begun')
+  const db = new Level<string, string>(join(data, 'engine'), { createIfMissing: false })
+  await db.open()
+  t.equal(await db.get('meta!layout'), undefined, 'still format 1')
+  await db.close()
+})
