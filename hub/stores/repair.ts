@@ -104,7 +104,7 @@ async function repairLevelStore(r: StoreReport): Promise<void> {
   r.leveldb = l
   const set = [
     l.archived.logs.length > 0 &&
-      `${l.archived.logs.length} write-ahead log${l.archived.logs.length === 1 ? '' : 's'} (${l.logRecordsSaved} records saved into tables)`,
+      `${l.archived.logs.length} write-ahead log${l.archived.logs.length === 1 ? '' : 's'} (its ${l.logRecordsSaved} records saved into tables first)`,
     l.archived.manifests.length > 0 && `the old MANIFEST (replaced)`,
     l.archived.tables.length > 0 &&
       `${l.archived.tables.length} damaged table${l.archived.tables.length === 1 ? '' : 's'}`,
@@ -244,7 +244,9 @@ function reportHistory(r: StoreReport, scan: HistoryScan): void {
     unreadableBytes: unreadable,
     tornBytesCut: scan.cut?.bytes ?? 0,
   }
-  r.done.push(`history log read: ${scan.segments.length} segments, ${batches} batches`)
+  r.done.push(
+    `history log read: ${scan.segments.length} segment${scan.segments.length === 1 ? '' : 's'}, ${batches} batches`,
+  )
   if (scan.cut)
     r.done.push(
       `history segment ${scan.cut.segment}: the ${scan.cut.bytes} bytes after its last whole batch are cut (what a stop between a write and its sync leaves, never acknowledged; more than a batch's worth means damage, and batches in it are lost); a copy is in ${scan.cut.keptAs}`,
