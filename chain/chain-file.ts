@@ -1,8 +1,8 @@
 // The chain file (`<SVC_HOME>/chain.json`, or `svc chain dev --out FILE`): where the registries
 // are and which agent this hub speaks for. The hub, the attestor and the market all read this
 // one shape, for the dev chain and for Monad testnet alike.
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
-import { dirname, join } from 'node:path'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { type Address, isAddress, isHex } from 'viem'
 import { CHAIN_ID } from './chain-id.ts'
 import { type DevAccounts, ROLES } from './accounts.ts'
@@ -81,6 +81,10 @@ export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
   return { ok: true, value: o as unknown as ChainInfo }
 }
 
+/** A damaged chain file is never replaced by a reader: it names this hub's agent on chain. */
+const CHAIN_FILE_FIX =
+  '; put it back from a backup, or write it again with `svc chain dev` (a dev chain) or `svc chain enrol` (a real network)'
+
 export async function readChainFile(path: string): Promise<ParseResult<ChainInfo>> {
   let text: string
   try {
@@ -95,16 +99,19 @@ export async function readChainFile(path: string): Promise<ParseResult<ChainInfo
   try {
     raw = JSON.parse(text)
   } catch (err) {
-    return { ok: false, error: `chain file ${path}: not JSON (${(err as Error).message})` }
+    return { ok: false, error: `chain file ${path}: not JSON (${(err as Error).message})${CHAIN_FILE_FIX}` }
   }
   const r = parseChainInfo(raw)
-  return r.ok ? r : { ok: false, error: r.error.replace(/^chain file/, `chain file ${path}`) }
+  return r.ok
+    ? r
+    : { ok: false, error: r.error.replace(/^chain file/, `chain file ${path}`) + CHAIN_FILE_FIX }
 }
 
-export async function writeChainFile(path: string, info: ChainInfo): Promise<void> {
-  await mkdir(dirname(path), { recursive: true })
-  const tmp = `${path}.${process.pid}.tmp`
-  // Mode 0600: a dev chain file holds (well-known) private keys; a real one may too.
-  await writeFile(tmp, JSON.stringify(info, null, 2) + '\n', { mode: 0o600 })
-  await rename(tmp, path)
+/**
+ * The file's text. Written by the hub's commands through their atomic writer (hub/files/README.md:
+ * Small files), which chain/ cannot import; mode 0600, as a dev chain file holds (well-known)
+ * private keys and a real one may too.
+ */
+export function formatChainFile(info: ChainInfo): string {
+  return JSON.stringify(info, null, 2) + '\n'
 }

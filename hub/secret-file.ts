@@ -1,9 +1,8 @@
 // Files that hold secrets or their hashes (broker accounts, the console owner's password): like
 // an SSH key they must be mode 0600 or stricter, so one others can read or change is refused,
 // not used; and they are replaced whole, so a reader sees the old file or the new, never half.
-import { randomBytes } from 'node:crypto'
-import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { readFile, stat } from 'node:fs/promises'
+import { writeFileAtomic } from './files/atomic-file.ts'
 
 export type SecretRead = { ok: true; text: string | null } | { ok: false; error: string }
 
@@ -33,19 +32,7 @@ export async function readSecretFile(file: string, what: string): Promise<Secret
   }
 }
 
-/** Replaces `file` whole: a temp file created 0600 beside it, synced, renamed over it. */
+/** Replaces `file` whole, mode 0600, as every small file is written (hub/files/atomic-file.ts). */
 export async function replaceSecretFile(file: string, text: string): Promise<void> {
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 })
-  const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
-  const fh = await open(tmp, 'wx', 0o600)
-  try {
-    await fh.writeFile(text, 'utf8')
-    await fh.sync()
-    await fh.close()
-    await rename(tmp, file)
-  } catch (err) {
-    await fh.close().catch(() => {})
-    await rm(tmp, { force: true })
-    throw err
-  }
+  await writeFileAtomic(file, text, { mode: 0o600, dirMode: 0o700 })
 }

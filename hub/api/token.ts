@@ -1,25 +1,17 @@
-// The local API's credentials on disk (issue 3, item 8): a bearer token in a file only the owner
-// can read (0600), and `{ url }` of the running hub. The hub writes both at start; the CLI reads
-// them. Paths default to svcPaths() (SVC_HOME overrides the home).
+// The local API's credentials on disk (hub/README.md: Local API): a bearer token in a file only
+// the owner can read (0600), and `{ url }` of the running hub. The hub writes both at start; the
+// CLI reads them. Paths default to svcPaths() (SVC_HOME overrides the home).
 import { randomBytes } from 'node:crypto'
-import { chmod, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
-import { dirname } from 'node:path'
+import { readFile, rm, stat } from 'node:fs/promises'
+import { replaceSecretFile } from '../secret-file.ts'
 import { svcPaths } from '../paths.ts'
 
 export type Read<T> = { ok: true; value: T } | { ok: false; error: string }
 
-async function writePrivate(path: string, text: string): Promise<void> {
-  await mkdir(dirname(path), { recursive: true, mode: 0o700 })
-  const tmp = `${path}.${process.pid}.tmp`
-  await writeFile(tmp, text, { mode: 0o600 })
-  await chmod(tmp, 0o600)
-  await rename(tmp, path)
-}
-
 /** A fresh token for this hub's life, written 0600; the previous one stops working. */
 export async function issueApiToken(path = svcPaths().apiToken): Promise<string> {
   const token = randomBytes(32).toString('hex')
-  await writePrivate(path, token + '\n')
+  await replaceSecretFile(path, token + '\n')
   return token
 }
 
@@ -41,7 +33,11 @@ export async function readApiToken(path = svcPaths().apiToken): Promise<Read<str
     }
   const token = (await readFile(path, 'utf8')).trim()
   if (!/^[0-9a-f]{64}$/.test(token))
-    return { ok: false, error: `the token file ${path} does not hold a token` }
+    // Never read by the hub, only written at each start: a damaged one is mended by a restart.
+    return {
+      ok: false,
+      error: `the token file ${path} does not hold a token; the hub writes a new one at each start: restart it`,
+    }
   return { ok: true, value: token }
 }
 
@@ -56,7 +52,7 @@ export interface HubAbout {
 export type ApiInfo = { url: string; pid?: number } & Partial<HubAbout>
 
 export async function writeApiInfo(url: string, path = svcPaths().apiInfo, about?: HubAbout): Promise<void> {
-  await writePrivate(path, JSON.stringify({ url, pid: process.pid, ...about }) + '\n')
+  await replaceSecretFile(path, JSON.stringify({ url, pid: process.pid, ...about }) + '\n')
 }
 
 export async function removeApiInfo(path = svcPaths().apiInfo): Promise<void> {
@@ -85,5 +81,8 @@ export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<ApiIn
   } catch {
     // fall through
   }
-  return { ok: false, error: `${path} does not hold a loopback API url` }
+  return {
+    ok: false,
+    error: `${path} does not hold a loopback API url; the hub writes it at each start: restart it`,
+  }
 }

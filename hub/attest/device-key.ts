@@ -1,11 +1,14 @@
 // The device's secp256k1 key: created on first start (mode 0600, never overwritten), read on
 // every later start. It signs each attested line (EIP-191 personal message over the line's
 // UTF-8 bytes, so any wallet tool can check it) and sends the device's validation requests.
-import { chmod, mkdir, open, readFile, stat } from 'node:fs/promises'
-import { dirname } from 'node:path'
+// A damaged key stops the start and is never replaced: a new key is a different device on chain
+// (hub/files/README.md: Small files).
+import { chmod, readFile, stat } from 'node:fs/promises'
 import { type Address, type Hex, type LocalAccount, hexToBytes, isHex } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { personalMessageDigest } from '../../records/hash.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
+import { DamagedFileError } from '../files/damaged-file.ts'
 import { loadNativeSecp256k1 } from './native-secp256k1.ts'
 
 /** Which implementation signs lines: libsecp256k1 when its binary loads, else viem's pure JS. */
@@ -41,38 +44,49 @@ export function signerFromKey(privateKey: Hex, backend: SignerBackend = bestSign
   return { address: account.address, account, backend, signLine }
 }
 
+/** What the owner of a damaged device key does: the key is the device, so only a copy of it will do. */
+export const DEVICE_KEY_FIX =
+  "it is this device's identity on chain and the hub never makes a new one over it: put it back from a backup (`svc hub restore FILE` into an empty home, or a copy of the file); only if this device was never enrolled on chain, move the file away and the hub makes a new key, a new device"
+
 function parseKey(text: string, path: string): Hex {
   const k = text.trim()
+  // 0 bytes: a power cut during its first write (before writes were atomic) or a failing card;
+  // the hub cannot tell which, nor whether the key was in use, so it refuses as for any damage.
+  if (text.length === 0) throw new DamagedFileError('device key', path, 'empty (0 bytes)', DEVICE_KEY_FIX)
   const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  if (!isHex(hex) || hex.length !== 66) throw new Error(`device key ${path}: expected 32 bytes of hex`)
+  if (!isHex(hex) || hex.length !== 66)
+    throw new DamagedFileError('device key', path, 'expected 32 bytes of hex', DEVICE_KEY_FIX)
   try {
     privateKeyToAccount(hex)
   } catch {
-    throw new Error(`device key ${path}: not a valid secp256k1 key`)
+    throw new DamagedFileError('device key', path, 'not a valid secp256k1 key', DEVICE_KEY_FIX)
   }
   return hex
 }
 
+/** The key at `path`, or null when there is none; a damaged one throws DamagedFileError. */
+export async function readDeviceKey(path: string): Promise<Hex | null> {
+  try {
+    return parseKey(await readFile(path, 'utf8'), path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+}
+
+/** Writes a new key, never over another: EEXIST when one is there (another process made it first). */
+export async function writeNewDeviceKey(path: string, key: Hex): Promise<void> {
+  await writeFileAtomic(path, `${key}\n`, { mode: 0o600, exclusive: true })
+}
+
 /** Reads the key at `path`, or creates it (mode 0600) when there is none. */
 export async function loadOrCreateDeviceKey(path: string): Promise<DeviceSigner> {
-  await mkdir(dirname(path), { recursive: true })
-  let key: Hex | undefined
-  try {
-    key = parseKey(await readFile(path, 'utf8'), path)
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-  }
-  if (key === undefined) {
+  let key = await readDeviceKey(path)
+  if (key === null) {
     const fresh = generatePrivateKey()
     try {
-      // 'wx': two processes starting at once must not each write a different key.
-      const fh = await open(path, 'wx', 0o600)
-      try {
-        await fh.writeFile(`${fresh}\n`)
-        await fh.sync()
-      } finally {
-        await fh.close()
-      }
+      // Exclusive: two processes starting at once must not each write a different key.
+      await writeNewDeviceKey(path, fresh)
       key = fresh
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err

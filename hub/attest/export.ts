@@ -1,10 +1,11 @@
 // `svc attest export`: operations.jsonl and operation-requests.txt, line n ↔ line n
 // (marketplace-api: Local record files on a device). A request line is blank while its line is
 // not attested yet, so a listing built from the files cannot claim an unproven line.
-// Both files are written beside the targets and renamed in, so a reader never sees half a file
-// or a pair that disagrees in length.
-import { open, mkdir, rename } from 'node:fs/promises'
+// Both files are written atomically (hub/files/README.md: Small files) and renamed in only once
+// both are complete, so a reader never sees half a file or a pair that disagrees in length.
+import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { openAtomic } from '../files/atomic-file.ts'
 import type { AttestStore } from './store.ts'
 
 export interface ExportRange {
@@ -32,9 +33,13 @@ export async function exportAttestations(
   await mkdir(outDir, { recursive: true })
   const dataPath = join(outDir, DATA_FILE)
   const requestsPath = join(outDir, REQUESTS_FILE)
-  const tag = `.${process.pid}.${Date.now()}.tmp`
-  const data = await open(dataPath + tag, 'w', 0o644)
-  const reqs = await open(requestsPath + tag, 'w', 0o644)
+  const dataFile = await openAtomic(dataPath, { mode: 0o644 })
+  const reqsFile = await openAtomic(requestsPath, { mode: 0o644 }).catch(async (err: unknown) => {
+    await dataFile.abort()
+    throw err
+  })
+  const data = dataFile.handle
+  const reqs = reqsFile.handle
   let lines = 0
   let attested = 0
   try {
@@ -56,13 +61,15 @@ export async function exportAttestations(
       if (dBuf.length >= 1000) await spill()
     }
     await spill()
-    await data.sync()
-    await reqs.sync()
-  } finally {
-    await data.close()
-    await reqs.close()
+  } catch (err) {
+    await dataFile.abort()
+    await reqsFile.abort()
+    throw err
   }
-  await rename(dataPath + tag, dataPath)
-  await rename(requestsPath + tag, requestsPath)
+  await dataFile.commit().catch(async (err: unknown) => {
+    await reqsFile.abort()
+    throw err
+  })
+  await reqsFile.commit()
   return { lines, attested, dataPath, requestsPath }
 }

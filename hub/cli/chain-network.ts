@@ -2,11 +2,11 @@
 // chain 10143 given by --rpc-url and addresses). The owner's key comes from a keystore file and
 // a passphrase (prompt, standard input or an environment variable) or a 0600 key file: never an
 // argument. Every refusal is one line and changes nothing on chain or on disk.
-import { mkdir, open, readFile } from 'node:fs/promises'
-import { dirname, isAbsolute, resolve } from 'node:path'
+import { isAbsolute, resolve } from 'node:path'
 import { type Address, type Hex, formatEther, isAddress } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { type ChainInfo, chainFilePath, readChainFile, writeChainFile } from '../../chain/chain-file.ts'
+import { type ChainInfo, chainFilePath, readChainFile } from '../../chain/chain-file.ts'
+import { writeChainFile } from '../files/chain-file.ts'
 import { identityRegistryAbi } from '../../chain/abi.generated.ts'
 import { publicClientFor, walletClientFor } from '../../chain/clients.ts'
 import { deployValidationRegistry } from '../../chain/deploy.ts'
@@ -16,6 +16,7 @@ import { type NetworkFlags, NETWORKS, resolveNetwork } from '../../chain/network
 import { describeCallError } from '../../chain/official-errors.ts'
 import { runPreflight } from '../../chain/preflight-reads.ts'
 import { KEY_ENV } from '../../market/attestor/config.ts'
+import { readDeviceKey, writeNewDeviceKey } from '../attest/device-key.ts'
 import { svcPaths } from '../paths.ts'
 import type { PasswordInput } from './hub-user.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
@@ -161,30 +162,21 @@ function agentIdOption(v: string | undefined): bigint | undefined {
  * dry run leaves nothing on disk.
  */
 async function deviceKeyFor(path: string): Promise<{ key: Hex; persist(): Promise<void> }> {
+  let existing: Hex | null
   try {
-    const k = (await readFile(path, 'utf8')).trim()
-    const key = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-    privateKeyToAccount(key)
-    return { key, persist: async () => {} }
+    existing = await readDeviceKey(path)
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw new UserError(`device key ${path}: not a valid private key (${(err as Error).message})`)
+    throw new UserError((err as Error).message)
   }
+  if (existing !== null) return { key: existing, persist: async () => {} }
   const key = generatePrivateKey()
   let written = false
   return {
     key,
     persist: async () => {
       if (written) return
-      await mkdir(dirname(path), { recursive: true })
-      // 'wx': a hub starting meanwhile must not end up with a different key than the one enrolled.
-      const fh = await open(path, 'wx', 0o600)
-      try {
-        await fh.writeFile(`${key}\n`)
-        await fh.sync()
-      } finally {
-        await fh.close()
-      }
+      // Exclusive: a hub starting meanwhile must not end up with a different key than the one enrolled.
+      await writeNewDeviceKey(path, key)
       written = true
     },
   }
@@ -444,10 +436,11 @@ export const checkCommand: Command = async (argv, io) => {
   // The device key is only read here: a check never creates one.
   let device: Address | undefined
   try {
-    const k = (await readFile(paths.deviceKey, 'utf8')).trim()
-    device = privateKeyToAccount((k.startsWith('0x') ? k : `0x${k}`) as Hex).address
-  } catch {
-    device = undefined
+    const k = await readDeviceKey(paths.deviceKey)
+    device = k === null ? undefined : privateKeyToAccount(k).address
+  } catch (err) {
+    // A damaged key is said, not checked as if there were none (hub/files/README.md: Small files).
+    throw new UserError((err as Error).message)
   }
   let attestorKey: Address | undefined
   if (values['attestor-key-file'] !== undefined) {

@@ -2,7 +2,8 @@
 // deploys the registries, registers the demo agent, starts the attestor, writes the chain file
 // (<SVC_HOME>/chain.json and --out FILE), then runs until Ctrl-C / SIGTERM and stops anvil.
 import { isAbsolute, resolve } from 'node:path'
-import { chainFilePath, writeChainFile } from '../../chain/chain-file.ts'
+import { chainFilePath } from '../../chain/chain-file.ts'
+import { writeChainFile } from '../files/chain-file.ts'
 import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
 import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
 import { readFile } from 'node:fs/promises'

@@ -3,10 +3,11 @@
 // for the notify wrapper, the user, SVC_HOME and hub.toml, and the folders hub.toml has the hub
 // write elsewhere. Then it prints the commands that are still to run, and only those.
 import { constants, existsSync } from 'node:fs'
-import { access, readFile, stat, writeFile } from 'node:fs/promises'
+import { access, readFile, stat } from 'node:fs/promises'
 import { basename, delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../daemon/config.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 import { PI_INSTALL, type UnitInput, WRAPPER_PATH, renderUnit, unitInputError } from '../service/unit.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
@@ -175,7 +176,8 @@ export const command: Command = async (argv, io: CliIo) => {
           `${out} exists and differs from the unit for this install (${firstDifference(existing, unit)}); --force replaces it, --print shows the new one`,
         )
       try {
-        await writeFile(out, unit, { mode: 0o644 })
+        // Atomic: a power cut while replacing a unit must not leave systemd half a file.
+        await writeFileAtomic(out, unit, { mode: 0o644, makeDir: false })
       } catch (err) {
         const e = err as NodeJS.ErrnoException
         const hint =

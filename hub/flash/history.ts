@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { writeFileDurable } from '../listing/queue.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 
 export const FLASH_OUTCOMES = ['started', 'flashed', 'rolled back', 'rollback failed', 'failed'] as const
 export type FlashOutcome = (typeof FLASH_OUTCOMES)[number]
@@ -115,7 +115,7 @@ export function createFlashHistory(o: { file: string; max?: number }): FlashHist
     lines = (lines ?? (await readLines()).length) + 1
     if (lines > 2 * max) {
       const kept = mergeRecords(await readLines()).slice(-max)
-      await writeFileDurable(o.file, kept.map((k) => `${JSON.stringify(k)}\n`).join(''))
+      await writeFileAtomic(o.file, kept.map((k) => `${JSON.stringify(k)}\n`).join(''))
       lines = kept.length
     }
   }

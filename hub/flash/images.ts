@@ -4,7 +4,7 @@
 // The files of the newest `keep` flashes per board stay; older ones are removed after each flash.
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { writeFileDurable } from '../listing/queue.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 
 export interface FlashFiles {
   /** Sortable time of the flash: `20261127T101530123Z`. */
@@ -36,7 +36,7 @@ export function createImageStore(o: { dir: string; keep: number }): ImageStore {
       const stamp = flashStamp(now)
       return { stamp, previous: join(dir, `${stamp}-previous.hex`), image: join(dir, `${stamp}-image.hex`) }
     },
-    write: (path, text) => writeFileDurable(path, text),
+    write: (path, text) => writeFileAtomic(path, text),
     async prune(board) {
       const dir = join(o.dir, board)
       let names: string[]

@@ -9,7 +9,8 @@ import { exportAttestations } from '../attest/export.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { MAX_MANIFEST_ROWS, buildManifest } from '../../records/manifest.ts'
 import { checkRecordFiles, splitLines } from '../../records/data-lines.ts'
-import { MANIFEST_FILE, writeFileDurable } from './queue.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
+import { MANIFEST_FILE } from './queue.ts'
 import type { ListingRange } from './record.ts'
 
 export type BuildResult = { ok: true; rows: number } | { ok: false; error: string }
@@ -33,7 +34,7 @@ export async function manifestFromFiles(dir: string, agentId: string, firstLine 
       error: `${lines.length} lines: a listing holds at most ${MAX_MANIFEST_ROWS} (use --from/--to)`,
     }
   const manifest = buildManifest(agentId, lines, checked.hashes as Hex[])
-  await writeFileDurable(join(dir, MANIFEST_FILE), JSON.stringify(manifest) + '\n')
+  await writeFileAtomic(join(dir, MANIFEST_FILE), JSON.stringify(manifest) + '\n')
   return { ok: true, rows: lines.length }
 }
 

@@ -2,9 +2,10 @@
 // attestation store, and queues the listing. A refusal removes what was started: nothing changes.
 // When the store is held by the running hub, the listing is queued as a draft that the hub
 // builds (with the same checks) at its next sync pass.
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import type { AttestStore } from '../attest/store.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 import { previewCount } from '../../records/preview-field.ts'
 import { buildListingFiles } from './build.ts'
 import { checkImage, checkListingText } from './fields.ts'
@@ -73,7 +74,7 @@ export async function createListing(i: CreateInput): Promise<CreateResult> {
     // that leaves a folder that the sync reports and skips, never a half listing.
     if (image) {
       await mkdir(dir, { recursive: true })
-      await writeFile(join(dir, entry.image!.file), image.bytes)
+      await writeFileAtomic(join(dir, entry.image!.file), image.bytes)
     }
     if (i.store) {
       if (i.agentId === null) throw new Error('an agent id is needed to build a listing')

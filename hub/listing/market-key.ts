@@ -1,9 +1,9 @@
 // The device's market credentials: the bearer key in `<SVC_HOME>/market.key` (mode 0600, as
 // `svc key set` writes it) and the market's origin in `<SVC_HOME>/market.json`.
-import { chmod, readFile } from 'node:fs/promises'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { svcPaths } from '../paths.ts'
-import { writeFileDurable } from './queue.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 
 /** Agent keys start `svc_` (marketplace-api: Agent key); the rest is URL-safe text. */
 export const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{16,200}$/
@@ -32,10 +32,9 @@ const marketFile = (env: NodeJS.ProcessEnv): string => join(svcPaths(env).home, 
 
 export async function saveKey(env: NodeJS.ProcessEnv, key: string, market?: string): Promise<void> {
   const p = svcPaths(env)
-  await writeFileDurable(p.marketKey, key + '\n', 0o600)
-  // An existing file keeps its mode on rename-over; say it again.
-  await chmod(p.marketKey, 0o600)
-  if (market !== undefined) await writeFileDurable(marketFile(env), JSON.stringify({ url: market }) + '\n')
+  // The new file is the temp file renamed, so it has the temp's 0600 whatever the old one had.
+  await writeFileAtomic(p.marketKey, key + '\n', { mode: 0o600 })
+  if (market !== undefined) await writeFileAtomic(marketFile(env), JSON.stringify({ url: market }) + '\n')
 }
 
 export async function readKey(env: NodeJS.ProcessEnv): Promise<string | null> {

@@ -1,11 +1,12 @@
 // The device's listing queue: one folder per listing under `<SVC_HOME>/listings/`, holding
 // listing.json (the entry), operations.jsonl, operation-requests.txt, manifest.json and the cover
 // image. Plain files, so `svc listing status` and `svc listing sync` work while the hub runs (the
-// hub holds the attestation store's LevelDB lock, not these). Every write of listing.json is a
-// write to a temp file, fsync, then rename: a power cut leaves the old entry or the new one.
+// hub holds the attestation store's LevelDB lock, not these). listing.json is written atomically
+// (hub/files/README.md: Small files): a power cut leaves the old entry or the new one.
 import { randomBytes } from 'node:crypto'
-import { mkdir, open, readFile, readdir, rename } from 'node:fs/promises'
+import { mkdir, readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 import type { ListingEntry } from './record.ts'
 
 export const ENTRY_FILE = 'listing.json'
@@ -24,21 +25,9 @@ export function newListingId(now: Date = new Date()): string {
   return `${t}-${randomBytes(6).toString('hex')}`
 }
 
-export async function writeFileDurable(path: string, data: string | Uint8Array, mode = 0o644): Promise<void> {
-  const tmp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`
-  const fh = await open(tmp, 'w', mode)
-  try {
-    await fh.writeFile(data)
-    await fh.sync()
-  } finally {
-    await fh.close()
-  }
-  await rename(tmp, path)
-}
-
 export async function saveEntry(dir: string, entry: ListingEntry): Promise<void> {
   await mkdir(dir, { recursive: true })
-  await writeFileDurable(join(dir, ENTRY_FILE), JSON.stringify(entry, null, 2) + '\n')
+  await writeFileAtomic(join(dir, ENTRY_FILE), JSON.stringify(entry, null, 2) + '\n')
 }
 
 export type LoadedEntry =

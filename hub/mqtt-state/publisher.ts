@@ -1,7 +1,6 @@
 // Publishes the hub's state topics (payloads.ts) and, when asked, Home Assistant discovery
 // (ha-discovery.ts). Watches the engine (after each durable change) and the boards; the retained
 // summaries go out at most once a second, coalesced, so a burst of runs costs one message.
-import { readFile, rename, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { MqttClient } from 'mqtt'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
@@ -9,6 +8,8 @@ import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Log } from '../log.ts'
 import type { DirectPublish } from '../broker/direct-publish.ts'
 import type { DiskView } from '../disk/view.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
+import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import { coalescer } from './coalesce.ts'
 import { birthTopic, discoveryMessages, MAX_SIGNALS_PER_BOARD } from './ha-discovery.ts'
 import {
@@ -63,6 +64,22 @@ export interface StateTopics {
 interface DiscoveryFile {
   signals: Record<string, Record<string, string>>
   topics: string[]
+}
+
+function parseDiscoveryFile(text: string): Parsed<DiscoveryFile> {
+  const r = parseJson(text)
+  if (!r.ok) return r
+  const raw = r.value as Partial<DiscoveryFile> | null
+  const isObject = (v: unknown): v is object => typeof v === 'object' && v !== null && !Array.isArray(v)
+  if (
+    !isObject(raw) ||
+    (raw.signals !== undefined &&
+      (!isObject(raw.signals) || !Object.values(raw.signals).every((v) => isObject(v)))) ||
+    (raw.topics !== undefined &&
+      (!Array.isArray(raw.topics) || !raw.topics.every((t) => typeof t === 'string')))
+  )
+    return { ok: false, error: 'not { signals, topics }' }
+  return { ok: true, value: { signals: raw.signals ?? {}, topics: raw.topics ?? [] } }
 }
 
 /** Runs whose latest change is kept while the session cannot take them (about 200 bytes each). */
@@ -191,10 +208,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
   const save = (): void => {
     const text = JSON.stringify(known)
     saving = saving
-      .then(async () => {
-        await writeFile(`${discoveryPath}.tmp`, text)
-        await rename(`${discoveryPath}.tmp`, discoveryPath)
-      })
+      .then(() => writeFileAtomic(discoveryPath, text))
       .catch((err: unknown) => o.log.warn({ err: errText(err) }, 'discovery state not saved'))
   }
   const publishDiscovery = (): void => {
@@ -218,14 +232,16 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
   const onMessage = (topic: string, payload: Buffer): void => {
     if (topic === birthTopic(ha.prefix) && payload.toString() === 'online') publishDiscovery()
   }
+  // Without the file the hub forgets which signals each board has sent and what it published
+  // (hub/files/README.md: Small files): the signals come back as the boards report them.
+  const saved = await readOrSetAside(discoveryPath, parseDiscoveryFile, {
+    log: o.log,
+    instead: ha.discovery
+      ? 'Home Assistant discovery starts afresh: board signals reappear as they report; entities of boards no longer in hub.toml stay in Home Assistant until deleted there'
+      : 'entities this hub published in Home Assistant before discovery was turned off are not removed; delete them there',
+  })
   if (ha.discovery) {
-    try {
-      const raw = JSON.parse(await readFile(discoveryPath, 'utf8')) as Partial<DiscoveryFile>
-      known = { signals: raw.signals ?? {}, topics: Array.isArray(raw.topics) ? raw.topics : [] }
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-        o.log.warn({ file: discoveryPath, err: errText(err) }, 'discovery state unreadable; starting afresh')
-    }
+    if (saved) known = saved
     o.client.on('message', onMessage)
     await o.client.subscribeAsync(birthTopic(ha.prefix), { qos: 1 }).catch((err: unknown) => {
       o.log.warn({ err: errText(err) }, 'cannot subscribe to Home Assistant status')
@@ -233,13 +249,10 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
     publishDiscovery()
   } else {
     // Discovery turned off: entities this hub published before are removed, once.
-    try {
-      const raw = JSON.parse(await readFile(discoveryPath, 'utf8')) as Partial<DiscoveryFile>
-      for (const t of Array.isArray(raw.topics) ? raw.topics : []) send(t, '', 1, true)
-      known = { signals: raw.signals ?? {}, topics: [] }
+    if (saved) {
+      for (const t of saved.topics) send(t, '', 1, true)
+      known = { signals: saved.signals, topics: [] }
       save()
-    } catch {
-      // Never turned on.
     }
   }
 

@@ -5,10 +5,11 @@
 // answered from the stored decision instead of starting a second run. The connection is retried
 // with backoff for as long as the hub runs; the queue keeps what is published meanwhile.
 // amqplib is loaded only when `[amqp]` is configured (a hub without it never pays for it).
-import { readFile, rename, writeFile } from 'node:fs/promises'
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib'
 import type { Diagnostic } from '../../sops/types.ts'
 import { createReconnect } from '../../bridge/reconnect.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
+import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import type { Log } from '../log.ts'
 import { deliveryKey } from './amqp-delivery.ts'
 import { routingKeyError, routingKeyMatches } from './amqp-topic.ts'
@@ -87,18 +88,32 @@ interface Bound {
   keys: string[]
 }
 
-async function readBound(file: string): Promise<Bound | null> {
-  try {
-    return JSON.parse(await readFile(file, 'utf8')) as Bound
-  } catch {
-    return null
-  }
+function parseBound(text: string): Parsed<Bound> {
+  const r = parseJson(text)
+  if (!r.ok) return r
+  const b = r.value as Partial<Bound> | null
+  if (
+    !b ||
+    typeof b.exchange !== 'string' ||
+    typeof b.queue !== 'string' ||
+    !Array.isArray(b.keys) ||
+    !b.keys.every((k) => typeof k === 'string')
+  )
+    return { ok: false, error: 'not { exchange, queue, keys }' }
+  return { ok: true, value: { exchange: b.exchange, queue: b.queue, keys: b.keys } }
+}
+
+// Without it the hub binds what its SOPs want as on a first start; only a key that no SOP uses
+// any more stays bound on the broker (its messages are acknowledged and start nothing).
+const UNBOUND_INSTEAD =
+  'the hub binds the routing keys its SOPs use as on a first start; a key no SOP uses any more stays bound until unbound on the broker'
+
+async function readBound(file: string, log: Log): Promise<Bound | null> {
+  return readOrSetAside(file, parseBound, { log, instead: UNBOUND_INSTEAD })
 }
 
 async function writeBound(file: string, b: Bound): Promise<void> {
-  // Temp file then rename, so a crash never leaves half a file.
-  await writeFile(`${file}.tmp`, JSON.stringify(b), 'utf8')
-  await rename(`${file}.tmp`, file)
+  await writeFileAtomic(file, JSON.stringify(b))
 }
 
 export function createAmqpSource(
@@ -139,7 +154,7 @@ export function createAmqpSource(
 
   const syncBindings = async (ch: Channel): Promise<void> => {
     const wanted = wantedKeys()
-    const before = await readBound(opts.bindingsFile)
+    const before = await readBound(opts.bindingsFile, log)
     const old = before && before.exchange === opts.exchange && before.queue === opts.queue ? before.keys : []
     for (const k of old) if (!wanted.includes(k)) await ch.unbindQueue(opts.queue, opts.exchange, k)
     for (const k of wanted) await ch.bindQueue(opts.queue, opts.exchange, k)

@@ -3,10 +3,12 @@
 // schedule whose latest due time since it last fired was missed gets ONE catch-up run, sent
 // with `catchUp: true` and the missed time, however many times it was missed. A schedule seen
 // for the first time is not caught up. The last fire time of each (SOP, expression) is kept in
-// a small JSON file, written atomically.
-import { readFile, rename, writeFile } from 'node:fs/promises'
+// a small JSON file, written atomically; a damaged one is set aside and the hub goes on without
+// catch-up memory (hub/files/README.md: Small files).
 import schedule from 'node-schedule'
 import { CronExpressionParser } from 'cron-parser'
+import { writeFileAtomic } from '../files/atomic-file.ts'
+import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
@@ -42,21 +44,25 @@ export interface CronSource {
   next(): { sop: string; expression: string; next: string | null }[]
 }
 
+/** The state file's schedules; a value that is not a time is dropped, a file that is not an object is damaged. */
+function parseCronState(text: string): Parsed<CronState> {
+  const r = parseJson(text)
+  if (!r.ok) return r
+  const parsed = r.value
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    return { ok: false, error: 'not a JSON object' }
+  const out: CronState = {}
+  for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) out[k] = v
+  return { ok: true, value: out }
+}
+
 async function readState(path: string | undefined, log: Log): Promise<CronState> {
   if (!path) return {}
-  try {
-    const parsed: unknown = JSON.parse(await readFile(path, 'utf8'))
-    if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) {
-      const out: CronState = {}
-      for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) out[k] = v
-      return out
-    }
-    log.warn({ path }, 'cron state file is not an object; starting without catch-up memory')
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
-      log.warn({ path, err: String(err) }, 'cron state file unreadable; starting without catch-up memory')
-  }
-  return {}
+  // Without it every schedule is new: nothing missed while the hub was off is caught up, and
+  // each schedule fires at its next time as usual.
+  const instead =
+    'cron starts without catch-up memory: schedules missed while the hub was off are not caught up'
+  return (await readOrSetAside(path, parseCronState, { log, instead })) ?? {}
 }
 
 export async function createCronSource(firer: Firer, log: Log, opts: CronOptions): Promise<CronSource> {
@@ -68,12 +74,9 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
   const save = (): Promise<void> => {
     const path = opts.statePath
     if (!path) return Promise.resolve()
-    // Serialised, and written to a temp file then renamed, so a crash never leaves half a file.
+    // Serialised, each write atomic: a crash leaves the last state saved whole.
     writing = writing
-      .then(async () => {
-        await writeFile(`${path}.tmp`, JSON.stringify(state), 'utf8')
-        await rename(`${path}.tmp`, path)
-      })
+      .then(() => writeFileAtomic(path, JSON.stringify(state)))
       .catch((err: unknown) => log.error({ path, err: String(err) }, 'could not save cron state'))
     return writing
   }

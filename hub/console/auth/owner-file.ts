@@ -15,14 +15,25 @@ export function ownerPath(dataDir: string): string {
 
 export type OwnerRead = { ok: true; hash: ScryptHash | null } | { ok: false; error: string }
 
+// A damaged file stops the start (hub/files/README.md: Small files): read as "no password" it
+// would change who may sign in, and the owner mends it with one command.
+const OWNER_FIX =
+  'put it back from a backup, or remove it and set the password again with `svc hub console-password`'
+
 /** The stored hash; a missing file is no password (null). Errors name the file and the fix. */
 export async function readOwnerFile(file: string): Promise<OwnerRead> {
   const r = await readSecretFile(file, 'the console password hash')
   if (!r.ok) return r
-  const line = r.text?.split('\n').find((l) => l.trim() !== '' && !l.startsWith('#'))
-  if (line === undefined) return { ok: true, hash: null }
+  if (r.text === null) return { ok: true, hash: null }
+  const line = r.text.split('\n').find((l) => l.trim() !== '' && !l.startsWith('#'))
+  // `--clear` removes the file, so a file without a hash line is one cut short, not "no password".
+  if (line === undefined)
+    return {
+      ok: false,
+      error: `${file}: ${r.text.length === 0 ? 'empty (0 bytes)' : 'no password hash in it'}; ${OWNER_FIX}`,
+    }
   const parsed = parseScryptHash(line.trim())
-  if (!parsed.ok) return { ok: false, error: `${file}: ${parsed.error}` }
+  if (!parsed.ok) return { ok: false, error: `${file}: ${parsed.error}; ${OWNER_FIX}` }
   return { ok: true, hash: parsed.value }
 }
 
