@@ -68,6 +68,8 @@ export interface AttestStore {
    * reading its counters back as an open does: a batch reported failed may be on disk after all.
    */
   reopen(): Promise<void>
+  /** Every entry as bytes, from one snapshot, for a backup (hub/backup/). */
+  entries(): AsyncIterable<[Buffer, Buffer]>
   close(): Promise<void>
 }
 
@@ -352,6 +354,11 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
         done()
         if (jobs.length > 0) void flush()
       }
+    },
+    async *entries() {
+      // Read under a reopen would meet a closed handle: wait one out first (a full disk's).
+      while (reopening) await reopening
+      yield* db.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' }) as AsyncIterable<[Buffer, Buffer]>
     },
     async close() {
       closed = true

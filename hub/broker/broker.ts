@@ -76,6 +76,8 @@ export interface EmbeddedBroker {
   reloadAccounts(): Promise<void>
   /** Opens the broker's LevelDB again after a write failed, once the disk has room (hub/disk/). */
   reopenStore(): Promise<void>
+  /** The broker's LevelDB entries, from one snapshot, for a backup (hub/backup/). */
+  storeEntries(): AsyncIterable<[Buffer, Buffer]>
   close(): Promise<void>
 }
 
@@ -295,6 +297,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
       principalOf: (client) => auth.principal(client),
       reloadAccounts: () => auth.reload(),
       reopenStore: () => level.reopen(),
+      storeEntries: () => level.entries(),
       async close() {
         if (closed) return
         closed = true

@@ -52,6 +52,8 @@ import { SVC_VERSION } from '../version.ts'
 import type { RunningConsole } from '../console/index.ts'
 import { createDiskGuard } from '../disk/guard.ts'
 import { checkStores } from '../stores/check.ts'
+import { backupRoute } from '../backup/route.ts'
+import { archiveStores } from '../backup/stores.ts'
 import { countEngine, startHubMetrics } from '../metrics/index.ts'
 
 export interface RunningHub {
@@ -549,6 +551,27 @@ export async function startHub(
       boardFlashRoutes(flasher, boardNames)(app)
       attestation.routes?.(app)
       metrics.route(app)
+      // Without a home (a test's parts) the archive keeps the data folder, the SOPs and the stores.
+      backupRoute({
+        places: {
+          home: api.home ?? null,
+          dataDir: config.dataDir,
+          sopsDir: config.sopsDir,
+          configFile: config.file,
+        },
+        stores: (history) =>
+          archiveStores(
+            {
+              engine: (o) => engine.backupRecords(o),
+              levels: [
+                ...(broker ? [{ name: 'broker' as const, entries: () => broker!.storeEntries() }] : []),
+                ...(attestStore ? [{ name: 'attest' as const, entries: () => attestStore.entries() }] : []),
+              ],
+            },
+            history,
+          ),
+        log,
+      })(app)
       closers.push({ name: 'local api', fn: () => app.close() })
       apiUrl = await app.listen({ host: '127.0.0.1', port: config.api.port })
       await api.writeInfo(apiUrl, { sopsDir: config.sopsDir, dataDir: config.dataDir })

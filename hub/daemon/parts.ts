@@ -38,6 +38,8 @@ export interface LocalApiParts {
   /** Tells the CLI where the API listens, and which SOP directory and data folder the hub uses. */
   writeInfo(url: string, about: HubAbout): Promise<void>
   removeInfo?(): Promise<void>
+  /** The home whose own files (the device key, hub.toml…) a backup keeps (hub/backup/). */
+  home?: string
 }
 
 /** The parts composed by the hub; `hub/daemon/real-parts.ts` gives the real ones, tests fewer. */

@@ -212,6 +212,7 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
       writeInfo: async (url, about) =>
         (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo, about),
       removeInfo: async () => (await import('../api/index.ts')).removeApiInfo(paths.apiInfo),
+      home: paths.home,
     },
     console: async (o) => (await import('../console/index.ts')).startConsole({ ...o, home: paths.home }),
     service: ({ log }) => startService(env, log),

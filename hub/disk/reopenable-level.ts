@@ -17,6 +17,7 @@ interface Db {
   del(key: string, opts?: object): Promise<void>
   batch(): { put(key: string, value: Buffer): void; del(key: string): void; write(): Promise<void> }
   values(opts?: object): AsyncIterable<Buffer>
+  iterator(opts?: object): AsyncIterable<[Buffer, Buffer]>
   clear(range: object): Promise<void>
 }
 
@@ -24,6 +25,8 @@ interface Db {
 export interface ReopenableLevel extends LevelLike {
   /** Closes the database and opens it again; calls made meanwhile wait. */
   reopen(): Promise<void>
+  /** Every entry as bytes, from one snapshot (a backup, hub/backup/). */
+  entries(): AsyncIterable<[Buffer, Buffer]>
 }
 
 const isIoError = (err: unknown): boolean => (err as { code?: unknown } | null)?.code === 'LEVEL_IO_ERROR'
@@ -64,6 +67,15 @@ export async function openReopenable(
       if (--busy === 0) idle?.()
     }
   }
+  async function* held<T>(it: (d: Db) => AsyncIterable<T>): AsyncGenerator<T> {
+    while (reopening) await reopening
+    busy++
+    try {
+      yield* it(db)
+    } finally {
+      if (--busy === 0) idle?.()
+    }
+  }
   const write = (fn: (d: Db) => Promise<void>): Promise<void> => use(fn, true)
   const apply = (d: Db, ops: readonly Op[]): Promise<void> => {
     const b = d.batch()
@@ -84,15 +96,10 @@ export async function openReopenable(
     },
     values(opts) {
       // An iteration holds the handle until it ends: a reopen waits for it.
-      return (async function* () {
-        while (reopening) await reopening
-        busy++
-        try {
-          yield* db.values(opts)
-        } finally {
-          if (--busy === 0) idle?.()
-        }
-      })()
+      return held((d) => d.values(opts))
+    },
+    entries() {
+      return held((d) => d.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' }))
     },
     clear: (range) => write((d) => d.clear(range ?? {})),
     close: () => use((d) => d.close(), false),

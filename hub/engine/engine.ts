@@ -1061,6 +1061,10 @@ export class Engine implements HubEngine {
     if (r.state === 'running' || r.state === 'pending') this.spawn(r)
   }
 
+  backupRecords(opts: { history: boolean }): AsyncIterable<[string, string]> {
+    return this.store.exportRecords(opts)
+  }
+
   /**
    * Opens the store again after a write failed (the disk guard calls it once there is room), and
    * takes up what a failed write may have left on disk after all, as a restart would: a batch

@@ -889,6 +889,41 @@ export class EngineStore {
     return op.type === 'put' ? op.value : undefined
   }
 
+  /** Backups reading the store (`exportRecords`): retention waits for them. */
+  private exporting = 0
+
+  /**
+   * What a backup keeps (hub/backup/README.md, "What an archive holds"), as the store kept it
+   * before the history log (a key and its JSON value): a restore loads them into a fresh
+   * LevelDB, and the open after it moves them into a log of its own (`migrate`). One LevelDB
+   * snapshot, once everything logged is applied to it; no retention pass runs while it is read,
+   * so every segment a locator points into stays. Left out: what the log or a migration makes
+   * again (the index, `meta!`). `history: false` also leaves out finished runs and admission
+   * records: what stays is what the hub would go on with.
+   */
+  async *exportRecords(opts: { history: boolean }): AsyncGenerator<[string, string]> {
+    this.exporting++
+    try {
+      if (this.pruning) await this.pruning
+      await this.settle()
+      // In key order `open!` comes before `run!`: the unfinished runs are known by then.
+      const open = new Set<string>()
+      for await (const [key, v] of this.db.iterator()) {
+        if (key.startsWith('meta!') || key.startsWith(INDEX)) continue
+        if (!opts.history) {
+          if (key.startsWith(FIN) || key.startsWith(ADM)) continue
+          if (key.startsWith(OPEN)) open.add(key.slice(OPEN.length))
+          if (key.startsWith(RUN) && !open.has(key.slice(RUN.length, key.lastIndexOf('!')))) continue
+        }
+        // A value in a segment retention dropped before (an old admission record) is gone.
+        const value = await this.valueOf(v)
+        if (value !== undefined) yield [key, value]
+      }
+    } finally {
+      this.exporting--
+    }
+  }
+
   /** Deflated batches read lately: a run's records are mostly in one or two. */
   private blocks = new Map<string, Buffer>()
 
@@ -950,7 +985,7 @@ export class EngineStore {
   }
 
   private async prunePass(): Promise<void> {
-    if (this.opts.retention === false) return this.readOldest()
+    if (this.opts.retention === false || this.exporting > 0) return this.readOldest()
     if (this.broken || this.reopening) return
     const now = this.now()
     for (const n of segmentsToDrop(this.log.segments(), this.log.position().seg, now, this.bounds))
