@@ -86,7 +86,7 @@ export interface HubOptions {
   toml?: string
   /** Flags for node ahead of the entry (e.g. --cpu-prof). */
   nodeArgs?: string[]
-  /** A bundled entry (hub/build/dist.ts); none: hub/cli/main.ts through tsx, as `npm run svc`. */
+  /** A bundled entry (cli/build/dist.ts); none: cli/main.ts through tsx, as `npm run svc`. */
   entry?: string | null
 }
 
@@ -111,7 +111,7 @@ export async function startHub(o: HubOptions): Promise<HubProcess> {
     join(home, 'hub.toml'),
     `[hub]\nsops_dir = "${sops}"\n[broker]\nclient_id = "${o.clientId}"\n${o.brokerUrl ? `url = "${o.brokerUrl}"` : 'port = 0'}\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nenabled = false\n${o.toml ?? ''}`,
   )
-  const cli = o.entry ? [o.entry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
+  const cli = o.entry ? [o.entry] : ['--import', 'tsx', join(root, 'cli/main.ts')]
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...cli, 'hub'], {
     cwd: root,
     env: { ...process.env, SVC_HOME: home },

@@ -5,7 +5,7 @@
 //     has admitted and started the run (the router's "trigger admitted" debug line, outcome started)
 //   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
 //     (a real child process, started the way users start it: node --import tsx), and beside it the
-//     way hub/svc-hub.service runs it: bundled by `npm run build` (hub/build/dist.ts, esbuild,
+//     way hub/svc-hub.service runs it: bundled by `npm run build` (cli/build/dist.ts, esbuild,
 //     built here into a temp folder), bare node, --max-semi-space-size=1, MALLOC_ARENA_MAX=2;
 //     that one is read 5 s after start (the aim's figure) and again at 15 s, once V8's memory
 //     reducer has collected the start-up garbage as it does in a long-running hub
@@ -20,7 +20,7 @@ import mqtt from 'mqtt'
 import { startBroker } from '../hub/broker/broker.ts'
 import { parseConfig } from '../hub/daemon/config.ts'
 import { startHub } from '../hub/daemon/hub.ts'
-import { buildDist } from '../hub/build/dist.ts'
+import { buildDist } from '../cli/build/dist.ts'
 import type { Log } from '../hub/log.ts'
 import { startTriggerRouter } from '../hub/triggers/router.ts'
 import { matches } from '../sops/conditions.ts'
@@ -184,7 +184,7 @@ function rssOf(pid: number): number {
 
 interface HubRun {
   nodeArgs?: string[]
-  /** The bundled CLI (dist/main.js); without it, hub/cli/main.ts through tsx. */
+  /** The bundled CLI (dist/main.js); without it, cli/main.ts through tsx. */
   entry?: string
   env?: NodeJS.ProcessEnv
   /** After the idle figure: this many board events (each starts a run), then idle again. */
@@ -205,7 +205,7 @@ async function hubIdleRss(
     join(home, 'hub.toml'),
     `[hub]\nsops_dir = "${sopsDir}"\nlog_level = "warn"\n[broker]\nport = 0\n[webhook]\nport = 0\n[api]\nport = 0\n[console]\nenabled = false\n`,
   )
-  const entry = run.entry ? [run.entry] : ['--import', 'tsx', join(root, 'hub/cli/main.ts')]
+  const entry = run.entry ? [run.entry] : ['--import', 'tsx', join(root, 'cli/main.ts')]
   const child = spawn(process.execPath, [...nodeArgs, ...entry, 'hub', '--log-level', 'info'], {
     cwd: root,
     env: { ...process.env, ...run.env, SVC_HOME: home },

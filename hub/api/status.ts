@@ -1,4 +1,4 @@
-// `GET /hub/status`: the hub's state in one answer, for `svc hub status` (hub/cli/hub-status.ts):
+// `GET /hub/status`: the hub's state in one answer, for `svc hub status` (cli/hub-status.ts):
 // what `svc/hub/state` says (hub/mqtt-state/payloads.ts), plus the process, the broker, and the
 // MQTT session's backlog with the broker limit that drops events next when the hub falls behind
 // (hub/README.md, Falling behind an external broker), and how far back the run history reaches

@@ -43,7 +43,7 @@ export async function readApiToken(path = svcPaths().apiToken): Promise<Read<str
 
 /** What the running hub tells the CLI about itself besides its URL. */
 export interface HubAbout {
-  /** The SOP directory it loads: `svc sop list|show|…` look there too (hub/cli/sops-dir.ts). */
+  /** The SOP directory it loads: `svc sop list|show|…` look there too (cli/sops-dir.ts). */
   sopsDir: string
   /** Its data folder (the engine's run store under `engine/`). */
   dataDir: string

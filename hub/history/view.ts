@@ -6,10 +6,22 @@
 // Not in `svc/hub/state`: that payload's fields are listed in hub/README.md ("MQTT state
 // topics"), and the log's size changes with every event, so it would be sent again every second.
 import type { HistoryReach } from '../../sops/hub-engine.ts'
-import { age } from '../cli/run-text.ts'
 import { bytesText } from '../disk/reserve.ts'
 
 const DAY_MS = 86_400_000
+
+/** A span as the CLI and the status line print it: `42s`, `5m`, `3h`, `9d`. */
+export function age(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000))
+  return s < 60
+    ? `${s}s`
+    : s < 3600
+      ? `${Math.floor(s / 60)}m`
+      : s < 172_800
+        ? `${Math.floor(s / 3600)}h`
+        : `${Math.floor(s / 86_400)}d`
+}
+
 const MiB = 1024 * 1024
 
 export interface HistoryView {

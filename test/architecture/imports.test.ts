@@ -59,6 +59,10 @@ t.test('the reader sees the imports it checks', async (t) => {
     edges.some((e) => e.from === 'hub/daemon/real-parts.ts' && e.to.startsWith('hub/attest/')),
     'a known dynamic import is seen',
   )
+  t.ok(
+    edges.some((e) => e.from === 'cli/hub.ts' && e.to === 'hub/daemon/hub.ts'),
+    'the CLI at the top is read',
+  )
 })
 
 t.test(
@@ -80,12 +84,20 @@ t.test('sops/ is pure: it imports only itself and the shared mqtt/ helpers', asy
   )
 })
 
-t.test('only hub/cli/ assembles hub and market together', async (t) => {
+t.test('hub/ never imports market/, and market/ never imports hub/', async (t) => {
+  t.same(offenders(under('hub'), under('market')), [])
+  t.same(offenders(under('market'), under('hub')), [], 'and the market never imports the hub')
+})
+
+t.test('cli/ sits on top: nothing outside it imports it, and only it assembles hub and market', async (t) => {
   t.same(
-    offenders((f) => under('hub')(f) && !under('hub/cli')(f), under('market')),
+    offenders((f) => !under('cli')(f), under('cli')),
     [],
   )
-  t.same(offenders(under('market'), under('hub')), [], 'and the market never imports the hub')
+  const reaches = (dir: string) => new Set(edges.filter((e) => under(dir)(e.to)).map((e) => e.from))
+  const market = reaches('market')
+  const both = [...reaches('hub')].filter((f) => market.has(f) && !under('cli')(f))
+  t.same(both, [], 'no file outside cli/ imports both hub/ and market/')
 })
 
 t.test('shared folders (records/, chain/, mqtt/, net/, web/) import neither hub/ nor market/', async (t) => {
@@ -99,7 +111,7 @@ t.test('shared folders (records/, chain/, mqtt/, net/, web/) import neither hub/
 t.test('only the CLI imports the daemon (hub/daemon/hub.ts)', async (t) => {
   t.same(
     offenders(
-      (f) => !under('hub/cli')(f),
+      (f) => !under('cli')(f),
       (f) => f === 'hub/daemon/hub.ts',
     ),
     [],

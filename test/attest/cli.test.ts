@@ -8,7 +8,7 @@ import t from 'tap'
 import { readChainFile } from '../../chain/chain-file.ts'
 import { loadOrCreateDeviceKey } from '../../hub/attest/device-key.ts'
 import { attestStorePath, openAttestStore } from '../../hub/attest/store.ts'
-import { main } from '../../hub/cli/main.ts'
+import { main } from '../../cli/main.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { createChainAttestTool } from '../../tools/chain_attest.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -18,7 +18,7 @@ const env = { ...process.env, SVC_HOME: home }
 const outFile = join(home, 'copy-chain.json')
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', 'hub/cli/main.ts', 'chain', 'dev', '--json', '--out', outFile],
+  ['--import', 'tsx', 'cli/main.ts', 'chain', 'dev', '--json', '--out', outFile],
   { env, stdio: ['ignore', 'pipe', 'inherit'] },
 )
 t.teardown(() => {

@@ -54,7 +54,7 @@ if (noScript) {
     return new Promise((resolve) => p.once('close', (code) => resolve({ code, stdout, stderr })))
   }
 
-  const cli = ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'attest', 'sync', '--batch', String(BATCH)]
+  const cli = ['--import', 'tsx', join(root, 'cli/main.ts'), 'attest', 'sync', '--batch', String(BATCH)]
   const summary = `${LINES} requested, ${LINES} attested, 0 failed, 0 remaining`
 
   t.test('on a terminal: a bar redrawn in place, the full bar, then the summary', async (t) => {

@@ -194,7 +194,7 @@ t.test('record schema files: bad ones are named at load', async (t) => {
 t.test(
   'svc attest export, with the store held and no hub answering, says so; once free it opens',
   async (t) => {
-    const { main } = await import('../../hub/cli/main.ts')
+    const { main } = await import('../../cli/main.ts')
     const { svcPaths } = await import('../../hub/paths.ts')
     const { attestStorePath } = await import('../../hub/attest/store.ts')
     const home = await tempDir(t)

@@ -1,7 +1,7 @@
 // The sync's state as people read it (svc attest status, GET /attest/status), and the CLI's bar.
 import t from 'tap'
 import { createStatusTracker } from '../../hub/attest/sync-status.ts'
-import { progressBar, progressLine } from '../../hub/cli/progress-bar.ts'
+import { progressBar, progressLine } from '../../cli/progress-bar.ts'
 
 const T = Date.parse('2026-11-23T23:00:00Z')
 

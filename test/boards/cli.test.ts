@@ -46,7 +46,7 @@ t.test('svc board simulate --port plays a board the bridge can talk to', { skip:
     [
       '--import',
       'tsx',
-      join(root, 'hub/cli/main.ts'),
+      join(root, 'cli/main.ts'),
       'board',
       'simulate',
       '--port',
@@ -99,7 +99,7 @@ t.test(
   async (t) => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'board', 'simulate', '--rate', '0'],
+      ['--import', 'tsx', join(root, 'cli/main.ts'), 'board', 'simulate', '--rate', '0'],
       { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
     )
     let stdout = ''

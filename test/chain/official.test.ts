@@ -23,7 +23,7 @@ import { loadOrCreateDeviceKey, signerFromKey } from '../../hub/attest/device-ke
 import { exportAttestations } from '../../hub/attest/export.ts'
 import { openAttestStore } from '../../hub/attest/store.ts'
 import { createAttestSync } from '../../hub/attest/sync.ts'
-import { main } from '../../hub/cli/main.ts'
+import { main } from '../../cli/main.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { loadAttestorConfig } from '../../market/attestor/config.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'

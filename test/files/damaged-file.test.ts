@@ -171,7 +171,7 @@ t.test('svc hub refuses to start on a garbage device key, in one line, and keeps
   const home = await tempDir(t)
   await writeHome(home, '[chain]\n')
   await writeFile(join(home, 'device.key'), 'garbage', { mode: 0o600 })
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli/main.ts'), 'hub'], {
     cwd: root,
     env: { ...process.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],

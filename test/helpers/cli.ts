@@ -1,7 +1,7 @@
 // The `svc` command line in this process, as a user's shell would run it: argv in, exit code and
 // what it printed on stdout and stderr out.
-import type { CliIo } from '../../hub/cli/io.ts'
-import { main } from '../../hub/cli/main.ts'
+import type { CliIo } from '../../cli/io.ts'
+import { main } from '../../cli/main.ts'
 
 export interface CliResult {
   code: number

@@ -32,14 +32,7 @@ export async function startHubChild(
 ): Promise<HubChild> {
   // At info whatever hub.toml says (crash tests keep their hubs quiet there): "hub started" is
   // how the start is seen.
-  const args = [
-    '--import',
-    'tsx',
-    join(root, 'hub/cli/main.ts'),
-    'hub',
-    '--log-level',
-    opts.logLevel ?? 'info',
-  ]
+  const args = ['--import', 'tsx', join(root, 'cli/main.ts'), 'hub', '--log-level', opts.logLevel ?? 'info']
   const [file, ...argv] = [...(opts.launcher ?? []), process.execPath, ...args] as [string, ...string[]]
   const proc = spawn(file, argv, {
     cwd: root,

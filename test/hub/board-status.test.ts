@@ -1,10 +1,10 @@
-// `svc board status`'s table (hub/cli/board-hub.ts formatStatus): the firmware a board's hello
+// `svc board status`'s table (cli/board-hub.ts formatStatus): the firmware a board's hello
 // named, split into name and version, its line protocol, flagged when the hub does not speak it;
 // a board before its hello, a Firmata board and a firmware string of another shape.
 import t from 'tap'
 import { SUPPORTED_PROTOCOLS } from '../../bridge/codec/protocol.ts'
 import type { BoardStats } from '../../bridge/types.ts'
-import { formatStatus } from '../../hub/cli/board-hub.ts'
+import { formatStatus } from '../../cli/board-hub.ts'
 
 const base: BoardStats = {
   kind: 'serial',

@@ -11,7 +11,7 @@ import mqtt from 'mqtt'
 import { startBroker } from '../../hub/broker/broker.ts'
 import { parseConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
-import { main } from '../../hub/cli/main.ts'
+import { main } from '../../cli/main.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import {

@@ -57,7 +57,7 @@ t.test('svc hub runs, takes MQTT, and stops cleanly on SIGTERM', async (t) => {
   )
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub', '--simulate', 'sim1'],
+    ['--import', 'tsx', join(root, 'cli/main.ts'), 'hub', '--simulate', 'sim1'],
     {
       cwd: root,
       env: { ...process.env, SVC_HOME: home },

@@ -16,7 +16,7 @@ import {
   wantScreenshots,
 } from '../web/browser.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { consolePasswordCommand } from '../../hub/cli/hub-console-password.ts'
+import { consolePasswordCommand } from '../../cli/hub-console-password.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { APPROVAL_SOP, type ConsoleHub, startConsoleHub, triggerRun } from './console-helpers.ts'
 

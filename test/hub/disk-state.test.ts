@@ -11,7 +11,7 @@ import {
   step,
 } from '../../hub/disk/state.ts'
 import { diskLine, diskView, refuseMessage, resumeMessage } from '../../hub/disk/view.ts'
-import { formatHubStatus } from '../../hub/cli/hub-status.ts'
+import { formatHubStatus } from '../../cli/hub-status.ts'
 import { hubStatus } from '../../hub/api/status.ts'
 
 const MiB = 1024 * 1024

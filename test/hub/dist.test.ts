@@ -1,4 +1,4 @@
-// The hub bundled by `npm run build` (hub/build/dist.ts, esbuild) and run by bare `node`, the way
+// The hub bundled by `npm run build` (cli/build/dist.ts, esbuild) and run by bare `node`, the way
 // the systemd unit runs it: it starts, a board event on the embedded broker starts a SOP whose
 // step publishes back over MQTT, the simulated board (the bridge, a lazily loaded chunk) comes
 // online, and SIGTERM stops it with exit 0. Guards the build: a lazy import the bundle cannot
@@ -9,7 +9,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
 import { loadNativeSecp256k1 } from '../../hub/attest/native-secp256k1.ts'
-import { buildDist } from '../../hub/build/dist.ts'
+import { buildDist } from '../../cli/build/dist.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 

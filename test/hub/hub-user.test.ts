@@ -9,9 +9,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { readAccountsFile } from '../../hub/broker/accounts-file.ts'
 import { parseScryptHash, verifyPassword } from '../../hub/broker/password.ts'
-import { type PasswordInput, userCommand } from '../../hub/cli/hub-user.ts'
-import { main } from '../../hub/cli/main.ts'
-import { UserError } from '../../hub/cli/io.ts'
+import { type PasswordInput, userCommand } from '../../cli/hub-user.ts'
+import { main } from '../../cli/main.ts'
+import { UserError } from '../../cli/io.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))

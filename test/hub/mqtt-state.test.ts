@@ -403,7 +403,7 @@ t.test(
       `[broker]\nurl = "${mosq.url}"\nclient_id = "svc-test-${process.pid}-${Date.now()}"\n[webhook]\nenabled = false\n[api]\nport = 0\n[console]\nport = 0\n`,
     )
     const w = await watch(t, mosq.url, ['svc/hub/state'])
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli/main.ts'), 'hub'], {
       cwd: root,
       env: { ...process.env, SVC_HOME: home },
       stdio: 'ignore',

@@ -31,7 +31,7 @@ async function market(
   await writeFile(cfg, `port = 0\ndataDir = "data"\n[chain]\nfile = "chain.json"\n${toml}`)
   const env: NodeJS.ProcessEnv = { ...process.env, SVC_HOME: dir }
   delete env.SVC_ATTESTOR_KEY
-  const child = spawn(process.execPath, ['--import', 'tsx', 'hub/cli/main.ts', 'market', '--config', cfg], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'market', '--config', cfg], {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -123,7 +123,7 @@ t.test('svc market runs from a config file and stops on SIGTERM', async (t) => {
   await writeChainFile(chainFile, dev.info)
   const cfg = join(dir, 'market.toml')
   await writeFile(cfg, `displayName = "CLI test"\nport = 0\ndataDir = "data"\n[chain]\nfile = "chain.json"\n`)
-  const child = spawn(process.execPath, ['--import', 'tsx', 'hub/cli/main.ts', 'market', '--config', cfg], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'market', '--config', cfg], {
     env: { ...process.env, SVC_HOME: dir },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -156,7 +156,7 @@ t.test('svc market refuses a bad config with one line', async (t) => {
   const dir = await tempDir(t, 'svc-market-cli-')
   const cfg = join(dir, 'market.toml')
   await writeFile(cfg, 'port = 99999\n')
-  const child = spawn(process.execPath, ['--import', 'tsx', 'hub/cli/main.ts', 'market', '--config', cfg], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'market', '--config', cfg], {
     env: { ...process.env, SVC_HOME: dir },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -167,7 +167,7 @@ t.test('svc market refuses a bad config with one line', async (t) => {
   t.match(err, /svc market: .*market\.toml: port must be an integer from 0 to 65535/)
   t.equal(err.trim().split('\n').length, 1, 'one line, no stack trace')
   const empty = await tempDir(t, 'svc-market-home-')
-  const missing = spawn(process.execPath, ['--import', 'tsx', 'hub/cli/main.ts', 'market'], {
+  const missing = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'market'], {
     env: { ...process.env, SVC_HOME: empty },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

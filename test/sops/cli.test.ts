@@ -224,7 +224,7 @@ t.test('graph shows switch ports, when fall-through and depends_on', async (t) =
 })
 
 t.test('pending/approve/deny/logs/run are delegated to sop-runs unchanged', async (t) => {
-  const src = await readFile(join(repo, 'hub', 'cli', 'sop.ts'), 'utf8')
+  const src = await readFile(join(repo, 'cli', 'sop.ts'), 'utf8')
   t.match(src, /runsCommand\(sub, rest, io\)/)
   const r = await run(['pending', '--whatever'])
   // Whatever sop-runs answers, it answered (not our usage error about unknown options).

@@ -28,7 +28,7 @@ async function homeWithStores(t: Teardown): Promise<{ home: string; data: string
 
 /** `svc hub` run to its end: exit code, stdout (the JSON log), stderr. */
 function runHub(home: string): Promise<{ code: number | null; out: string; err: string }> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', join(root, 'hub/cli/main.ts'), 'hub'], {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(root, 'cli/main.ts'), 'hub'], {
     cwd: root,
     env: { ...process.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'pipe'],

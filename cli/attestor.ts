@@ -1,10 +1,10 @@
 // `svc attestor`: the attestor service alone (the market can also mount it as a plugin).
 import { isAbsolute, resolve } from 'node:path'
-import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
-import { loadAttestorConfig, KEY_ENV } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
+import { chainFilePath, readChainFile } from '../chain/chain-file.ts'
+import { loadAttestorConfig, KEY_ENV } from '../market/attestor/config.ts'
+import { startAttestorServer } from '../market/attestor/server.ts'
 import { intOption, parseOptions } from './options.ts'
-import { svcPaths } from '../paths.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { type Command, EXIT_OK, UsageError, UserError, untilStopSignal } from './io.ts'
 
 export const ATTESTOR_HELP = `usage: svc attestor [options]

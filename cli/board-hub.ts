@@ -1,9 +1,9 @@
 // `svc board status` and `svc board send`: the boards of the running hub, through its local API
 // (hub/api/boards.ts), so they speak through the hub's own port and command queue: a serial
 // port has one owner, and one command at a time is what the boards can take.
-import type { BoardStats, BridgeStats } from '../../bridge/types.ts'
-import { NAME_RE } from '../../bridge/codec/messages.ts'
-import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../../bridge/codec/protocol.ts'
+import type { BoardStats, BridgeStats } from '../bridge/types.ts'
+import { NAME_RE } from '../bridge/codec/messages.ts'
+import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../bridge/codec/protocol.ts'
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { intOption, parseOptions } from './options.ts'

@@ -31,7 +31,7 @@ export async function buildDist(outDir: string): Promise<DistBuild> {
   try {
     await rm(outDir, { recursive: true, force: true })
     await build({
-      entryPoints: { main: join(root, 'hub', 'cli', 'main.ts') },
+      entryPoints: { main: join(root, 'cli', 'main.ts') },
       outdir: outDir,
       bundle: true,
       splitting: true,

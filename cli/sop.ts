@@ -2,11 +2,11 @@
 // Read-only, no daemon. Run commands (pending, approve, deny, run; runs, status, logs, trigger,
 // held via sop-history.ts) go to sop-runs.ts.
 import { isAbsolute, resolve } from 'node:path'
-import { graphText, stepRoutes } from '../../sops/graph.ts'
-import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../../sops/load.ts'
-import { formatDiagnostic, hasErrors, type ParsedSop, sortDiagnostics } from '../../sops/parse.ts'
-import type { Diagnostic, Sop, Step } from '../../sops/types.ts'
-import { triggerText } from '../../sops/trigger-text.ts'
+import { graphText, stepRoutes } from '../sops/graph.ts'
+import { exists, isDir, loadAll, readSopDir, SOP_MD, SOP_TOML } from '../sops/load.ts'
+import { formatDiagnostic, hasErrors, type ParsedSop, sortDiagnostics } from '../sops/parse.ts'
+import type { Diagnostic, Sop, Step } from '../sops/types.ts'
+import { triggerText } from '../sops/trigger-text.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, EXIT_USAGE, UsageError, UserError } from './io.ts'
 import { runsCommand } from './sop-runs.ts'
 import { chooseSopsDir, type SopsDirChoice } from './sops-dir.ts'

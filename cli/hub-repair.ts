@@ -1,17 +1,17 @@
 // `svc hub repair`: the hub's stores repaired while no hub runs (hub/stores/repair.ts), and what
 // could not be recovered said per store (hub/stores/README.md, "Repair").
 import { resolve } from 'node:path'
-import { readApiInfo } from '../api/token.ts'
-import { loadConfig } from '../daemon/config.ts'
-import { historyBounds } from '../engine/log/retention.ts'
-import { svcPaths } from '../paths.ts'
+import { readApiInfo } from '../hub/api/token.ts'
+import { loadConfig } from '../hub/daemon/config.ts'
+import { historyBounds } from '../hub/engine/log/retention.ts'
+import { svcPaths } from '../hub/paths.ts'
 import {
   RepairRefused,
   STORE_NAMES,
   type StoreName,
   type StoreReport,
   repairStores,
-} from '../stores/repair.ts'
+} from '../hub/stores/repair.ts'
 import { processAlive } from './hub-client.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'

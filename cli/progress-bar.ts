@@ -1,6 +1,6 @@
 // The progress of `svc attest sync` and `svc board flash`: a bar redrawn in place on a terminal,
 // plain lines (a few) when stderr is a file or a pipe. Pure text; the caller writes it.
-import { type SyncProgressFigures, etaText } from '../attest/sync-status.ts'
+import { type SyncProgressFigures, etaText } from '../hub/attest/sync-status.ts'
 
 /** `[#########.........]  450/1000 lines  312.5 lines/s  ETA 2s` in `width` columns of bar. */
 export function progressBar(p: SyncProgressFigures, width = 30): string {

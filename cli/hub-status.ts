@@ -1,9 +1,9 @@
 // `svc hub status`: the running hub's state from its local API (`GET /hub/status`,
 // hub/api/status.ts): the process, the broker, SOPs, runs, kept triggers, boards, and the MQTT
 // session's backlog, said plainly when the hub is behind its broker and which limit drops next.
-import type { HubStatus } from '../api/status.ts'
-import { diskLine } from '../disk/view.ts'
-import { historyLine } from '../history/view.ts'
+import type { HubStatus } from '../hub/api/status.ts'
+import { diskLine } from '../hub/disk/view.ts'
+import { historyLine } from '../hub/history/view.ts'
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { parseOptions } from './options.ts'

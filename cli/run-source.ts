@@ -8,13 +8,13 @@
 // bounds other than the hub's; the hub applies its own when it starts.
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
-import { type RunFilter, RunFilterError, type RunPage } from '../../sops/hub-engine.ts'
-import type { RunRecord } from '../../sops/run/record.ts'
-import type { HubStatus } from '../api/status.ts'
-import { readApiInfo } from '../api/token.ts'
-import type { HistoryBounds } from '../engine/log/retention.ts'
-import { type HistoryView, historyView } from '../history/view.ts'
-import { svcPaths } from '../paths.ts'
+import { type RunFilter, RunFilterError, type RunPage } from '../sops/hub-engine.ts'
+import type { RunRecord } from '../sops/run/record.ts'
+import type { HubStatus } from '../hub/api/status.ts'
+import { readApiInfo } from '../hub/api/token.ts'
+import type { HistoryBounds } from '../hub/engine/log/retention.ts'
+import { type HistoryView, historyView } from '../hub/history/view.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { processAlive, requestHub } from './hub-client.ts'
 import { type CliIo, UsageError, UserError } from './io.ts'
 
@@ -37,8 +37,8 @@ export async function openRunSource(io: CliIo): Promise<RunSource> {
   if (info.ok && (info.value.pid === undefined || processAlive(info.value.pid)))
     return apiSource(io, info.value.url)
   // The info file of a hub that died names its data folder; else the one `svc hub` would use.
-  const { loadConfig } = await import('../daemon/config.ts')
-  const { historyBounds } = await import('../engine/log/retention.ts')
+  const { loadConfig } = await import('../hub/daemon/config.ts')
+  const { historyBounds } = await import('../hub/engine/log/retention.ts')
   const cfg = await loadConfig(undefined, io.env)
   const dataDir = (info.ok ? info.value.dataDir : undefined) ?? (cfg.ok ? cfg.config.dataDir : paths.data)
   return storeSource(join(dataDir, 'engine'), cfg.ok ? historyBounds(cfg.config.history) : null)
@@ -78,7 +78,7 @@ async function storeSource(path: string, bounds: HistoryBounds | null): Promise<
     throw new UserError(
       `no hub is running, and no run records are stored at ${path}; start one with \`svc hub run\``,
     )
-  const { DEFAULT_BOUNDS, EngineStore } = await import('../engine/store.ts')
+  const { DEFAULT_BOUNDS, EngineStore } = await import('../hub/engine/store.ts')
   let store: Awaited<ReturnType<typeof EngineStore.open>>
   try {
     // Only read: the hub applies its own [history] when it next starts.

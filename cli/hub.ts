@@ -1,11 +1,11 @@
 // `svc hub`: run the hub daemon, or print the configuration it would run with.
 import { stringify } from 'smol-toml'
-import { type HubConfig, loadConfig } from '../daemon/config.ts'
-import { configToToml } from '../daemon/config-toml.ts'
-import { startHub } from '../daemon/hub.ts'
-import { createLog } from '../log.ts'
-import { realParts } from '../daemon/real-parts.ts'
-import { installSignalHandlers } from '../daemon/shutdown.ts'
+import { type HubConfig, loadConfig } from '../hub/daemon/config.ts'
+import { configToToml } from '../hub/daemon/config-toml.ts'
+import { startHub } from '../hub/daemon/hub.ts'
+import { createLog } from '../hub/log.ts'
+import { realParts } from '../hub/daemon/real-parts.ts'
+import { installSignalHandlers } from '../hub/daemon/shutdown.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
 
@@ -86,7 +86,7 @@ export async function resolveCliConfig(
 }
 
 export const command: Command = async (argv, io) => {
-  // `svc hub user …` has options of its own (hub/cli/hub-user.ts).
+  // `svc hub user …` has options of its own (cli/hub-user.ts).
   if (argv[0] === 'user') return (await import('./hub-user.ts')).command(argv.slice(1), io)
   if (argv[0] === 'console-password')
     return (await import('./hub-console-password.ts')).command(argv.slice(1), io)

@@ -1,8 +1,8 @@
 // `svc key set|show`: the device's market bearer key (marketplace-api: Agent key), stored in
 // <SVC_HOME>/market.key with mode 0600; the market's origin beside it in market.json.
-import { checkKey, checkMarketUrl, readKey, readMarketUrl, saveKey } from '../listing/market-key.ts'
+import { checkKey, checkMarketUrl, readKey, readMarketUrl, saveKey } from '../hub/listing/market-key.ts'
 import { parseOptions } from './options.ts'
-import { svcPaths } from '../paths.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
 
 export const KEY_HELP = `usage: svc key set <svc_key> [--market URL]

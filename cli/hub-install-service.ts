@@ -6,9 +6,9 @@ import { constants, existsSync } from 'node:fs'
 import { access, readFile, stat } from 'node:fs/promises'
 import { basename, delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { loadConfig } from '../daemon/config.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
-import { PI_INSTALL, type UnitInput, WRAPPER_PATH, renderUnit, unitInputError } from '../service/unit.ts'
+import { loadConfig } from '../hub/daemon/config.ts'
+import { writeFileAtomic } from '../hub/files/atomic-file.ts'
+import { PI_INSTALL, type UnitInput, WRAPPER_PATH, renderUnit, unitInputError } from '../hub/service/unit.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
 
@@ -42,7 +42,7 @@ const OPTIONS = {
 
 const under = (p: string, dir: string): boolean => p === dir || p.startsWith(`${dir}/`)
 
-/** The checkout this code runs from (from hub/cli/ or from a dist/ chunk): where the wrapper is. */
+/** The checkout this code runs from (from cli/ or from a dist/ chunk): where the wrapper is. */
 function findRoot(): string | null {
   for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
     if (existsSync(join(dir, WRAPPER_PATH)) && existsSync(join(dir, 'package.json'))) return dir

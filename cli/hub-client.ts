@@ -1,7 +1,7 @@
 // Commands that talk to the running hub over its local API: the URL from the info file, the
 // bearer token from the token file (both written by the hub at start, 0600), loopback only.
-import { readApiInfo, readApiToken } from '../api/token.ts'
-import { svcPaths } from '../paths.ts'
+import { readApiInfo, readApiToken } from '../hub/api/token.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { type CliIo, UserError } from './io.ts'
 
 /** Whether the process a hub's info file names is still there (EPERM: it is, owned by another user). */

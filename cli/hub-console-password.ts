@@ -1,10 +1,10 @@
 // `svc hub console-password`: sets (or with --clear removes) the console owner's password, stored
 // as a scrypt hash in <data_dir>/console-owner (mode 0600). The password comes from a prompt,
 // standard input or a named environment variable, never argv, as for `svc hub user add`.
-import { isLoopbackHost } from '../../net/loopback.ts'
-import { hashPassword, passwordError } from '../broker/password.ts'
-import { ownerPath, readOwnerFile, writeOwnerFile } from '../console/auth/owner-file.ts'
-import { loadConfig } from '../daemon/config.ts'
+import { isLoopbackHost } from '../net/loopback.ts'
+import { hashPassword, passwordError } from '../hub/broker/password.ts'
+import { ownerPath, readOwnerFile, writeOwnerFile } from '../hub/console/auth/owner-file.ts'
+import { loadConfig } from '../hub/daemon/config.ts'
 import { type PasswordInput, promptHidden, readPassword, readStdin } from './hub-user.ts'
 import { type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'

@@ -2,12 +2,12 @@
 // file lives under the data dir (never hub.toml), mode 0600, passwords as scrypt hashes; the
 // password comes from a prompt, standard input or a named environment variable, never argv
 // (which other users see in `ps` and shells keep in history).
-import { ROLE_RIGHTS, type Role } from '../broker/acl.ts'
-import { type Account, boardFor, roleError, userNameError } from '../broker/accounts.ts'
-import { accountsPath, readAccountsFile, writeAccountsFile } from '../broker/accounts-file.ts'
-import { isLoopbackHost } from '../../net/loopback.ts'
-import { hashPassword, PASSWORD_MAX_BYTES, passwordError } from '../broker/password.ts'
-import { type HubConfig, loadConfig } from '../daemon/config.ts'
+import { ROLE_RIGHTS, type Role } from '../hub/broker/acl.ts'
+import { type Account, boardFor, roleError, userNameError } from '../hub/broker/accounts.ts'
+import { accountsPath, readAccountsFile, writeAccountsFile } from '../hub/broker/accounts-file.ts'
+import { isLoopbackHost } from '../net/loopback.ts'
+import { hashPassword, PASSWORD_MAX_BYTES, passwordError } from '../hub/broker/password.ts'
+import { type HubConfig, loadConfig } from '../hub/daemon/config.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
 

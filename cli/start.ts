@@ -9,28 +9,28 @@ import { readFile } from 'node:fs/promises'
 import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
-import { chainFilePath } from '../../chain/chain-file.ts'
-import { writeChainFile } from '../files/chain-file.ts'
-import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
-import { buildMarketApp } from '../../market/app.ts'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { attestorRoutes } from '../../market/attestor/mount.ts'
-import { chainFromInfo, defaultConfig } from '../../market/config.ts'
-import type { MarketContext } from '../../market/context.ts'
-import type { AttestStore } from '../attest/store.ts'
-import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
+import { chainFilePath } from '../chain/chain-file.ts'
+import { writeChainFile } from '../hub/files/chain-file.ts'
+import { enrolDevice, keptChain, startDevChain } from '../chain/dev.ts'
+import { buildMarketApp } from '../market/app.ts'
+import { loadAttestorConfig } from '../market/attestor/config.ts'
+import { attestorRoutes } from '../market/attestor/mount.ts'
+import { chainFromInfo, defaultConfig } from '../market/config.ts'
+import type { MarketContext } from '../market/context.ts'
+import type { AttestStore } from '../hub/attest/store.ts'
+import { loadOrCreateDeviceKey } from '../hub/attest/device-key.ts'
 import { intOption, parseOptions } from './options.ts'
-import { loadConfig } from '../daemon/config.ts'
-import type { AttestationParts, HubParts } from '../daemon/parts.ts'
-import { type RunningHub, startHub } from '../daemon/hub.ts'
-import { createLog } from '../log.ts'
-import { realParts } from '../daemon/real-parts.ts'
-import { queueDemoListing, sleep } from '../listing/demo.ts'
-import { issueMarketKey } from '../listing/issue-key.ts'
-import { saveKey } from '../listing/market-key.ts'
-import { loadEntry } from '../listing/queue.ts'
-import type { ListingSyncLoop } from '../listing/sync.ts'
-import { svcPaths } from '../paths.ts'
+import { loadConfig } from '../hub/daemon/config.ts'
+import type { AttestationParts, HubParts } from '../hub/daemon/parts.ts'
+import { type RunningHub, startHub } from '../hub/daemon/hub.ts'
+import { createLog } from '../hub/log.ts'
+import { realParts } from '../hub/daemon/real-parts.ts'
+import { queueDemoListing, sleep } from '../hub/listing/demo.ts'
+import { issueMarketKey } from '../hub/listing/issue-key.ts'
+import { saveKey } from '../hub/listing/market-key.ts'
+import { loadEntry } from '../hub/listing/queue.ts'
+import type { ListingSyncLoop } from '../hub/listing/sync.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 
 export const START_HELP = `usage: svc start [options]     (npm start)
@@ -116,7 +116,7 @@ export function portsFrom(
 
 /** The website (market/pages), when that part of the product is present in this tree. */
 async function loadPages(): Promise<((ctx: MarketContext) => FastifyPluginAsync) | undefined> {
-  const file = fileURLToPath(new URL('../../market/pages/index.ts', import.meta.url))
+  const file = fileURLToPath(new URL('../market/pages/index.ts', import.meta.url))
   if (!existsSync(file)) return undefined
   const mod = (await import(pathToFileURL(file).href)) as {
     marketPages?: (ctx: MarketContext) => FastifyPluginAsync
@@ -143,7 +143,7 @@ export const command: Command = async (argv, io) => {
     ? isAbsolute(values.sops)
       ? values.sops
       : resolve(io.cwd, values.sops)
-    : fileURLToPath(new URL('../../sops/examples', import.meta.url))
+    : fileURLToPath(new URL('../sops/examples', import.meta.url))
   if (!existsSync(sopsDir)) throw new UsageError(`--sops: ${sopsDir} does not exist`)
 
   const stop = new AbortController()

@@ -2,15 +2,15 @@
 // deploys the registries, registers the demo agent, starts the attestor, writes the chain file
 // (<SVC_HOME>/chain.json and --out FILE), then runs until Ctrl-C / SIGTERM and stops anvil.
 import { isAbsolute, resolve } from 'node:path'
-import { chainFilePath } from '../../chain/chain-file.ts'
-import { writeChainFile } from '../files/chain-file.ts'
-import { enrolDevice, keptChain, startDevChain } from '../../chain/dev.ts'
-import { loadOrCreateDeviceKey } from '../attest/device-key.ts'
+import { chainFilePath } from '../chain/chain-file.ts'
+import { writeChainFile } from '../hub/files/chain-file.ts'
+import { enrolDevice, keptChain, startDevChain } from '../chain/dev.ts'
+import { loadOrCreateDeviceKey } from '../hub/attest/device-key.ts'
 import { readFile } from 'node:fs/promises'
-import { loadAttestorConfig } from '../../market/attestor/config.ts'
-import { startAttestorServer } from '../../market/attestor/server.ts'
+import { loadAttestorConfig } from '../market/attestor/config.ts'
+import { startAttestorServer } from '../market/attestor/server.ts'
 import { intOption, parseOptions } from './options.ts'
-import { svcPaths } from '../paths.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { type Command, EXIT_OK, UsageError, untilStopSignal } from './io.ts'
 
 export const CHAIN_HELP = `usage: svc chain dev [options]

@@ -1,20 +1,10 @@
 // How `svc sop pending|runs|status|logs|held` print runs for a person (pure: records and the
 // time in, text out). `--json` prints the records themselves instead.
-import type { RunSummary } from '../../sops/hub-engine.ts'
-import type { SopBacklog } from '../../sops/run/backlog.ts'
-import { type LogEntry, type RunRecord, type StepRecord, payloadAsInput } from '../../sops/run/record.ts'
-import type { Json } from '../../sops/types.ts'
-
-export function age(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000))
-  return s < 60
-    ? `${s}s`
-    : s < 3600
-      ? `${Math.floor(s / 60)}m`
-      : s < 172_800
-        ? `${Math.floor(s / 3600)}h`
-        : `${Math.floor(s / 86_400)}d`
-}
+import type { RunSummary } from '../sops/hub-engine.ts'
+import type { SopBacklog } from '../sops/run/backlog.ts'
+import { type LogEntry, type RunRecord, type StepRecord, payloadAsInput } from '../sops/run/record.ts'
+import type { Json } from '../sops/types.ts'
+import { age } from '../hub/history/view.ts'
 
 /** Milliseconds under a second, tenths of a second under a minute, else as `age`. */
 export function took(ms: number): string {

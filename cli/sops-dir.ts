@@ -5,8 +5,8 @@
 // When a flag or the environment picks another directory than the running hub's, a note on
 // stderr says so: the listing is then not what the hub runs.
 import { isAbsolute, resolve } from 'node:path'
-import { readApiInfo } from '../api/token.ts'
-import { svcPaths } from '../paths.ts'
+import { readApiInfo } from '../hub/api/token.ts'
+import { svcPaths } from '../hub/paths.ts'
 import { processAlive } from './hub-client.ts'
 import type { CliIo } from './io.ts'
 
@@ -42,7 +42,7 @@ export async function chooseSopsDir(flag: string | undefined, io: CliIo): Promis
     return given
   }
   if (hub) return { dir: hub.dir, from: 'the running hub' }
-  const { loadConfig } = await import('../daemon/config.ts')
+  const { loadConfig } = await import('../hub/daemon/config.ts')
   const cfg = await loadConfig(undefined, io.env)
   return { dir: cfg.ok ? cfg.config.sopsDir : svcPaths(io.env).sops, from: 'the hub config' }
 }
