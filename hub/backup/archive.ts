@@ -75,6 +75,8 @@ export async function writeArchive(
   const done = new Promise<void>((resolve, reject) =>
     pipeline(tar, createGzip({ level: 6 }), out, (err) => (err ? reject(err) : resolve())),
   )
+  // Its error also fails the next entry, which reports it; until then it is not unhandled.
+  done.catch(() => undefined)
   const manifest: Manifest = {
     format: ARCHIVE_FORMAT,
     version: ARCHIVE_VERSION,
@@ -147,6 +149,8 @@ export async function readArchive(input: Readable, sinks: ArchiveSinks): Promise
   const piped = new Promise<void>((resolve, reject) =>
     pipeline(input, gunzip, ex, (err) => (err ? reject(err) : resolve())),
   )
+  // Its error also ends the loop below, which reports it; until then it is not unhandled.
+  piped.catch(() => undefined)
   const seen = new Map<string, { bytes: number; sha256: string }>()
   let manifest: Manifest | null = null
   try {

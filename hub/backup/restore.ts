@@ -108,9 +108,9 @@ export async function restoreArchive(
           batch.put(k, v)
           n++
           if (store === 'engine') {
-            const key = k.toString('utf8', 0, 5)
-            if (key === 'fin!') runs.finished++
-            else if (key === 'open!') runs.unfinished++
+            const head = k.toString('utf8', 0, 5)
+            if (head.startsWith('fin!')) runs.finished++
+            else if (head === 'open!') runs.unfinished++
           } else if (store === 'attest' && k[0] === 0x6c && k[1] === 0x3a) lines++ // 'l:'
         }
         await batch.write()

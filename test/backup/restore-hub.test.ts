@@ -140,7 +140,20 @@ t.test(
       'the first hub synced every line',
       { timeoutMs: 180_000, intervalMs: 250 },
     )
+    const busy = await svcCli(envA, homeA)('hub', 'restore', out)
+    t.equal(busy.code, 1)
+    t.match(busy.err, /a hub is running on .* \(pid \d+\); restore only into a home no hub uses/)
     await hubA.stop()
+
+    // With no hub running, the command reads the stores itself.
+    const offline = join(homeA, '..', `offline-${process.pid}.tar.gz`)
+    const cold = await svcCli(envA, homeA)('hub', 'backup', '--out', offline, '--no-history')
+    t.equal(cold.code, 0, `svc hub backup with no hub: ${cold.err}`)
+    t.match(cold.out, /from the stores in .* \(no hub running\)/)
+    t.match(cold.out, /finished runs left out \(--no-history\)/)
+    const again = await svcCli(envA, homeA)('hub', 'backup', '--out', offline)
+    t.equal(again.code, 1)
+    t.match(again.err, /exists; a backup never overwrites a file/)
 
     // Restore refuses the first home (it has a hub) and restores into an empty one.
     const refused = await svcCli(envA, homeA)('hub', 'restore', out)
