@@ -35,12 +35,12 @@ The chain is kept in <SVC_HOME>/chain/anvil-state.json: a restart keeps every re
 agent and payment. svc start uses the same one.
   -h, --help          this help`
 
-// The real-network commands and their option sets live in chain-network.ts.
+// The real-network commands live in chain-network/, one file each.
 const NETWORK_COMMANDS: Record<string, () => Promise<Command>> = {
-  enrol: async () => (await import('./chain-network.ts')).enrolCommand(await passphraseInput()),
-  check: async () => (await import('./chain-network.ts')).checkCommand,
+  enrol: async () => (await import('./chain-network/enrol.ts')).enrolCommand(await passphraseInput()),
+  check: async () => (await import('./chain-network/check.ts')).checkCommand,
   'deploy-validation': async () =>
-    (await import('./chain-network.ts')).deployValidationCommand(await passphraseInput()),
+    (await import('./chain-network/deploy-validation.ts')).deployValidationCommand(await passphraseInput()),
 }
 
 async function passphraseInput() {

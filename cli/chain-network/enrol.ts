@@ -1,40 +1,26 @@
-// `svc chain enrol | check | deploy-validation`: svc on a real network (Monad testnet, or any
-// chain 10143 given by --rpc-url and addresses). The owner's key comes from a keystore file and
-// a passphrase (prompt, standard input or an environment variable) or a 0600 key file: never an
-// argument. Every refusal is one line and changes nothing on chain or on disk.
+// `svc chain enrol`: this hub's device enrolled with an agent on a real network (Monad testnet,
+// or any chain 10143 given by --rpc-url and addresses), then the chain file written. Three ways:
+// with the owner's key (each step read first, skipped when done), --dry-run (the transactions
+// and their cost, nothing sent), or with no owner key and --agent-id (the owner did the steps
+// elsewhere: check them). --print-signature hands out the device's setAgentWallet signature.
+// Every refusal is one line and changes nothing on chain or on disk.
 import { isAbsolute, resolve } from 'node:path'
 import { type Address, type Hex, formatEther, isAddress } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
-import { type ChainInfo, chainFilePath, readChainFile } from '../chain/chain-file.ts'
-import { writeChainFile } from '../hub/files/chain-file.ts'
-import { identityRegistryAbi } from '../chain/abi.generated.ts'
-import { publicClientFor, walletClientFor } from '../chain/clients.ts'
-import { deployValidationRegistry } from '../chain/deploy.ts'
-import { deviceSignature, enrol, enrolledChainInfo } from '../chain/enrol.ts'
-import { type KeyResult, readKeyFile, readKeystoreFile } from '../chain/keystore.ts'
-import { type NetworkFlags, NETWORKS, resolveNetwork } from '../chain/networks.ts'
-import { describeCallError } from '../chain/official-errors.ts'
-import { runPreflight } from '../chain/preflight-reads.ts'
-import { KEY_ENV } from '../market/attestor/config.ts'
-import { readDeviceKey, writeNewDeviceKey } from '../hub/attest/device-key.ts'
-import { svcPaths } from '../hub/paths.ts'
-import type { PasswordInput } from './hub-user.ts'
-import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
-import { intOption, parseOptions } from './options.ts'
-
-const NETWORK_HELP = `network (a preset, or a custom one; a flag given overrides the preset):
-  --network NAME      ${Object.keys(NETWORKS).join(', ')}
-  --rpc-url URL       the chain's JSON-RPC endpoint (its chain id must be 10143)
-  --identity ADDR     the ERC-8004 IdentityRegistry
-  --validation ADDR   the ERC-8004 ValidationRegistry (monad-testnet has no official one yet:
-                      give yours, or deploy svc's with svc chain deploy-validation)`
-
-const KEY_HELP = `the owner's key (never an argument):
-  --keystore FILE     a Web3 Secret Storage v3 keystore (geth, ethers, cast wallet)
-  --key-file FILE     a hex private key in a file only you can read (chmod 600)
-  --passphrase-env VAR  the keystore passphrase from environment variable VAR
-  --passphrase-stdin  the keystore passphrase from the first line of standard input
-                      (otherwise it is asked for at the terminal)`
+import { type ChainInfo, chainFilePath, readChainFile } from '../../chain/chain-file.ts'
+import { writeChainFile } from '../../hub/files/chain-file.ts'
+import { identityRegistryAbi } from '../../chain/abi.generated.ts'
+import { publicClientFor } from '../../chain/clients.ts'
+import { type EnrolResult, deviceSignature, enrol, enrolledChainInfo } from '../../chain/enrol.ts'
+import type { Network } from '../../chain/networks.ts'
+import { describeCallError } from '../../chain/official-errors.ts'
+import { runPreflight } from '../../chain/preflight-reads.ts'
+import { readDeviceKey, writeNewDeviceKey } from '../../hub/attest/device-key.ts'
+import { svcPaths } from '../../hub/paths.ts'
+import type { PasswordInput } from '../hub-user.ts'
+import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from '../io.ts'
+import { parseOptions } from '../options.ts'
+import { KEY_HELP, KEY_OPTS, NET_OPTS, NETWORK_HELP, network, ownerKey } from './flags.ts'
 
 export const ENROL_HELP = `usage: svc chain enrol [network] [owner's key] [options]
 
@@ -63,145 +49,28 @@ options:
   --json              machine-readable output
   -h, --help          this help`
 
-export const CHECK_HELP = `usage: svc chain check [--chain FILE] [--attestor-key-file FILE] [--transactions N] [--json]
-
-Checks the chain the chain file names before trusting it: the RPC answers with chain id 10143,
-both registries have code, the ValidationRegistry is ERC-8004 v2.0.0 (or answers
-getValidationStatus), the IdentityRegistry is ERC-721, this hub's device is the agent's owner
-or operator, the attestor key (if given) is the attestor address, and the device's and the
-attestor's balances cover N transactions (default 100); on Monad (chain id 10143, or 143) on top
-of Monad's 10 MON reserve, below which a transaction from an EIP-7702-delegated account (batched
-sync delegates both) reverts. One line per check; exit status 1 when any fails (a low balance is
-a warning).`
-
-export const DEPLOY_VALIDATION_HELP = `usage: svc chain deploy-validation --identity ADDR [network] [owner's key] [--dry-run] [--json]
-
-Deploys svc's own ValidationRegistry (chain/contracts/), checking agents on the given identity
-registry, for a network whose official ValidationRegistry is not deployed yet. Prints its
-address: pass it to svc chain enrol --validation.
-
-${NETWORK_HELP}
-
-${KEY_HELP}`
-
-const NET_OPTS = {
-  network: { type: 'string' },
-  'rpc-url': { type: 'string' },
-  identity: { type: 'string' },
-  validation: { type: 'string' },
-} as const
-const KEY_OPTS = {
-  keystore: { type: 'string' },
-  'key-file': { type: 'string' },
-  'passphrase-env': { type: 'string' },
-  'passphrase-stdin': { type: 'boolean' },
+const SPEC = {
+  ...NET_OPTS,
+  ...KEY_OPTS,
+  'agent-id': { type: 'string' },
+  'agent-uri': { type: 'string' },
+  attestor: { type: 'string' },
+  'attestor-url': { type: 'string' },
+  out: { type: 'string' },
+  'dry-run': { type: 'boolean' },
+  'print-signature': { type: 'boolean' },
+  owner: { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
 } as const
 
-type KeyFlags = {
-  keystore?: string | undefined
-  'key-file'?: string | undefined
-  'passphrase-env'?: string | undefined
-  'passphrase-stdin'?: boolean | undefined
-}
-
-function network(values: NetworkFlags) {
-  const r = resolveNetwork(values)
-  if (!r.ok) throw new UsageError(r.error)
-  return r.network
-}
-
-async function ownerKey(values: KeyFlags, input: PasswordInput, io: CliIo): Promise<Hex> {
-  const abs = (p: string) => (isAbsolute(p) ? p : resolve(io.cwd, p))
-  if (values.keystore !== undefined && values['key-file'] !== undefined)
-    throw new UsageError('give one of --keystore and --key-file, not both')
-  let r: KeyResult
-  if (values['key-file'] !== undefined) r = await readKeyFile(abs(values['key-file']))
-  else if (values.keystore !== undefined) {
-    const env = values['passphrase-env']
-    if (env !== undefined && values['passphrase-stdin'])
-      throw new UsageError('give one of --passphrase-stdin and --passphrase-env, not both')
-    let pass: string
-    if (env !== undefined) {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(env))
-        throw new UsageError(`--passphrase-env: "${env}" is not a variable name`)
-      const v = io.env[env]
-      if (v === undefined)
-        throw new UserError(`--passphrase-env: environment variable ${env} is not set (nothing changed)`)
-      pass = v
-    } else if (values['passphrase-stdin']) {
-      pass = (await input.readStdin()).split(/\r?\n/)[0] ?? ''
-    } else {
-      if (!input.prompt)
-        throw new UsageError(
-          'no terminal to ask for the passphrase: use --passphrase-stdin or --passphrase-env VAR',
-        )
-      pass = await input.prompt('Keystore passphrase: ')
-    }
-    r = await readKeystoreFile(abs(values.keystore), pass)
-  } else throw new UsageError('no owner key: give --keystore FILE or --key-file FILE (never the key itself)')
-  if (!r.ok) throw new UserError(`${r.error} (nothing changed)`)
-  return r.privateKey
-}
-
-function address(v: string | undefined, flag: string): Address | undefined {
-  if (v === undefined) return undefined
-  if (!isAddress(v, { strict: false })) throw new UsageError(`--${flag} ${v}: not an address`)
-  return v as Address
-}
-
-function agentIdOption(v: string | undefined): bigint | undefined {
-  if (v === undefined) return undefined
-  if (!/^(0|[1-9][0-9]{0,77})$/.test(v))
-    throw new UsageError(`--agent-id must be a decimal agent id (got "${v}")`)
-  return BigInt(v)
-}
-
-/**
- * The hub's device key. A hub without one gets a new key, held in memory and written (0600,
- * never over another) by `persist`, just before the first transaction names it: a refused or
- * dry run leaves nothing on disk.
- */
-async function deviceKeyFor(path: string): Promise<{ key: Hex; persist(): Promise<void> }> {
-  let existing: Hex | null
-  try {
-    existing = await readDeviceKey(path)
-  } catch (err) {
-    throw new UserError((err as Error).message)
-  }
-  if (existing !== null) return { key: existing, persist: async () => {} }
-  const key = generatePrivateKey()
-  let written = false
-  return {
-    key,
-    persist: async () => {
-      if (written) return
-      // Exclusive: a hub starting meanwhile must not end up with a different key than the one enrolled.
-      await writeNewDeviceKey(path, key)
-      written = true
-    },
-  }
-}
+type DeviceKey = { key: Hex; persist(): Promise<void> }
+/** Where the chain file goes: the home's, and --out's. */
+type ChainFiles = { home: string; out: string | undefined; cwd: string }
 
 export function enrolCommand(input: PasswordInput): Command {
   return async (argv, io) => {
-    const { values, positionals } = parseOptions(
-      argv,
-      {
-        ...NET_OPTS,
-        ...KEY_OPTS,
-        'agent-id': { type: 'string' },
-        'agent-uri': { type: 'string' },
-        attestor: { type: 'string' },
-        'attestor-url': { type: 'string' },
-        out: { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        'print-signature': { type: 'boolean' },
-        owner: { type: 'string' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      'svc chain enrol --help',
-    )
+    const { values, positionals } = parseOptions(argv, SPEC, 'svc chain enrol --help')
     if (values.help) {
       io.out(ENROL_HELP)
       return EXIT_OK
@@ -213,33 +82,14 @@ export function enrolCommand(input: PasswordInput): Command {
     const net = network(values)
     const agentId = agentIdOption(values['agent-id'])
     const paths = svcPaths(io.env)
-    const { key: deviceKey, persist } = await deviceKeyFor(paths.deviceKey)
+    const device = await deviceKeyFor(paths.deviceKey)
+    const json = values.json === true
 
     if (values['print-signature']) {
       const owner = address(values.owner, 'owner')
       if (agentId === undefined || owner === undefined)
         throw new UsageError('--print-signature needs --agent-id N and --owner ADDR')
-      try {
-        const sig = await deviceSignature({
-          rpcUrl: net.rpcUrl,
-          identityRegistry: net.identityRegistry,
-          agentId,
-          owner,
-          deviceKey,
-        })
-        // The signature names this key: keep it (a new one) before handing the signature out.
-        await persist()
-        io.out(
-          values.json
-            ? JSON.stringify(sig)
-            : Object.entries(sig)
-                .map(([k, v]) => `${k.padEnd(16)} ${v}`)
-                .join('\n'),
-        )
-      } catch (err) {
-        const d = describeCallError(err)
-        throw new UserError('unreachable' in d ? `rpc ${net.rpcUrl}: ${d.unreachable}` : d.revert)
-      }
+      await printSignature(net, agentId, owner, device, json, io)
       return EXIT_OK
     }
 
@@ -260,6 +110,17 @@ export function enrolCommand(input: PasswordInput): Command {
       if (!attestorAddress)
         throw new UsageError('no attestor: give --attestor ADDR (the validator whose answers count)')
     }
+    const chainInfo = (id: bigint): ChainInfo =>
+      enrolledChainInfo({
+        rpcUrl: net.rpcUrl,
+        identityRegistry: net.identityRegistry,
+        validationRegistry: net.validationRegistry as Address,
+        agentId: id,
+        attestorAddress: attestorAddress as Address,
+        ...(attestorUrl ? { attestorUrl } : {}),
+      })
+    const files: ChainFiles = { home: paths.home, out: values.out, cwd: io.cwd }
+
     // No owner key, an agent named: the owner did the steps elsewhere (a browser wallet, the
     // /enrol page); check they are done on chain and write the chain file.
     if (
@@ -268,110 +129,119 @@ export function enrolCommand(input: PasswordInput): Command {
       agentId !== undefined &&
       !values['dry-run']
     ) {
-      const done = await enrolledElsewhere(net, agentId, deviceKey)
+      const done = await enrolledElsewhere(net, agentId, device.key)
       if (!done.ok) throw new UserError(`${done.error} (nothing changed)`)
-      const info = enrolledChainInfo({
-        rpcUrl: net.rpcUrl,
-        identityRegistry: net.identityRegistry,
-        validationRegistry: net.validationRegistry as Address,
-        agentId,
-        attestorAddress: attestorAddress as Address,
-        ...(attestorUrl ? { attestorUrl } : {}),
-      })
-      await persist()
-      const files = [chainFilePath(paths.home)]
-      if (values.out) files.push(isAbsolute(values.out) ? values.out : resolve(io.cwd, values.out))
-      for (const f of files) await writeChainFile(f, info)
+      const info = chainInfo(agentId)
+      await device.persist()
+      const written = await writeChainFiles(files, info)
       io.out(
-        values.json
+        json
           ? JSON.stringify(info)
-          : `agent ${agentId}: device already operator and wallet; chain file ${files.join(', ')}`,
+          : `agent ${agentId}: device already operator and wallet; chain file ${written.join(', ')}`,
       )
       return EXIT_OK
     }
+
     const key = await ownerKey(values, input, io)
-    const device = privateKeyToAccount(deviceKey).address
     const r = await enrol({
       rpcUrl: net.rpcUrl,
       identityRegistry: net.identityRegistry,
       ...(net.validationRegistry ? { validationRegistry: net.validationRegistry } : {}),
       ownerKey: key,
-      deviceKey,
+      deviceKey: device.key,
       ...(agentId !== undefined ? { agentId } : {}),
       ...(samePrev ? { previousAgentId: BigInt(samePrev.agentId) } : {}),
-      agentURI: values['agent-uri'] ?? `svc://agents/${device}`,
+      agentURI: values['agent-uri'] ?? `svc://agents/${privateKeyToAccount(device.key).address}`,
       dryRun: values['dry-run'] === true,
-      beforeSend: persist,
+      beforeSend: device.persist,
       log: (l) => io.err(l),
     })
     if (!r.ok) throw new UserError(r.error)
-
     if (values['dry-run']) {
-      if (values.json)
-        io.out(
-          JSON.stringify({
-            owner: r.owner,
-            device: r.device,
-            maxFeePerGas: r.maxFeePerGas.toString(),
-            steps: r.steps.map((s) => ({
-              ...s,
-              ...(s.gas !== undefined
-                ? { gas: s.gas.toString(), cost: formatEther(s.gas * r.maxFeePerGas) }
-                : {}),
-            })),
-          }),
-        )
-      else {
-        io.out(`dry run on ${net.rpcUrl}: owner ${r.owner}, device ${r.device}; nothing sent`)
-        let total = 0n
-        for (const s of r.steps) {
-          if (s.status === 'skipped') io.out(`  skip   ${s.step.padEnd(8)} ${s.detail}`)
-          else {
-            total += s.gas ?? 0n
-            io.out(
-              `  send   ${s.step.padEnd(8)} ${s.detail}  ${s.gas !== undefined ? `gas ${s.gas}, up to ${formatEther(s.gas * r.maxFeePerGas)} MON` : 'gas: estimated once the agent exists'}`,
-            )
-          }
-        }
-        io.out(`  total  up to ${formatEther(total * r.maxFeePerGas)} MON at the current max fee`)
-      }
+      printDryRun(r, net, json, io)
       return EXIT_OK
     }
+    const info = chainInfo(r.agentId as bigint)
+    const written = await writeChainFiles(files, info)
+    printEnrolled(r, info, written, json, io)
+    return EXIT_OK
+  }
+}
 
-    const info: ChainInfo = enrolledChainInfo({
+function address(v: string | undefined, flag: string): Address | undefined {
+  if (v === undefined) return undefined
+  if (!isAddress(v, { strict: false })) throw new UsageError(`--${flag} ${v}: not an address`)
+  return v as Address
+}
+
+function agentIdOption(v: string | undefined): bigint | undefined {
+  if (v === undefined) return undefined
+  if (!/^(0|[1-9][0-9]{0,77})$/.test(v))
+    throw new UsageError(`--agent-id must be a decimal agent id (got "${v}")`)
+  return BigInt(v)
+}
+
+/**
+ * The hub's device key. A hub without one gets a new key, held in memory and written (0600,
+ * never over another) by `persist`, just before the first transaction names it: a refused or
+ * dry run leaves nothing on disk.
+ */
+async function deviceKeyFor(path: string): Promise<DeviceKey> {
+  let existing: Hex | null
+  try {
+    existing = await readDeviceKey(path)
+  } catch (err) {
+    throw new UserError((err as Error).message)
+  }
+  if (existing !== null) return { key: existing, persist: async () => {} }
+  const key = generatePrivateKey()
+  let written = false
+  return {
+    key,
+    persist: async () => {
+      if (written) return
+      // Exclusive: a hub starting meanwhile must not end up with a different key than the one enrolled.
+      await writeNewDeviceKey(path, key)
+      written = true
+    },
+  }
+}
+
+/** --print-signature: the device's setAgentWallet signature, for an owner who sends it elsewhere. */
+async function printSignature(
+  net: Network,
+  agentId: bigint,
+  owner: Address,
+  device: DeviceKey,
+  json: boolean,
+  io: CliIo,
+): Promise<void> {
+  try {
+    const sig = await deviceSignature({
       rpcUrl: net.rpcUrl,
       identityRegistry: net.identityRegistry,
-      validationRegistry: net.validationRegistry as Address,
-      agentId: r.agentId as bigint,
-      attestorAddress: attestorAddress as Address,
-      ...(attestorUrl ? { attestorUrl } : {}),
+      agentId,
+      owner,
+      deviceKey: device.key,
     })
-    const files = [chainFilePath(paths.home)]
-    if (values.out) files.push(isAbsolute(values.out) ? values.out : resolve(io.cwd, values.out))
-    for (const f of files) await writeChainFile(f, info)
-    if (values.json)
-      io.out(
-        JSON.stringify({
-          ...info,
-          device: r.device,
-          owner: r.owner,
-          steps: r.steps.map(({ gas: _g, ...s }) => s),
-        }),
-      )
-    else {
-      for (const s of r.steps)
-        io.out(
-          `${s.status === 'done' ? 'done' : 'skip'}  ${s.step.padEnd(8)} ${s.detail}${s.tx ? ` (${s.tx})` : ''}`,
-        )
-      io.out(`agent ${info.agentId}, device ${r.device}; chain file ${files.join(', ')}`)
-    }
-    return EXIT_OK
+    // The signature names this key: keep it (a new one) before handing the signature out.
+    await device.persist()
+    io.out(
+      json
+        ? JSON.stringify(sig)
+        : Object.entries(sig)
+            .map(([k, v]) => `${k.padEnd(16)} ${v}`)
+            .join('\n'),
+    )
+  } catch (err) {
+    const d = describeCallError(err)
+    throw new UserError('unreachable' in d ? `rpc ${net.rpcUrl}: ${d.unreachable}` : d.revert)
   }
 }
 
 /** Preflight with the device and agent, plus: the device is the agent's wallet. */
 async function enrolledElsewhere(
-  net: { rpcUrl: string; identityRegistry: Address; validationRegistry?: Address },
+  net: Network,
   agentId: bigint,
   deviceKey: Hex,
 ): Promise<{ ok: true } | { ok: false; error: string }> {
@@ -407,128 +277,62 @@ async function enrolledElsewhere(
   return { ok: true }
 }
 
-export const checkCommand: Command = async (argv, io) => {
-  const { values, positionals } = parseOptions(
-    argv,
-    {
-      chain: { type: 'string' },
-      'attestor-key-file': { type: 'string' },
-      transactions: { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    'svc chain check --help',
-  )
-  if (values.help) {
-    io.out(CHECK_HELP)
-    return EXIT_OK
-  }
-  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`)
-  const paths = svcPaths(io.env)
-  const file = values.chain
-    ? isAbsolute(values.chain)
-      ? values.chain
-      : resolve(io.cwd, values.chain)
-    : chainFilePath(paths.home)
-  const c = await readChainFile(file)
-  if (!c.ok) throw new UserError(c.error)
-  const info = c.value
-  // The device key is only read here: a check never creates one.
-  let device: Address | undefined
-  try {
-    const k = await readDeviceKey(paths.deviceKey)
-    device = k === null ? undefined : privateKeyToAccount(k).address
-  } catch (err) {
-    // A damaged key is said, not checked as if there were none (hub/files/README.md: Small files).
-    throw new UserError((err as Error).message)
-  }
-  let attestorKey: Address | undefined
-  if (values['attestor-key-file'] !== undefined) {
-    const f = values['attestor-key-file']
-    const k = await readKeyFile(isAbsolute(f) ? f : resolve(io.cwd, f))
-    if (!k.ok) throw new UserError(k.error)
-    attestorKey = privateKeyToAccount(k.privateKey).address
-  } else if (io.env[KEY_ENV]) {
-    const raw = io.env[KEY_ENV]!.trim()
-    try {
-      attestorKey = privateKeyToAccount((raw.startsWith('0x') ? raw : `0x${raw}`) as Hex).address
-    } catch {
-      throw new UserError(`$${KEY_ENV}: not a valid private key`)
-    }
-  } else if (info.accounts) attestorKey = info.accounts.attestor.address
-  const n = intOption(values.transactions, 'transactions', 1)
-  const report = await runPreflight({
-    rpcUrl: info.rpcUrl,
-    identityRegistry: info.identityRegistry,
-    validationRegistry: info.validationRegistry,
-    agentId: BigInt(info.agentId),
-    attestorAddress: info.attestorAddress,
-    attestorBalance: true,
-    ...(device ? { device } : {}),
-    ...(attestorKey ? { attestorKey } : {}),
-    ...(n !== undefined ? { transactions: n } : {}),
-  })
-  if (values.json) io.out(JSON.stringify({ chainFile: file, ...report }))
-  else {
-    for (const l of report.passed) io.out(`ok    ${l}`)
-    for (const l of report.warnings) io.out(`warn  ${l}`)
-    for (const l of report.failures) io.out(`FAIL  ${l}`)
-    if (!device) io.out(`note  no device key at ${paths.deviceKey}: the device was not checked`)
-  }
-  return report.ok ? EXIT_OK : EXIT_FAIL
+/** The chain file written to the home and to --out; returns where. */
+async function writeChainFiles(f: ChainFiles, info: ChainInfo): Promise<string[]> {
+  const files = [chainFilePath(f.home)]
+  if (f.out) files.push(isAbsolute(f.out) ? f.out : resolve(f.cwd, f.out))
+  for (const file of files) await writeChainFile(file, info)
+  return files
 }
 
-export function deployValidationCommand(input: PasswordInput): Command {
-  return async (argv, io) => {
-    const { values, positionals } = parseOptions(
-      argv,
-      {
-        ...NET_OPTS,
-        ...KEY_OPTS,
-        'dry-run': { type: 'boolean' },
-        json: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      'svc chain deploy-validation --help',
-    )
-    if (values.help) {
-      io.out(DEPLOY_VALIDATION_HELP)
-      return EXIT_OK
-    }
-    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`)
-    if (values.identity === undefined) throw new UsageError('--identity ADDR is required')
-    const net = network({ ...values, validation: undefined })
-    const pre = await runPreflight({ rpcUrl: net.rpcUrl, identityRegistry: net.identityRegistry })
-    if (!pre.ok) throw new UserError(`${pre.failures[0]} (nothing sent)`)
-    const key = await ownerKey(values, input, io)
-    const pub = publicClientFor(net.rpcUrl, { timeout: 15_000 })
-    if (values['dry-run']) {
-      io.out(
-        `dry run on ${net.rpcUrl}: would deploy svc's ValidationRegistry for identity registry ${net.identityRegistry} from ${privateKeyToAccount(key).address}; nothing sent`,
-      )
-      return EXIT_OK
-    }
-    let addr: Address
-    try {
-      addr = await deployValidationRegistry(
-        walletClientFor(net.rpcUrl, key, { timeout: 30_000 }),
-        pub,
-        net.identityRegistry,
-      )
-    } catch (err) {
-      const d = describeCallError(err)
-      throw new UserError('unreachable' in d ? `rpc ${net.rpcUrl}: ${d.unreachable}` : `deploy: ${d.revert}`)
-    }
-    const post = await runPreflight(
-      { rpcUrl: net.rpcUrl, identityRegistry: net.identityRegistry, validationRegistry: addr },
-      pub,
-    )
-    if (!post.ok) throw new UserError(`deployed ${addr}, but ${post.failures[0]}`)
+type Enrolled = Extract<EnrolResult, { ok: true }>
+
+function printDryRun(r: Enrolled, net: Network, json: boolean, io: CliIo): void {
+  if (json) {
     io.out(
-      values.json
-        ? JSON.stringify({ validationRegistry: addr, identityRegistry: net.identityRegistry })
-        : `validationRegistry ${addr} (identity registry ${net.identityRegistry}); next: svc chain enrol --validation ${addr} …`,
+      JSON.stringify({
+        owner: r.owner,
+        device: r.device,
+        maxFeePerGas: r.maxFeePerGas.toString(),
+        steps: r.steps.map((s) => ({
+          ...s,
+          ...(s.gas !== undefined
+            ? { gas: s.gas.toString(), cost: formatEther(s.gas * r.maxFeePerGas) }
+            : {}),
+        })),
+      }),
     )
-    return EXIT_OK
+    return
   }
+  io.out(`dry run on ${net.rpcUrl}: owner ${r.owner}, device ${r.device}; nothing sent`)
+  let total = 0n
+  for (const s of r.steps) {
+    if (s.status === 'skipped') io.out(`  skip   ${s.step.padEnd(8)} ${s.detail}`)
+    else {
+      total += s.gas ?? 0n
+      io.out(
+        `  send   ${s.step.padEnd(8)} ${s.detail}  ${s.gas !== undefined ? `gas ${s.gas}, up to ${formatEther(s.gas * r.maxFeePerGas)} MON` : 'gas: estimated once the agent exists'}`,
+      )
+    }
+  }
+  io.out(`  total  up to ${formatEther(total * r.maxFeePerGas)} MON at the current max fee`)
+}
+
+function printEnrolled(r: Enrolled, info: ChainInfo, files: string[], json: boolean, io: CliIo): void {
+  if (json) {
+    io.out(
+      JSON.stringify({
+        ...info,
+        device: r.device,
+        owner: r.owner,
+        steps: r.steps.map(({ gas: _g, ...s }) => s),
+      }),
+    )
+    return
+  }
+  for (const s of r.steps)
+    io.out(
+      `${s.status === 'done' ? 'done' : 'skip'}  ${s.step.padEnd(8)} ${s.detail}${s.tx ? ` (${s.tx})` : ''}`,
+    )
+  io.out(`agent ${info.agentId}, device ${r.device}; chain file ${files.join(', ')}`)
 }
