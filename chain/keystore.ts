@@ -9,8 +9,9 @@
 import { createCipheriv, createDecipheriv, pbkdf2Sync, randomBytes, randomUUID, scrypt } from 'node:crypto'
 import { scryptAsync as nobleScrypt } from '@noble/hashes/scrypt.js'
 import { readFile, stat } from 'node:fs/promises'
-import { type Hex, bytesToHex, concat, hexToBytes, isHex, keccak256 } from 'viem'
+import { type Hex, bytesToHex, concat, hexToBytes, keccak256 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { parsePrivateKey } from './private-key.ts'
 
 export type KeyResult = { ok: true; privateKey: Hex } | { ok: false; error: string }
 
@@ -91,19 +92,17 @@ export async function decryptKeystore(
     return { ok: false, error: `${where}: wrong passphrase (the MAC does not match)` }
   const d = createDecipheriv('aes-128-ctr', derived.subarray(0, 16), iv)
   const key = bytesToHex(Buffer.concat([d.update(ciphertext), d.final()]))
-  try {
-    const address = privateKeyToAccount(key).address
-    if (
-      typeof o.address === 'string' &&
-      o.address.replace(/^0x/, '').toLowerCase() !== address.slice(2).toLowerCase()
-    )
-      return {
-        ok: false,
-        error: `${where}: the key is for ${address}, but the file says 0x${o.address.replace(/^0x/, '')}`,
-      }
-  } catch {
-    return { ok: false, error: `${where}: the decrypted key is not a valid secp256k1 key` }
-  }
+  const parsed = parsePrivateKey(key, `${where}: the decrypted key`)
+  if (!parsed.ok) return { ok: false, error: parsed.error }
+  const address = parsed.address
+  if (
+    typeof o.address === 'string' &&
+    o.address.replace(/^0x/, '').toLowerCase() !== address.slice(2).toLowerCase()
+  )
+    return {
+      ok: false,
+      error: `${where}: the key is for ${address}, but the file says 0x${o.address.replace(/^0x/, '')}`,
+    }
   return { ok: true, privateKey: key }
 }
 
@@ -147,16 +146,8 @@ export async function readKeyFile(path: string): Promise<KeyResult> {
   } catch (err) {
     return { ok: false, error: `key file ${path}: ${(err as Error).message}` }
   }
-  const k = text.trim()
-  const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  if (!isHex(hex) || hex.length !== 66)
-    return { ok: false, error: `key file ${path}: expected 32 bytes of hex` }
-  try {
-    privateKeyToAccount(hex)
-  } catch {
-    return { ok: false, error: `key file ${path}: not a valid secp256k1 key` }
-  }
-  return { ok: true, privateKey: hex }
+  const r = parsePrivateKey(text, `key file ${path}`)
+  return r.ok ? { ok: true, privateKey: r.key } : { ok: false, error: r.error }
 }
 
 /** Reads and decrypts a keystore file. */

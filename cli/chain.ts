@@ -5,8 +5,7 @@ import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath } from '../chain/chain-file.ts'
 import { writeChainFile } from '../hub/files/chain-file.ts'
 import { enrolDevice, keptChain, startDevChain } from '../chain/dev.ts'
-import { loadOrCreateDeviceKey } from '../hub/attest/device-key.ts'
-import { readFile } from 'node:fs/promises'
+import { loadOrCreateDeviceKey, readDeviceKey } from '../hub/attest/device-key.ts'
 import { loadAttestorConfig } from '../market/attestor/config.ts'
 import { startAttestorServer } from '../market/attestor/server.ts'
 import { intOption, parseOptions } from './options.ts'
@@ -98,8 +97,7 @@ export const command: Command = async (argv, io) => {
     // The hub's own device key (created if missing) becomes the agent's wallet and operator,
     // so `svc hub` + `svc attest sync` work against this chain with no further setup.
     const signer = await loadOrCreateDeviceKey(paths.deviceKey)
-    const deviceKey = (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`
-    await enrolDevice(chain.info as Required<typeof chain.info>, deviceKey)
+    await enrolDevice(chain.info as Required<typeof chain.info>, (await readDeviceKey(paths.deviceKey))!)
     if (!values['no-attestor']) {
       const cfg = await loadAttestorConfig({ chain: chain.info })
       if (!cfg.ok) throw new Error(cfg.error)

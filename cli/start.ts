@@ -5,7 +5,6 @@
 // board and the example SOPs. The demo approves the checkpoint step (saying so), waits for
 // attested lines and lists them. SIGINT/SIGTERM stop everything in reverse order, anvil by pid.
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
 import { isAbsolute, join, resolve } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import type { FastifyPluginAsync } from 'fastify'
@@ -18,7 +17,7 @@ import { attestorRoutes } from '../market/attestor/mount.ts'
 import { chainFromInfo, defaultConfig } from '../market/config.ts'
 import type { MarketContext } from '../market/context.ts'
 import type { AttestStore } from '../hub/attest/store.ts'
-import { loadOrCreateDeviceKey } from '../hub/attest/device-key.ts'
+import { loadOrCreateDeviceKey, readDeviceKey } from '../hub/attest/device-key.ts'
 import { intOption, parseOptions } from './options.ts'
 import { loadConfig } from '../hub/daemon/config.ts'
 import type { AttestationParts, HubParts } from '../hub/daemon/parts.ts'
@@ -222,10 +221,7 @@ async function run(r: RunInput): Promise<void> {
   if (signal.aborted) return
   // The hub's own device key is the agent's wallet and operator (as `svc chain dev` does).
   await loadOrCreateDeviceKey(paths.deviceKey)
-  await enrolDevice(
-    chain.info as Required<typeof chain.info>,
-    (await readFile(paths.deviceKey, 'utf8')).trim() as `0x${string}`,
-  )
+  await enrolDevice(chain.info as Required<typeof chain.info>, (await readDeviceKey(paths.deviceKey))!)
 
   const attestorCfg = await loadAttestorConfig({ chain: chain.info, env })
   if (!attestorCfg.ok) throw new UserError(attestorCfg.error)

@@ -1,10 +1,11 @@
 // `svc chain check`: the chain the chain file names, checked before it is trusted (one line per
 // check; exit status 1 when any fails). Reads only: it never creates a device key.
 import { isAbsolute, resolve } from 'node:path'
-import type { Address, Hex } from 'viem'
+import type { Address } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { chainFilePath, readChainFile } from '../../chain/chain-file.ts'
 import { readKeyFile } from '../../chain/keystore.ts'
+import { parsePrivateKey } from '../../chain/private-key.ts'
 import { runPreflight } from '../../chain/preflight-reads.ts'
 import { KEY_ENV } from '../../market/attestor/config.ts'
 import { readDeviceKey } from '../../hub/attest/device-key.ts'
@@ -65,12 +66,9 @@ export const checkCommand: Command = async (argv, io) => {
     if (!k.ok) throw new UserError(k.error)
     attestorKey = privateKeyToAccount(k.privateKey).address
   } else if (io.env[KEY_ENV]) {
-    const raw = io.env[KEY_ENV]!.trim()
-    try {
-      attestorKey = privateKeyToAccount((raw.startsWith('0x') ? raw : `0x${raw}`) as Hex).address
-    } catch {
-      throw new UserError(`$${KEY_ENV}: not a valid private key`)
-    }
+    const k = parsePrivateKey(io.env[KEY_ENV]!, `$${KEY_ENV}`)
+    if (!k.ok) throw new UserError(k.error)
+    attestorKey = k.address
   } else if (info.accounts) attestorKey = info.accounts.attestor.address
   const n = intOption(values.transactions, 'transactions', 1)
   const report = await runPreflight({

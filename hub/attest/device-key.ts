@@ -4,8 +4,9 @@
 // A damaged key stops the start and is never replaced: a new key is a different device on chain
 // (hub/files/README.md: Small files).
 import { chmod, readFile, stat } from 'node:fs/promises'
-import { type Address, type Hex, type LocalAccount, hexToBytes, isHex } from 'viem'
+import { type Address, type Hex, type LocalAccount, hexToBytes } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
+import { parsePrivateKey } from '../../chain/private-key.ts'
 import { personalMessageDigest } from '../../records/hash.ts'
 import { writeFileAtomic } from '../files/atomic-file.ts'
 import { DamagedFileError } from '../files/damaged-file.ts'
@@ -49,19 +50,12 @@ export const DEVICE_KEY_FIX =
   "it is this device's identity on chain and the hub never makes a new one over it: put it back from a backup (`svc hub restore FILE` into an empty home, or a copy of the file); only if this device was never enrolled on chain, move the file away and the hub makes a new key, a new device"
 
 function parseKey(text: string, path: string): Hex {
-  const k = text.trim()
   // 0 bytes: a power cut during its first write (before writes were atomic) or a failing card;
   // the hub cannot tell which, nor whether the key was in use, so it refuses as for any damage.
   if (text.length === 0) throw new DamagedFileError('device key', path, 'empty (0 bytes)', DEVICE_KEY_FIX)
-  const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  if (!isHex(hex) || hex.length !== 66)
-    throw new DamagedFileError('device key', path, 'expected 32 bytes of hex', DEVICE_KEY_FIX)
-  try {
-    privateKeyToAccount(hex)
-  } catch {
-    throw new DamagedFileError('device key', path, 'not a valid secp256k1 key', DEVICE_KEY_FIX)
-  }
-  return hex
+  const r = parsePrivateKey(text, `device key ${path}`)
+  if (!r.ok) throw new DamagedFileError('device key', path, r.problem, DEVICE_KEY_FIX)
+  return r.key
 }
 
 /** The key at `path`, or null when there is none; a damaged one throws DamagedFileError. */

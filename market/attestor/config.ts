@@ -2,9 +2,10 @@
 // the response URIs it writes on chain. Read from the chain file plus a key from a file or the
 // environment (SVC_ATTESTOR_KEY), so the key never has to sit in the chain file on a real network.
 import { readFile } from 'node:fs/promises'
-import { type Address, type Hex, isHex } from 'viem'
+import type { Address, Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
+import { parsePrivateKey } from '../../chain/private-key.ts'
 
 export interface AttestorConfig {
   rpcUrl: string
@@ -29,19 +30,6 @@ export const KEY_ENV = 'SVC_ATTESTOR_KEY'
 
 export type ConfigResult = { ok: true; config: AttestorConfig } | { ok: false; error: string }
 
-function checkKey(text: string, where: string): { ok: true; key: Hex } | { ok: false; error: string } {
-  const k = text.trim()
-  const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  if (!isHex(hex) || hex.length !== 66)
-    return { ok: false, error: `${where}: expected a 32-byte hex private key` }
-  try {
-    privateKeyToAccount(hex)
-  } catch {
-    return { ok: false, error: `${where}: not a valid secp256k1 key` }
-  }
-  return { ok: true, key: hex }
-}
-
 export interface AttestorConfigSources {
   /** A chain file, or the market's chain settings with the attestor address (accounts: dev keys). */
   chain: Pick<
@@ -63,12 +51,12 @@ export async function loadAttestorConfig(src: AttestorConfigSources): Promise<Co
     } catch (err) {
       return { ok: false, error: `attestor key file ${src.keyFile}: ${(err as Error).message}` }
     }
-    const r = checkKey(text, `attestor key file ${src.keyFile}`)
-    if (!r.ok) return r
+    const r = parsePrivateKey(text, `attestor key file ${src.keyFile}`)
+    if (!r.ok) return { ok: false, error: r.error }
     key = r.key
   } else if (src.env?.[KEY_ENV]) {
-    const r = checkKey(src.env[KEY_ENV] ?? '', `$${KEY_ENV}`)
-    if (!r.ok) return r
+    const r = parsePrivateKey(src.env[KEY_ENV] ?? '', `$${KEY_ENV}`)
+    if (!r.ok) return { ok: false, error: r.error }
     key = r.key
   } else if (src.chain.accounts) {
     key = src.chain.accounts.attestor.privateKey

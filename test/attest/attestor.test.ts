@@ -185,7 +185,7 @@ t.test('config: key sources and mismatches', async (t) => {
   })
   t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: '0x1234' } }), {
     ok: false,
-    error: /32-byte hex/,
+    error: /\$SVC_ATTESTOR_KEY: expected 32 bytes of hex/,
   })
   t.match(await loadAttestorConfig({ chain: noAccounts, keyFile: join(dir, 'missing') }), {
     ok: false,
