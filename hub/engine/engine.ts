@@ -119,6 +119,13 @@ export class Engine implements HubEngine {
           { done, of },
           `index: rebuilding from the history log, segment ${done} of ${of}`,
         ),
+      onMigrate: (done, of) =>
+        (opts.log ?? silent).info({ done, of }, `store: moving runs into the history log, ${done} of ${of}`),
+      onAheadOfLog: (applied, end) =>
+        (opts.log ?? silent).warn(
+          { applied, end },
+          `store: the history log ends at ${end}, before ${applied}, where the index said it had read to: the disk lost bytes it had reported synced; the index is built again from what the log holds`,
+        ),
       onDrop: (d) =>
         (opts.log ?? silent).info(
           d,

@@ -370,8 +370,11 @@ export class EngineStore {
     }
     const store = new EngineStore(db, log, path, opts)
     try {
-      await store.catchUp()
-      if ((await db.get(LAYOUT)) !== LAYOUT_VERSION) {
+      const ahead = await store.catchUp()
+      if (ahead) {
+        opts.onAheadOfLog?.(ahead.applied, ahead.end)
+        await store.rebuildIndex(ahead.end)
+      } else if ((await db.get(LAYOUT)) !== LAYOUT_VERSION) {
         // A store with no runs has nothing to move or index: its markers ride with its first
         // write, so opening a fresh store writes nothing.
         if (await store.hasRuns()) await store.migrate()
@@ -389,14 +392,19 @@ export class EngineStore {
    * Applies to LevelDB the log's batches it has not got: those after `meta!applied`, which a
    * crash (or an I/O error between the log's sync and LevelDB's write) may have left out.
    */
-  private async catchUp(): Promise<void> {
+  private async catchUp(): Promise<{ applied: string; end: string } | null> {
     const v = await this.db.get(APPLIED)
     const [seg, off] = v ? v.split(':').map(Number) : [0, 0]
+    // LevelDB only ever hears of synced batches: past the log's end, the disk lost synced bytes.
+    const end = this.log.position()
+    if (seg! > end.seg || (seg === end.seg && off! > end.off))
+      return { applied: v!, end: `${end.seg}:${end.off}` }
     for (const s of this.log.segments()) {
       if (s.n < seg!) continue
       for (const b of await this.log.scan(s.n, s.n === seg ? off : 0))
         await this.applyScanned(s.n, b.ops, b.end)
     }
+    return null
   }
 
   /**
@@ -438,7 +446,9 @@ export class EngineStore {
       ids.add(k.slice(RUN.length, k.lastIndexOf('!')))
     for await (const k of this.db.keys({ gt: FIN, lt: `${FIN}\xff` })) ids.add(k.slice(FIN.length))
     let ops: BatchOp[] = []
+    let moved = 0
     for (const id of ids) {
+      moved++
       for await (const [key, value] of this.db.iterator({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` }))
         if (!value.startsWith('@')) ops.push({ type: 'put', key, value })
       const fin = await this.db.get(FIN + id)
@@ -451,6 +461,7 @@ export class EngineStore {
       if (ops.length >= 2000) {
         await this.write(ops)
         ops = []
+        this.opts.onMigrate?.(moved, ids.size)
       }
     }
     ops.push(
@@ -460,24 +471,30 @@ export class EngineStore {
       { type: 'put', key: LAYOUT, value: LAYOUT_VERSION },
     )
     await this.write(ops)
+    this.opts.onMigrate?.(ids.size, ids.size)
   }
 
   /**
    * Builds the run index again from the log alone: the run records' locators, the `open!`
    * markers and the index keys are cleared, then every batch the log still holds is applied
    * again for those keys. The marker is unset first and set last: a crash part-way leaves the
-   * index marked stale, and the next open starts again.
+   * index marked stale, and the next open starts again. `lostTo`: the log ends before where
+   * LevelDB said it had applied (`onAheadOfLog`); the admission records and MQTT marks, whose
+   * locators may point past the end, are cleared and applied again too, and LevelDB is told it
+   * has applied the log up to `lostTo`, its end.
    */
-  async rebuildIndex(): Promise<void> {
+  async rebuildIndex(lostTo?: string): Promise<void> {
     await this.settle()
     await this.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
-    for (const p of [RUN, FIN, OPEN, INDEX]) await this.db.clear({ gte: p, lt: `${p}\xff` })
+    const cleared = lostTo === undefined ? [RUN, FIN, OPEN, INDEX] : [RUN, FIN, OPEN, INDEX, ADM, MARK]
+    for (const p of cleared) await this.db.clear({ gte: p, lt: `${p}\xff` })
     const segments = this.log.segments()
     for (const [i, s] of segments.entries()) {
       for (const b of await this.log.scan(s.n)) await this.applyScanned(s.n, b.ops, b.end, indexPart)
       this.opts.onRebuild?.(i + 1, segments.length)
     }
     await this.dropHeadless()
+    if (lostTo !== undefined) await this.db.put(APPLIED, lostTo)
     await this.db.put(INDEX_MARKER, INDEX_VERSION, { sync: true })
   }
 
@@ -1127,6 +1144,14 @@ export interface StoreOptions {
   now?: () => number
   /** Told of the progress of a rebuild of the index: segments read of how many. */
   onRebuild?: (done: number, of: number) => void
+  /** Told of the progress of a move into the log (a store from before it): runs moved of how many. */
+  onMigrate?: (done: number, of: number) => void
+  /**
+   * Told that LevelDB said it had applied more of the log than the log holds (`applied` past
+   * `end`): a disk that reported a sync it had not made. The index is then built again from
+   * what the log holds.
+   */
+  onAheadOfLog?: (applied: string, end: string) => void
   /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */
   onDrop?: (d: { segment: number; removed: number; carried: number }) => void
 }

@@ -4,7 +4,7 @@
 // unfinished run, approval, kept trigger and once-only mark; the index rebuilt from the log is
 // the index the store kept.
 import { readlinkSync } from 'node:fs'
-import { cp, open, readdir, stat } from 'node:fs/promises'
+import { cp, open, readdir, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
@@ -98,6 +98,62 @@ t.test('a batch cut short by a crash is cut off; the batches before it stay', as
   await again.idle()
   t.equal((await again.getRun(b.runId!))?.state, 'completed', 'and the log takes new batches after it')
 })
+
+t.test(
+  'a log that lost synced bytes (a disk that lied): the index is built again from what it holds',
+  async (t) => {
+    const dir = join(await tempDir(t, 'svc-lied-'), 'engine')
+    const tools = memoryTools()
+    const S = sop({ name: 's', maxConcurrent: 10, steps: [step(1, { calls: [call('echo')] })] })
+    const first = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir })
+    const a = await first.trigger('s', event({ n: 1 }))
+    await first.idle()
+    await first.close()
+    const seg = join(dir, 'history', (await readdir(join(dir, 'history'))).sort().at(-1)!)
+    const kept = (await stat(seg)).size
+
+    const second = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir })
+    const lost: string[] = []
+    for (let n = 2; n <= 4; n++)
+      lost.push((await second.trigger('s', { ...event({ n }), once: { key: `k${n}`, check: true } })).runId!)
+    await second.idle()
+    await second.close()
+    // What a card that acknowledged syncs it never made leaves: the log shorter than LevelDB knows.
+    await truncate(seg, kept)
+
+    const warned: string[] = []
+    const log = { info() {}, warn: (_o: object, m: string) => warned.push(m), error() {} }
+    const third = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir, log })
+    t.match(
+      warned,
+      [/the history log ends at \d+:\d+, before \d+:\d+, .*the index is built again/],
+      'said once, with where',
+    )
+    t.equal((await third.getRun(a.runId!))?.state, 'completed', 'the run the log holds is whole')
+    for (const id of lost) t.equal(await third.getRun(id), undefined, 'a run the log lost is not there')
+    t.same(
+      (await third.queryRuns({ limit: 10 })).runs.map((r) => r.id),
+      [a.runId],
+      'the index lists what the log holds',
+    )
+    t.ok(Array.isArray(await third.admissions?.()), 'admission records read without an error')
+    const b = await third.trigger('s', event({ n: 5 }))
+    await third.idle()
+    await third.close()
+    warned.length = 0
+    const fourth = await createEngine({ sops: [S], tools: tools.registry, dbPath: dir, log })
+    t.teardown(() => fourth.close())
+    t.same(warned, [], 'the next open finds the index and the log agreeing')
+    t.equal((await fourth.getRun(b.runId!))?.state, 'completed', 'a run written after it is kept')
+  // The new run's batch went where the lost ones were: nothing may still point there.
+  for (const id of lost) t.equal(await fourth.getRun(id), undefined, 'a lost run is still not there')
+  t.same(
+    (await fourth.queryRuns({ limit: 10 })).runs.map((r) => r.id).sort(),
+    [a.runId, b.runId].sort(),
+    'the index lists the two runs the log holds',
+  )
+  },
+)
 
 const SMALL: HistoryBounds = { maxAgeMs: 3_600_000, maxBytes: 1024 * 1024 * 1024, segmentBytes: 64 * 1024 }
 
