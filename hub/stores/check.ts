@@ -108,7 +108,9 @@ async function upgrade(f: Found & { format: number }, o: CheckOptions): Promise<
       },
       `${store} store: upgrading from format ${format} to ${format + 1}${f.runs !== null && format === f.format ? ` (${f.runs} runs)` : ''}`,
     )
-    const left = await step.run(dir)
+    const left = await step.run(dir, (done, of) =>
+      o.log.info({ store, done, of }, `${store} store: upgrading, ${done} of ${of}`),
+    )
     format++
     if (FORMATS[store].recordedIn === 'FORMAT') await writeFormatFile(dir, store, format)
     o.log.info(

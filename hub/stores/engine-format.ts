@@ -68,10 +68,14 @@ export async function inspectEngine(dir: string): Promise<EngineFound> {
 /**
  * Moves a format-1 store into format 2: EngineStore's own open does it (`migrate`, which sets
  * `meta!layout` last, so a crash part-way leaves format 1 and the next start goes on). No
- * retention runs here: the hub's open after it does. Resolves to the runs it then holds.
+ * retention runs here: the hub's open after it does. `onMigrate`: runs moved of how many, as
+ * it goes. Resolves to the runs it then holds.
  */
-export async function migrateEngine(dir: string): Promise<{ finished: number; unfinished: number }> {
-  const store = await EngineStore.open(dir, { retention: false })
+export async function migrateEngine(
+  dir: string,
+  onMigrate?: (done: number, of: number) => void,
+): Promise<{ finished: number; unfinished: number }> {
+  const store = await EngineStore.open(dir, { retention: false, ...(onMigrate ? { onMigrate } : {}) })
   try {
     let finished = 0
     for await (const _ of store.finished()) finished++

@@ -6,7 +6,7 @@ import type { StoreName } from './format.ts'
 
 export interface Upgrade {
   /** What it leaves, for the log line: counts of what the store holds afterwards. */
-  run(dir: string): Promise<string>
+  run(dir: string, progress: (done: number, of: number) => void): Promise<string>
   /** How much it writes besides the store, as a multiple of the store's size (for the space check). */
   growth: number
 }
@@ -17,8 +17,8 @@ export const UPGRADES: Partial<Record<StoreName, Record<number, Upgrade>>> = {
     // Every run record written again through the history log (store.ts `migrate`).
     1: {
       growth: 1,
-      async run(dir) {
-        const r = await migrateEngine(dir)
+      async run(dir, progress) {
+        const r = await migrateEngine(dir, progress)
         return `${r.finished} finished and ${r.unfinished} unfinished runs`
       },
     },

@@ -148,6 +148,7 @@ t.test(
         /^engine store: copying it to .*engine\.format1-.*\.bak before the upgrade \(\d+ files, /,
         /^engine store backup made: /,
         /^engine store: upgrading from format 1 to 2 \(8 runs\)$/,
+        /^engine store: upgrading, 8 of 8$/,
         /^engine store: now format 2 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
         /^engine store upgraded to format 2; the copy from before is /,
       ],
