@@ -7,7 +7,7 @@
 // run while the hub is stopped never applies retention (hub/engine/README.md, "Retention") with
 // bounds other than the hub's; the hub applies its own when it starts.
 import { existsSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { type RunFilter, RunFilterError, type RunPage } from '../sops/hub-engine.ts'
 import type { RunRecord } from '../sops/run/record.ts'
 import type { HubStatus } from '../hub/api/status.ts'
@@ -78,6 +78,10 @@ async function storeSource(path: string, bounds: HistoryBounds | null): Promise<
     throw new UserError(
       `no hub is running, and no run records are stored at ${path}; start one with \`svc hub run\``,
     )
+  const { checkReadable } = await import('../hub/stores/check.ts')
+  await checkReadable(dirname(path), 'engine').catch((err: Error) => {
+    throw new UserError(err.message)
+  })
   const { DEFAULT_BOUNDS, EngineStore } = await import('../hub/engine/store.ts')
   let store: Awaited<ReturnType<typeof EngineStore.open>>
   try {

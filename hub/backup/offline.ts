@@ -4,6 +4,8 @@ import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { Level } from 'level'
 import { EngineStore } from '../engine/store.ts'
+import { checkReadable } from '../stores/check.ts'
+import { STORES } from './files.ts'
 import type { ArchiveStore } from './archive.ts'
 import { type StoreReaders, archiveStores } from './stores.ts'
 
@@ -23,6 +25,8 @@ export async function openStoresForBackup(dataDir: string): Promise<OpenStores> 
     new Error(
       `${join(dataDir, name)} is in use by another process (a hub whose local API did not answer?); stop it, or run svc hub backup against it once it answers`,
     )
+  // Opening an older store would upgrade it without the copy the hub takes first.
+  for (const name of STORES) await checkReadable(dataDir, name)
   try {
     let engine: EngineStore | null = null
     if (existsSync(join(dataDir, 'engine'))) {

@@ -158,3 +158,19 @@ export async function checkStores(o: CheckOptions): Promise<void> {
     }
   }
 }
+
+/**
+ * For a command that reads a store while no hub runs (`svc sop runs`, `svc hub backup`): refuses
+ * a store it should not open as it is, and writes nothing. A newer one gets the start's line; an
+ * older one would be upgraded by opening it, without the copy the hub takes first.
+ */
+export async function checkReadable(dataDir: string, store: StoreName): Promise<void> {
+  const dir = join(dataDir, store)
+  if (!(await stat(dir).catch(() => null))) return
+  const f = await inspect(store, dir)
+  if (f.format !== null && f.format < FORMATS[store].current)
+    throw new StoreRefused(
+      store,
+      `${dir}: the ${store} store is format ${f.format}, from an older svc; start the hub once (svc hub) to upgrade it, which copies it beside itself first`,
+    )
+}
