@@ -14,7 +14,7 @@ export interface StoreReaders {
 /**
  * The engine's records go as its first layout held them (a key and its JSON value), whatever
  * layout it has now: a restore loads them and the store's own migration moves them into a log
- * (hub/engine/README.md, "A store from before"). The LevelDB stores go as they are.
+ * (hub/engine/README.md, "A store from before the history log"). The LevelDB stores go as they are.
  */
 export const ENGINE_ARCHIVE_FORMAT = 1
 
