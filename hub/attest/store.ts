@@ -358,7 +358,9 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
     async *entries() {
       // Read under a reopen would meet a closed handle: wait one out first (a full disk's).
       while (reopening) await reopening
-      yield* db.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' }) as AsyncIterable<[Buffer, Buffer]>
+      yield* db.iterator({ keyEncoding: 'buffer', valueEncoding: 'buffer' }) as AsyncIterable<
+        [Buffer, Buffer]
+      >
     },
     async close() {
       closed = true

@@ -145,13 +145,13 @@ t.test(
     t.teardown(() => fourth.close())
     t.same(warned, [], 'the next open finds the index and the log agreeing')
     t.equal((await fourth.getRun(b.runId!))?.state, 'completed', 'a run written after it is kept')
-  // The new run's batch went where the lost ones were: nothing may still point there.
-  for (const id of lost) t.equal(await fourth.getRun(id), undefined, 'a lost run is still not there')
-  t.same(
-    (await fourth.queryRuns({ limit: 10 })).runs.map((r) => r.id).sort(),
-    [a.runId, b.runId].sort(),
-    'the index lists the two runs the log holds',
-  )
+    // The new run's batch went where the lost ones were: nothing may still point there.
+    for (const id of lost) t.equal(await fourth.getRun(id), undefined, 'a lost run is still not there')
+    t.same(
+      (await fourth.queryRuns({ limit: 10 })).runs.map((r) => r.id).sort(),
+      [a.runId, b.runId].sort(),
+      'the index lists the two runs the log holds',
+    )
   },
 )
 
