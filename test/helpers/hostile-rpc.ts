@@ -8,6 +8,7 @@
 // meets the same transaction fault on every run, however many reads and polls came between.
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http'
 import { type Hex, keccak256 } from 'viem'
+import { seeded } from './seeded.ts'
 
 export const FAULTS = [
   '429',
@@ -50,18 +51,6 @@ export interface HostileRpc {
   /** Stop misbehaving (the final check reads through it calmly). */
   calm(): void
   stop(): Promise<void>
-}
-
-/** mulberry32: small, fast, good enough to make a schedule repeatable. */
-export function seeded(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
 }
 
 interface RpcReq {

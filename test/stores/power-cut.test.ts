@@ -13,6 +13,7 @@ import { appendFile, readFile, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level } from 'level'
 import t from 'tap'
+import { seeded } from '../helpers/seeded.ts'
 import { openAttestStore } from '../../hub/attest/store.ts'
 import { DEFAULT_BOUNDS, EngineStore } from '../../hub/engine/store.ts'
 import { tempDir } from '../helpers/tmp.ts'
@@ -26,14 +27,13 @@ import {
   missingEngine,
   newest,
   openBrokerPersistence,
-  prng,
   size,
   writeEngine,
 } from './store-writes.ts'
 
 const seed = Number(process.env.POWER_CUT_SEED ?? Math.floor(Math.random() * 2 ** 32))
 t.comment(`power-cut seed ${seed} (POWER_CUT_SEED=${seed} repeats this run)`)
-const random = prng(seed)
+const random = seeded(seed)
 /** A whole number from lo to hi, both included. */
 const between = (lo: number, hi: number): number => lo + Math.floor(random() * (hi - lo + 1))
 const CUTS = 8

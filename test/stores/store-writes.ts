@@ -18,18 +18,6 @@ import { newRun, type RunRecord } from '../../sops/run/record.ts'
 
 const T0 = Date.UTC(2026, 0, 5)
 
-/** A seeded PRNG (mulberry32): the seed is printed, so a failing run can be repeated. */
-export function prng(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 /** The file of `dir` matching `re` with the highest number in its name: the newest log. */
 export async function newest(dir: string, re: RegExp): Promise<string> {
   const names = (await readdir(dir)).filter((n) => re.test(n)).sort()
