@@ -1,4 +1,4 @@
-// The condition language of triggers and step guards (spec: Conditions; SOP-NOTES: Conditions).
+// The condition language of triggers and step guards (sops/FORMAT.md, "Conditions").
 // Pure: no I/O. Three forms:
 //   ""                 always matches
 //   "$.a.b <op> value" reads a field of the JSON payload and compares it
@@ -49,7 +49,7 @@ export function parseCondition(src: string): ParseResult {
   if (s === '') return { ok: true, condition: { kind: 'always' } }
 
   if (s.startsWith('$')) {
-    // The operator is the earliest one in the text (longest match there). SOP-NOTES says "the
+    // The operator is the earliest one in the text (longest match there). The format says "the
     // first of >= <= != == > < found"; taking the earliest position agrees on every well-formed
     // condition and does not split inside a quoted comparand like `$.a == "x>=y"`.
     let at = -1
@@ -173,7 +173,7 @@ export function evaluate(condition: Condition, payload: unknown): boolean {
       }
     }
   } catch {
-    // Nothing a payload holds may crash the caller (DESIGN: bad-input policy).
+    // Nothing a payload holds may crash the caller (hub/DESIGN.md, "Errors and bad input").
     return false
   }
 }

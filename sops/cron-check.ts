@@ -1,6 +1,6 @@
 // Cron triggers take a five-field expression (minute hour day-of-month month day-of-week).
 // cron-parser checks the values; the field count is checked here because cron-parser also
-// accepts six fields (seconds) and `@daily`-style macros, which the spec does not allow.
+// accepts six fields (seconds) and `@daily`-style macros, which the format does not allow (sops/FORMAT.md, "Triggers").
 import { CronExpressionParser } from 'cron-parser'
 
 export function cronProblem(expression: string): string | undefined {

@@ -1,4 +1,4 @@
-// The step graph: for each step, where a run can go after it (SOP-NOTES: Runs, routing order).
+// The step graph: for each step, where a run can go after it (sops/RUNTIME.md, "Routing").
 // Data only; the CLI prints it as text or JSON.
 import type { Sop, Step } from './types.ts'
 

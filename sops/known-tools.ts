@@ -1,5 +1,5 @@
 // The tool names svc ships. A name outside this list is only a warning when validating a SOP:
-// tools may come from plugins (SOP-NOTES: Parsing).
+// tools may come from plugins (sops/FORMAT.md, "What the validator checks").
 export const KNOWN_TOOLS: readonly string[] = [
   'board_send',
   'mqtt_publish',

@@ -1,7 +1,7 @@
 // Reading SOP directories from disk: the only I/O of the SOP format. A SOP directory holds
 // SOP.toml and SOP.md; `<sopsDir>/<name>/` is a SOP, `<sopsDir>/<package>/<name>/` is a SOP
-// installed by a plugin package (spec: What the service does). Nothing that fails to load is
-// skipped silently (SOP-NOTES: Parsing): it becomes an error diagnostic.
+// installed by a plugin package (sops/FORMAT.md, "Where SOPs live"). Nothing that fails to load is
+// skipped silently (sops/FORMAT.md, "Where SOPs live"): it becomes an error diagnostic.
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { hasErrors, parseSop, type ParsedSop, sortDiagnostics } from './parse.ts'

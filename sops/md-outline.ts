@@ -7,7 +7,7 @@
 // A step owns every line from its item to the next step (or the end of the section), not just
 // the lines Markdown puts inside the item: `1.` followed by 2-space bullets, or `10.` by 3-space
 // ones, makes a separate list to a strict reader, and that list held the step's gates and calls
-// (SOP-NOTES: Parsing — a bullet belongs to the step above it whatever its indentation).
+// (sops/FORMAT.md, "Reading the steps": a bullet belongs to the step above it whatever its indentation).
 import { parse, postprocess, preprocess } from 'micromark'
 
 export interface Heading {
@@ -140,7 +140,7 @@ export function outline(text: string): Outline {
   const items: ItemSpan[] = []
   const strayBullets: number[] = []
   if (steps) {
-    // SOP-NOTES: the next `## ` heading ends the section (a `# ` heading does too).
+    // sops/FORMAT.md, "Reading the steps": the next `## ` heading ends the section (a `# ` heading does too).
     const after = headings.find((h) => h.line > steps.line && h.level <= 2)
     const endLine = after ? after.line - 1 : text.split(/\r?\n/).length
     const bullets: number[] = []

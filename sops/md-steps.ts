@@ -1,6 +1,6 @@
 // SOP.md → steps. Pure: takes the text and its file name, returns steps and located diagnostics.
 // micromark finds the `## Steps` section and each numbered item (md-outline.ts); the lines of an
-// item are then read as title, body and property bullets (spec: Steps; SOP-NOTES: Parsing).
+// item are then read as title, body and property bullets (sops/FORMAT.md, "Reading the steps" and "Step bullets").
 import { parseCondition } from './conditions.ts'
 import { outline } from './md-outline.ts'
 import { blankStep } from './blank-step.ts'
@@ -18,7 +18,7 @@ import {
   type SwitchPort,
 } from './types.ts'
 
-/** Canonical bullet keys (`-` and `_` are the same: SOP-NOTES). */
+/** Canonical bullet keys (`-` and `_` are the same: sops/FORMAT.md, "Reading the steps"). */
 export const STEP_KEYS = [
   'tools',
   'allow_tools',
@@ -78,7 +78,7 @@ export function parseStepsMarkdown(text: string, file: string): StepsResult {
   }
   for (const extra of o.stepsHeadings.slice(1))
     err(extra.line, `a second "## Steps" section (the first is at line ${o.steps.line}); only one is read`)
-  // SOP-NOTES: Parsing: a line that cannot be attached to a step is an error, never dropped.
+  // sops/FORMAT.md, "Reading the steps": a line that cannot be attached to a step is an error, never dropped.
   for (const line of o.strayBullets)
     err(
       line,
@@ -88,7 +88,7 @@ export function parseStepsMarkdown(text: string, file: string): StepsResult {
     err(o.steps.line, '"## Steps" has no numbered steps')
     return { steps: [], diagnostics, stepsLine: o.steps.line }
   }
-  // Steps are numbered by position (SOP-NOTES). Lists written `1. 1. 1.` are fine; numbers that
+  // Steps are numbered by position (sops/FORMAT.md, "Reading the steps"). Lists written `1. 1. 1.` are fine; numbers that
   // disagree with positions (`1. 2. 4.`) mislead anyone writing `next: 4`, so say so once.
   const allSame = o.items.every((it) => it.written === o.items[0]?.written)
   const off = allSame ? undefined : o.items.find((it, i) => it.written !== i + 1)
@@ -115,7 +115,7 @@ function readStep(
   let bodyFirst = ''
   const bold = TITLE_BOLD.exec(first)
   if (bold) {
-    // SOP-NOTES: Parsing: the title is the bold text as written (`**Check:**` is "Check:"), and
+    // sops/FORMAT.md, "Reading the steps": the title is the bold text as written (`**Check:**` is "Check:"), and
     // only a separator `—`, `–` or `-` after it is dropped, as the origin does; `**Inspect**: x`
     // keeps ": x" as its body.
     title = bold[2] ?? ''
@@ -372,7 +372,7 @@ export function parseOnFailure(value: string): OnFailure | string {
   return m[1] === 'retry' ? { kind: 'retry', count: Number(n) } : { kind: 'goto', step: Number(n) }
 }
 
-/** SOP-NOTES: ports split at the first `>` (name) and the last `>` (target), so conditions may hold `>`. */
+/** sops/FORMAT.md, "Switch ports": ports split at the first `>` (name) and the last `>` (target), so conditions may hold `>`. */
 export function parseSwitch(
   value: string,
   line: number,

@@ -1,5 +1,5 @@
-// `{{steps.N.path}}` and `{{calls.K.path}}` in the arguments of planned calls (SOP-NOTES: Templates),
-// and `{{trigger.path}}`: the triggering payload (JSON when it parses), which SOP-NOTES lets step
+// `{{steps.N.path}}` and `{{calls.K.path}}` in the arguments of planned calls (sops/FORMAT.md, "Templates"),
+// and `{{trigger.path}}`: the triggering payload (JSON when it parses), which the format lets step
 // guards read as `$.trigger` but gives templates no way to reach — without it a deterministic step
 // could never put the event's own fields (a slot, an amount) into a call or an attested record.
 // Pure. The validator uses `scanTemplates` to check references; the engine uses `resolveArgs`
@@ -39,7 +39,7 @@ export interface TemplateScan {
 const CLOSED = /\{\{[^{}]*\}\}/g
 
 /**
- * The text from the first `{{` that no `}}` closes, or undefined. SOP-NOTES: Templates: template
+ * The text from the first `{{` that no `}}` closes, or undefined. sops/RUNTIME.md, "Templates at run time": template
  * text that is not a complete reference is an error, so half a template never reaches a tool as
  * literal text. Closed pairs are removed (innermost first) until none is left; whatever `{{`
  * remains is unclosed. `{{{x}}}` (a tool's own triple braces) leaves only `{` and `}`.

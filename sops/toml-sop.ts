@@ -1,6 +1,6 @@
 // SOP.toml → the `[sop]` settings and `[[triggers]]`. Pure: text in, values and located
-// diagnostics out. Every field has its type, default and allowed values from the spec table;
-// unknown keys are errors (SOP-NOTES: Parsing).
+// diagnostics out. Every field has its type, default and allowed values from sops/FORMAT.md, "Settings";
+// unknown keys are errors (sops/FORMAT.md, "Settings").
 import { parse as parseToml, TomlError } from 'smol-toml'
 import { parseCondition } from './conditions.ts'
 import { cronProblem } from './cron-check.ts'
@@ -55,7 +55,7 @@ export const SOP_KEYS = [
   'agent',
 ] as const
 
-/** Fields each trigger type takes besides `type` (spec: Triggers; SOP-NOTES for the unshown ones). */
+/** Fields each trigger type takes besides `type` (sops/FORMAT.md, "Triggers"). */
 export const TRIGGER_FIELDS: Record<TriggerType, { required: string[]; optional: string[] }> = {
   peripheral: { required: ['board', 'signal'], optional: ['condition'] },
   manual: { required: [], optional: [] },

@@ -1,6 +1,6 @@
 // The parsed form of a SOP directory (SOP.toml + SOP.md). Pure data: the loader produces it,
 // the validator checks it, the engine runs it. Every node keeps the file and line it came from
-// so that errors can say `file:line: message` (DESIGN: error policy).
+// so that errors can say `file:line: message` (hub/DESIGN.md, "Errors and bad input").
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json }
 
@@ -68,7 +68,7 @@ export interface MqttTrigger extends TriggerBase {
   topic: string
   condition: string
 }
-/** SOP-NOTES: `path` glob, `events` (empty = all), optional `condition`. */
+/** sops/FORMAT.md, "Triggers": `path` glob, `events` (empty = all), optional `condition`. */
 export interface FilesystemTrigger extends TriggerBase {
   type: 'filesystem'
   path: string
@@ -131,7 +131,7 @@ export interface Step {
   calls: PlannedCall[]
   input?: Contract
   output?: Contract
-  /** Read after the step has run; guards its next:/switch: (SOP-NOTES: Runs). */
+  /** Read after the step has run; guards its next:/switch: (sops/RUNTIME.md, "Routing"). */
   when?: string
   next?: number
   switch: SwitchPort[]

@@ -78,8 +78,8 @@ export function validateSop(
 }
 
 /**
- * SOP-NOTES: Runs. `terminal: true` says the run finishes after the step (spec: "Run ends a
- * step"), so a `next:` or `switch:` beside it contradicts it: an error, not a silent choice.
+ * sops/FORMAT.md, "What the validator checks": `terminal: true` says the run finishes after the
+ * step, so a `next:` or `switch:` beside it contradicts it: an error, not a silent choice.
  * `when:` is read after the step runs and guards only its `next:`/`switch:`; without either,
  * true and false route alike (to the next step in order, or to the end when terminal).
  */
@@ -197,7 +197,7 @@ function checkCalls(
       }
     }
   })
-  // SOP-NOTES: Runs: a deterministic run must execute every step's calls; a step without one fails.
+  // sops/RUNTIME.md, "Deterministic runs": a deterministic run must execute every step's calls; a step without one fails.
   const mode = step.mode ?? sop.executionMode
   if (mode === 'deterministic' && step.kind === 'execute' && step.calls.length === 0) {
     err(

@@ -1,5 +1,5 @@
 // board_send: send one command to a board through the bridge and wait for its answer (the
-// reply with the same id, DESIGN: board line protocol). The bridge is injected as a port.
+// reply with the same id, bridge/README.md, "The board line protocol"). The bridge is injected as a port.
 import type { XStatic } from 'typebox/schema'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'

@@ -130,7 +130,7 @@ export function createChainAttestTool(deps: ChainAttestDeps): Tool {
     async run(args: Json, ctx: ToolContext): Promise<ToolResult> {
       const a = checkArgs(args)
       if (!a.ok) return a
-      // SOP-NOTES: the hub never attests a business operation twice. A step re-run after a
+      // sops/RUNTIME.md, "Attested lines": the hub never attests a business operation twice. A step re-run after a
       // restart carries the same idempotency key and gets the stored line back.
       const existing = await deps.store.byIdempotencyKey(ctx.idempotencyKey)
       if (existing) return { ok: true, output: output(existing) }

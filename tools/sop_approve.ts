@@ -1,5 +1,5 @@
-// sop_approve: the agent approves a waiting run on its user's behalf (spec: agent tools).
-// SOP-NOTES: no tool call moves a run past a gate that needs an operator. So this tool passes
+// sop_approve: the agent approves a waiting run on its user's behalf (sops/README.md, "Agent tools").
+// sops/RUNTIME.md, "Who may pass a gate": no tool call moves a run past a gate that needs an operator. So this tool passes
 // only mode gates (supervised, step_by_step); at a requires_confirmation step, a checkpoint or
 // a gate carrying operator questions it records the request on the run and fails, saying the
 // operator must approve (`svc sop approve`, local API).

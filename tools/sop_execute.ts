@@ -1,4 +1,4 @@
-// sop_execute: the agent starts a manual run of a SOP (spec: manual trigger). The answer is the
+// sop_execute: the agent starts a manual run of a SOP (sops/FORMAT.md, "Triggers": manual). The answer is the
 // admission decision: started (with the run id), deferred, held, coalesced, dropped, cooldown.
 import type { XStatic } from 'typebox/schema'
 import type { HubEngine } from '../sops/hub-engine.ts'

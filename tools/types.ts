@@ -4,7 +4,7 @@
 // The hub's own tools write that schema as a JSON Schema literal (`as const`, typed by
 // typebox/schema's XStatic) rather than with typebox's Type builders: the builders' module is
 // ~300 files and ~2.4 MB of heap that `svc hub` would load at start for seven small objects
-// (issue 4), while typebox/schema, which checks the arguments, is loaded by the engine anyway.
+// (hub/DESIGN.md, "Keeping idle memory down"), while typebox/schema, which checks the arguments, is loaded by the engine anyway.
 import type { TSchema } from 'typebox'
 import type { Json } from '../sops/types.ts'
 

@@ -1,4 +1,4 @@
-// Admission (SOP-NOTES: admission). Pure: the engine passes a view of this SOP's runs; the
+// Admission (sops/RUNTIME.md, "Admission"). Pure: the engine passes a view of this SOP's runs; the
 // verdict says what happens to the trigger and why, and the engine records both.
 import type { AdmissionOutcome } from '../engine-api.ts'
 import type { Sop } from '../types.ts'
@@ -42,7 +42,7 @@ export function admit(sop: Sop, view: AdmissionView): AdmissionVerdict {
             reason: `parallel: no slot free (${view.active}/${max} active); deferred until one frees`,
           }
     case 'hold':
-      // Hold admits only when no run of this SOP is active or parked (SOP-NOTES: admission).
+      // Hold admits only when no run of this SOP is active or parked (sops/RUNTIME.md, "Admission policies").
       return view.active === 0 && view.parked === 0
         ? { outcome: 'started', reason: 'hold: no run of this SOP active or parked' }
         : {

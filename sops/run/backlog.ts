@@ -1,4 +1,4 @@
-// The backlog of kept triggers per SOP (SOP-NOTES: admission — `hold` keeps a trigger while a
+// The backlog of kept triggers per SOP (sops/RUNTIME.md, "Kept triggers": `hold` keeps a trigger while a
 // run is in flight, `parallel` defers one past max_concurrent): how many wait, since when, and
 // why. Pure: the engine's kept triggers and the time in, the summary out.
 import type { KeptTrigger } from '../engine-api.ts'

@@ -1,4 +1,4 @@
-// decide:/unless_decided: questions, answered when the run starts (SOP-NOTES: decide rules).
+// decide:/unless_decided: questions, answered when the run starts (sops/RUNTIME.md, "Decide questions").
 // Pure planning: which questions go to the agent, which are conditions over the trigger, and
 // which need the operator with the run's first approval.
 import type { Json, Sop } from '../types.ts'

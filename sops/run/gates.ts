@@ -1,4 +1,4 @@
-// Approval gates (SOP-NOTES: Runs, gates). Pure: given the SOP, the step and the run, is there a
+// Approval gates (sops/RUNTIME.md, "Approval gates"). Pure: given the SOP, the step and the run, is there a
 // gate before the step, and of which kind. No tool call, API call or agent reply passes a gate;
 // only `approve` on the engine does, by recording the step in `passedGates`.
 import type { ExecutionMode, Sop, Step } from '../types.ts'
@@ -6,7 +6,7 @@ import type { Gate, RunRecord } from './record.ts'
 
 export type ResolvedMode = Exclude<ExecutionMode, 'priority_based'>
 
-/** The step's `mode:` or the SOP's; priority_based resolves by the SOP's priority (the spec's rule). */
+/** The step's `mode:` or the SOP's; priority_based resolves by the SOP's priority (sops/RUNTIME.md, "Execution modes at run time"). */
 export function effectiveMode(sop: Sop, step: Step | undefined): ResolvedMode {
   const mode = step?.mode ?? sop.executionMode
   if (mode !== 'priority_based') return mode
@@ -31,14 +31,14 @@ export function gateBefore(
       operatorOnly: true,
       reason: 'requires_confirmation: asked in every mode',
     }
-  // A checkpoint pauses a deterministic run (spec); in the other modes it is an ordinary approval gate.
+  // A checkpoint pauses a deterministic run (sops/RUNTIME.md, "Checkpoints"); in the other modes it is an ordinary approval gate.
   if (step.kind === 'checkpoint') {
     return mode === 'deterministic'
       ? { ...base, kind: 'checkpoint', operatorOnly: true, reason: 'checkpoint step in a deterministic run' }
       : { ...base, kind: 'approval', operatorOnly: true, reason: 'checkpoint step' }
   }
   // The run's own approval comes from the SOP's mode and no step's `mode:` can take it away
-  // (SOP-NOTES: Runs, gates): a supervised SOP (or priority_based at normal/low) waits before
+  // (sops/RUNTIME.md, "Approval gates"): a supervised SOP (or priority_based at normal/low) waits before
   // whichever step would run first, even one that says `mode: auto`.
   if (effectiveMode(sop, undefined) === 'supervised' && !run.runApproved)
     return { ...base, kind: 'approval', operatorOnly: false, reason: 'supervised: approval before the run' }

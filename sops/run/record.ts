@@ -7,7 +7,7 @@ import type { RunState, StepStatus } from './states.ts'
 export interface StepRecord {
   number: number
   status: StepStatus | 'running'
-  /** How many times the step was entered (SOP-NOTES: 256-visit cap). */
+  /** How many times the step was entered (sops/RUNTIME.md, "The visit cap"). */
   visits: number
   /** Failed attempts since the step was last entered (for `retry:N`). */
   attempts: number
@@ -31,7 +31,7 @@ export interface Gate {
   /** Why the gate is there (requires_confirmation, supervised, step_by_step…). */
   reason: string
   prompt?: string
-  /** Questions the operator must answer with this approval (SOP-NOTES: decide rules). */
+  /** Questions the operator must answer with this approval (sops/RUNTIME.md, "Decide questions"). */
   questions?: { step: number; question: string }[]
   /**
    * Only an operator (CLI, local API) may pass this gate: requires_confirmation, checkpoints and
@@ -73,7 +73,7 @@ export interface RunRecord {
   finishedAt?: number
   /** The step to run next (or running now); null once finished. */
   current: number | null
-  /** The output of the step that ran last: the next step's input (SOP-NOTES: step input). */
+  /** The output of the step that ran last: the next step's input (sops/RUNTIME.md, "Step input and output"). */
   lastOutput: Json
   /** The step `lastOutput` came from; null while it is still the trigger payload. */
   lastFrom: number | null
@@ -97,7 +97,7 @@ export interface RunRecord {
   logSeq: number
 }
 
-/** Step 1's input: the trigger payload, parsed as JSON when it parses, else the text (SOP-NOTES: Runs). */
+/** Step 1's input: the trigger payload, parsed as JSON when it parses, else the text (sops/RUNTIME.md, "Step input and output"). */
 export function payloadAsInput(payload: string | Json): Json {
   if (typeof payload !== 'string') return payload
   try {

@@ -1,4 +1,4 @@
-// Routing between steps (SOP-NOTES: Runs, routing order). Pure: conditions are evaluated by an
+// Routing between steps (sops/RUNTIME.md, "Routing"). Pure: conditions are evaluated by an
 // injected function so this file imports no parser and no I/O.
 import type { Json, Sop, Step } from '../types.ts'
 
@@ -14,10 +14,10 @@ export interface GuardContext {
   decisions: Record<string, boolean>
 }
 
-/** True when `condition` matches `payload`; a condition that cannot be evaluated does not match (spec: conditions, 4). */
+/** True when `condition` matches `payload`; a condition that cannot be evaluated does not match (sops/FORMAT.md, "Conditions"). */
 export type EvalCondition = (condition: string, payload: Json) => boolean
 
-/** A step entered more often than this fails the run (SOP-NOTES: 256-visit cap). */
+/** A step entered more often than this fails the run (sops/RUNTIME.md, "The visit cap"). */
 export const MAX_VISITS = 256
 
 export function stepByNumber(sop: Sop, n: number): Step | undefined {
@@ -61,14 +61,14 @@ export function skipReason(step: Step, ctx: GuardContext, completed: (n: number)
   return null
 }
 
-/** After a skipped step: the next in order, or the end when the skipped step is terminal (SOP-NOTES). */
+/** After a skipped step: the next in order, or the end when the skipped step is terminal (sops/RUNTIME.md, "Guards before a step"). */
 export function routeAfterSkip(sop: Sop, step: Step): Route {
   if (step.terminal) return { kind: 'end', reason: `step ${step.number} was skipped and is terminal` }
   return nextInOrder(sop, step.number)
 }
 
 /**
- * After a completed step (SOP-NOTES: Runs, as the origin routes): `when:` false → the next step
+ * After a completed step (sops/RUNTIME.md, "Routing"): `when:` false → the next step
  * in order, or the end when terminal; else the first matching switch port, else next:, else
  * terminal, else the next in order. `ctx` holds this step's own output, so `when:
  * $.steps.3.left > 0` with `next: 3` on step 3 loops until the value runs out (or the visit cap).

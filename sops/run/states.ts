@@ -1,4 +1,4 @@
-// The run state machine (SOP-NOTES: Runs fixes the state names). Pure: a table of allowed
+// The run state machine (sops/RUNTIME.md, "Run states"). Pure: a table of allowed
 // transitions and the events that cause them, so every move a run makes is one checked step.
 //
 //   pending ──start──▶ running ──step done / skipped──▶ running
@@ -70,7 +70,7 @@ export function isFinished(state: RunState): boolean {
   return state === 'completed' || state === 'failed' || state === 'cancelled'
 }
 
-/** Parked at a gate: waiting for an operator, holding no slot (SOP-NOTES: admission). */
+/** Parked at a gate: waiting for an operator, holding no slot (sops/RUNTIME.md, "Admission"). */
 export function isParked(state: RunState): boolean {
   return state === 'waiting_approval' || state === 'paused_checkpoint'
 }

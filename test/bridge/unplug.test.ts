@@ -1,7 +1,7 @@
 // Unplug and replug: the port is lost (a disconnect from the binding, or a board that stops
 // answering the heartbeat), `offline` is published, and the bridge reopens with backoff until
 // the board is back and has answered, `online` again, events flowing. An open port alone is
-// never `online` (DESIGN "Decisions for the field product").
+// never `online` (hub/DESIGN.md, "MQTT topics").
 import t from 'tap'
 import { createBridge } from '../../bridge/index.ts'
 import { createSimulatedBoard } from '../../boards/simulator/board.ts'

@@ -1,5 +1,5 @@
 // The committed ABI (chain/abi.generated.ts) must be exactly what solc makes of the contracts, and the
-// reads the market uses must have the ERC-8004 v2.0.0 shapes DESIGN.md fixes.
+// reads the market uses must have the ERC-8004 v2.0.0 shapes (market/API.md, "Chain reads").
 import t from 'tap'
 import { type AbiFunction, toFunctionSignature } from 'viem'
 import { identityRegistryAbi, validationRegistryAbi } from '../../chain/abi.generated.ts'

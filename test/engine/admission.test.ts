@@ -1,4 +1,4 @@
-// Admission (issue 3, item 6; SOP-NOTES: admission): every policy, cooldown, and every decision
+// Admission (sops/RUNTIME.md, "Admission"): every policy, cooldown, and every decision
 // recorded with its reason. A `block` tool keeps a run in flight until the test releases it.
 import t from 'tap'
 import { admit } from '../../sops/run/admission.ts'

@@ -1,4 +1,4 @@
-// Steps that need a model go to an OpenAI-compatible endpoint (issue 3, item 5), tested
+// Steps that need a model go to an OpenAI-compatible endpoint, tested
 // against a real local HTTP server.
 import t from 'tap'
 import { completionsUrl, createOpenAiAgent } from '../../hub/agent/openai.ts'

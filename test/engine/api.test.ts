@@ -1,4 +1,4 @@
-// The local API and the CLI commands that use it (issue 3, item 8): a real engine, a real
+// The local API and the CLI commands that use it: a real engine, a real
 // Fastify server on a loopback port, a real token file (0600), the CLI through its entry.
 import { chmod, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -32,7 +32,7 @@ async function hub(t: Parameters<typeof startEngine>[0]) {
     step(1, { requiresConfirmation: true, prompt: 'open the door?', calls: [call('echo', { a: 1 })] }),
     step(2, { decide: 'is it raining?', calls: [call('echo', { b: 2 })] }),
   ]
-  // coin: one run at a time, later coins held (SOP-NOTES: admission, hold).
+  // coin: one run at a time, later coins held (sops/RUNTIME.md, "Admission policies").
   const coin = sop({ name: 'coin', admissionPolicy: 'hold', steps: [step(1, { calls: [call('block')] })] })
   const { engine, tools } = await startEngine(t, [sop({ name: 'door', executionMode: 'auto', steps }), coin])
   const token = await issueApiToken(paths.apiToken)

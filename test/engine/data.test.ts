@@ -1,4 +1,4 @@
-// Calls and data (issue 3, item 4): templates, contracts, allow/deny, schemas, retry/goto, visit cap.
+// Calls and data: templates, contracts, allow/deny, schemas, retry/goto, visit cap.
 import t from 'tap'
 import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
@@ -183,7 +183,7 @@ t.test('a step visited more than 256 times fails the run', async (t) => {
   t.equal(tools.calls.length, 256)
 })
 
-// SOP-NOTES: Runs: `when:` is read after its step has run and guards the step's routing; it
+// sops/RUNTIME.md, "Routing": `when:` is read after its step has run and guards the step's routing; it
 // never skips the step (step 5 runs either way, and only its next: depends on the guard).
 t.test('switch, when, next and terminal route a real run', async (t) => {
   const steps = [

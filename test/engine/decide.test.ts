@@ -1,4 +1,4 @@
-// decide:/unless_decided: (issue 3, item 4; SOP-NOTES: decide rules). Answered at run start by
+// decide:/unless_decided: (sops/RUNTIME.md, "Decide questions"). Answered at run start by
 // the agent where one is configured (never in deterministic runs), else as a condition over the
 // trigger, else by the operator with the run's first approval.
 import t from 'tap'

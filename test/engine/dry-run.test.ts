@@ -1,4 +1,4 @@
-// `svc sop run <name>`: a dry run in this process, tools replaced by recorders (issue 3, item 8),
+// `svc sop run <name>`: a dry run in this process, tools replaced by recorders,
 // over SOP fixtures loaded by the real loader.
 import t from 'tap'
 import { fileURLToPath } from 'node:url'

@@ -1,5 +1,5 @@
-// Gates written in SOP.md reach the run, whatever the bullets' indentation (SOP-NOTES: Parsing,
-// Runs). The SOP goes through the real loader, then a real engine: the run must wait for the
+// Gates written in SOP.md reach the run, whatever the bullets' indentation (sops/FORMAT.md,
+// "Reading the steps"). The SOP goes through the real loader, then a real engine: the run must wait for the
 // approval its step asks for, with no call made past the gate.
 import t, { type Test } from 'tap'
 import { mkdir, writeFile } from 'node:fs/promises'

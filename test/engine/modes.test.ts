@@ -1,4 +1,4 @@
-// Execution modes and approval gates (issue 3, item 2; SOP-NOTES: gates).
+// Execution modes and approval gates (sops/RUNTIME.md, "Approval gates").
 import t from 'tap'
 import { call, event, sop, step } from './helpers.ts'
 import { startEngine } from './engine-helpers.ts'
@@ -170,7 +170,7 @@ t.test('mode: overrides per step', async (t) => {
   t.equal((await c.engine.getRun(d3.runId!))?.state, 'completed')
 })
 
-// SOP-NOTES: Runs, gates: an override may add a gate, never remove the run's approval.
+// sops/RUNTIME.md, "Approval gates": an override may add a gate, never remove the run's approval.
 t.test('a supervised SOP waits before any call even when step 1 says mode: auto', async (t) => {
   for (const [executionMode, priority] of [
     ['supervised', 'normal'],

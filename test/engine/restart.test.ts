@@ -1,4 +1,4 @@
-// Durability (issue 3, item 7): a real child hub is killed with SIGKILL mid-run; the engine
+// Durability (sops/RUNTIME.md, "Restarts"): a real child hub is killed with SIGKILL mid-run; the engine
 // restarted on the same LevelDB folder keeps waiting approvals waiting and held triggers held,
 // resumes the run that was mid-step, and repeats no effect that was already durable.
 import { readFileSync } from 'node:fs'

@@ -1,4 +1,4 @@
-// Routing rules (SOP-NOTES: Runs), pure, with the real condition language.
+// Routing rules (sops/RUNTIME.md, "Routing"), pure, with the real condition language.
 import t from 'tap'
 import { matches } from '../../sops/conditions.ts'
 import {
@@ -86,7 +86,7 @@ t.test('next: jumps; terminal ends; switch is checked before next and terminal',
   )
 })
 
-t.test('when: is read after the step runs and guards its routing (SOP-NOTES: Runs)', async (t) => {
+t.test('when: is read after the step runs and guards its routing (sops/RUNTIME.md, "Routing")', async (t) => {
   const loop = step(2, { when: '$.steps.2.left > 0', next: 2 })
   const s = sop({ steps: [step(1), loop, step(3)] })
   t.same(

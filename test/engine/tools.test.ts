@@ -1,4 +1,4 @@
-// The agent tools sop_execute, sop_status, sop_approve (issue 3, item 8), run through a real
+// The agent tools sop_execute, sop_status, sop_approve, run through a real
 // engine — including from a SOP step, the way an agent's run would call them.
 import t from 'tap'
 import type { HubEngine } from '../../sops/hub-engine.ts'

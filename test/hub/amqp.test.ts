@@ -80,7 +80,7 @@ t.test('fire, condition and wildcard routing keys', skip, async (t) => {
   await pub.publish('dup.x', 'once')
 
   const want: Record<string, unknown[]> = {
-    // The payload as received (text); step 1 reads it as JSON when it parses (SOP-NOTES: Runs).
+    // The payload as received (text); step 1 reads it as JSON when it parses (sops/RUNTIME.md, "Step input and output").
     fire: ['{"id":1}'],
     cond: ['{"t":31}'],
     star: ['p1'],

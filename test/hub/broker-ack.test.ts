@@ -1,4 +1,4 @@
-// What a QoS 1 acknowledgement promises on the embedded broker (hub/README.md, "What survives a
+// What a QoS 1 acknowledgement promises on the embedded broker (hub/DESIGN.md, "What survives a
 // crash"): a message the broker has PUBACKed is stored, and a message a subscriber has not
 // PUBACKed stays queued for it. The crash is played deterministically: a persistence write held
 // forever is the write a SIGKILL cut off; the broker is then closed and started again on the same

@@ -1,7 +1,7 @@
 // SOPs for the console pages' tests (server and Chromium): name → [SOP.toml, SOP.md], as
 // startConsoleHub (console-helpers.ts) takes them.
 
-/** hold: while one run waits at the checkpoint, later triggers are held (SOP-NOTES: Admission). */
+/** hold: while one run waits at the checkpoint, later triggers are held (sops/RUNTIME.md, "Admission policies"). */
 export const HOLD_SOP: [string, string] = [
   '[sop]\nname = "vend"\ndescription = "Dispense <b>after</b> a check & a yes"\nexecution_mode = "deterministic"\nadmission_policy = "hold"\nagent = "a"\n\n[[triggers]]\ntype = "manual"\n\n[[triggers]]\ntype = "mqtt"\ntopic = "shop/coin"\ncondition = "$.amount >= 1"\n',
   '# vend\n\n## Steps\n\n1. **Check the <slot>**\n   - call: {"tool":"wait","args":{"ms":1}}\n2. **Confirm with the operator**\n   - kind: checkpoint\n   - prompt: Dispense?\n3. **Dispense**\n   - call: {"tool":"wait","args":{"ms":1}}\n   - on_failure: retry:2\n   - terminal: true\n',

@@ -1,4 +1,4 @@
-// No acknowledged event lost on kill -9 (hub/README.md, "What survives a crash"): `svc hub` as a
+// No acknowledged event lost on kill -9 (hub/DESIGN.md, "What survives a crash"): `svc hub` as a
 // child process, SIGKILLed (by pid) in the middle of bursts of QoS 1 events, then started again
 // on the same folder, over and over. The SOP answers each event `in/<n>` with a QoS 1 publish on
 // `out/<n>`. At the end, from the hub's own run records:

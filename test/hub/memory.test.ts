@@ -1,4 +1,4 @@
-// What the hub keeps resident (issue 4): checks on the parts that decide it, not wall-clock or
+// What the hub keeps resident (hub/DESIGN.md, "Keeping idle memory down"): checks on the parts that decide it, not wall-clock or
 // RSS figures (bench/hub.bench.ts measures those).
 import t from 'tap'
 import { createRequire } from 'node:module'

@@ -1,5 +1,5 @@
-// What `svc hub` loads before it knows what it needs (issue 4): the static import graph of the
-// hub command, read from the sources. Parts behind a dynamic `import()` (the bridge, the
+// What `svc hub` loads before it knows what it needs (hub/DESIGN.md, "Keeping idle memory
+// down"): the static import graph of the hub command, read from the sources. Parts behind a dynamic `import()` (the bridge, the
 // attestation part, the local API) are left out on purpose: they load only when configured.
 import t from 'tap'
 import { readFileSync } from 'node:fs'

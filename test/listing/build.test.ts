@@ -1,4 +1,4 @@
-// Building a listing from attested lines (issue 7 part 3): the refusals name the line and change
+// Building a listing from attested lines: the refusals name the line and change
 // nothing; a good build writes the three files with the manifest matching the data line by line.
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, readdir, writeFile } from 'node:fs/promises'

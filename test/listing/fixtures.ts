@@ -1,6 +1,6 @@
 // Test helpers for listings: a real attestation store (LevelDB in a temp folder) holding lines in
-// chosen states. The market does not check attestations on upload (marketplace-api: the verify
-// route does), so the signatures here are shaped right but not checked.
+// chosen states. The market does not check attestations on upload (market/API.md,
+// "POST /api/agent/listings": the verify route does), so the signatures here are shaped right but not checked.
 import { join } from 'node:path'
 import type { Hex } from 'viem'
 import { type AttestStore, openAttestStore } from '../../hub/attest/store.ts'

@@ -1,4 +1,4 @@
-// The hub's own listing sync (issue 7 part 3, "automatic in the hub"): a real hub (realParts)
+// The hub's own listing sync (automatic in the hub): a real hub (realParts)
 // with a [chain] section posts a queued listing to a real market by itself, and builds a draft
 // queued by `svc listing create` while it held the attestation store.
 import { cp } from 'node:fs/promises'

@@ -1,4 +1,4 @@
-// Three defects a black-box client found against marketplace-api, and nosniff on downloads, each
+// Three defects a black-box client found against the market API (market/API.md), and nosniff on downloads, each
 // against a real market over a real anvil chain: the SIWE domain comes from configuration (never
 // the Host header), a refused upload leaves its keep-alive connection usable, and every
 // POST /api/marketplace/keys revokes the caller's stale keys whatever else it answers.

@@ -215,7 +215,7 @@ t.test('written numbers that disagree with positions are a warning at the first 
   t.same(parse('## Steps\n\n1. **A**\n1. **B**\n1. **C**\n').diagnostics, [], 'all-ones lists are fine')
 })
 
-// SOP-NOTES: Parsing: a bullet belongs to the step above it whatever its indentation. A strict
+// sops/FORMAT.md, "Reading the steps": a bullet belongs to the step above it whatever its indentation. A strict
 // Markdown reader puts `1.` + 2-space bullets, or `10.` + 3-space ones, in a list of their own;
 // the gate, call and route in them must still reach the step.
 t.test('a bullet belongs to the step above it whatever its indentation', async (t) => {

@@ -2,7 +2,7 @@ import t from 'tap'
 import { parseSopToml } from '../../sops/toml-sop.ts'
 import { parseSop } from '../../sops/parse.ts'
 
-t.test('defaults from the spec table', async (t) => {
+t.test('the defaults of sops/FORMAT.md, "Settings"', async (t) => {
   const r = parseSopToml('[sop]\nname = "x"\ndescription = "d"\n', 'SOP.toml')
   t.same(r.diagnostics, [])
   t.same(r.settings, {

@@ -1,4 +1,4 @@
-// `npm start` end to end (issue 7 part 4, "done when"): a real child `node bin/svc.js start` with
+// `npm start` end to end: a real child `node bin/svc.js start` with
 // SVC_HOME in a temp dir and free ports; waits for the printed listing URL, verifies the listing on
 // the market (every row passes against the local chain), then SIGINT: exit 0 and anvil gone.
 import { existsSync } from 'node:fs'
