@@ -1,4 +1,4 @@
-// SOP runtime throughput and latency (issue 3). Prints, in one process:
+// SOP runtime throughput and latency. Prints, in one process:
 //   baseline: raw LevelDB `sync: true` batches/s (one ~1 KiB put each, one after another)
 //   floor: the disk alone, a 1 KiB append and fdatasync(2) (what any durable write here costs)
 //   runs/s of a 5-step deterministic SOP with in-memory tools and durable run records

@@ -1,4 +1,4 @@
-// The hub (issue 4). Prints, from one run:
+// The hub. Prints, from one run:
 //   baseline: raw Aedes publish→subscribe latency p50/p99 (loopback, QoS 1, two mqtt.js clients)
 //   router only: MQTT publish → the router calls engine.trigger (an engine stub), 50 SOPs planned
 //   event→run-start latency p50/p99: an MQTT publish on boards/<board>/<signal> until the engine

@@ -101,7 +101,7 @@ async function startMosquitto(
       'allow_anonymous true',
       'persistence false',
       'set_tcp_nodelay true',
-      // hub/README.md "External broker settings": a queue deep enough for a burst, and a window
+      // hub/README.md, "Falling behind an external broker": a queue deep enough for a burst, and a window
       // wide enough that one sync batch acknowledges many messages. PEER_MOSQUITTO_DEFAULTS=1
       // leaves Mosquitto's defaults (1000 queued, 20 in flight) to show what they cost.
       ...(process.env.PEER_MOSQUITTO_DEFAULTS

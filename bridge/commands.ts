@@ -1,5 +1,5 @@
 // Commands to one board: `{"id","cmd","args"}` answered by `{"id","ok","result","error"}`
-// (DESIGN "The board line protocol"), one at a time per port, each with a timeout. A board
+// (bridge/README.md, "The board line protocol"), one at a time per port, each with a timeout. A board
 // with a 64-byte UART buffer cannot take a burst, and one-at-a-time makes "which reply is
 // this" trivial for firmware that cannot queue. Timers are injected so tests can drive them.
 import { encodeCommand, type Json, type Reply } from './codec/index.ts'

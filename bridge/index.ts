@@ -1,5 +1,5 @@
 // The bridge: boards (serial JSON-line boards and Firmata boards) → `publish` (the hub wires it
-// to MQTT). DESIGN "The flow of one event": board ──serial JSON line──▶ bridge ──MQTT──▶ broker.
+// to MQTT). README.md, "The flow": board ──serial JSON line──▶ bridge ──MQTT──▶ broker.
 // Topics: `boards/<board>/<signal>` (QoS1, payload = the event's text),
 // `boards/<board>/availability` (`online`/`offline`, retained), `boards/<board>/info` (what the
 // board's hello said, retained) and `boards/<board>/stats` (its counters, retained, rate-limited).

@@ -1,7 +1,7 @@
 // Where a real network's registries are: the presets `--network NAME` names, and the custom
 // network from `--rpc-url`, `--identity`, `--validation`. The addresses are what the ERC-8004
 // project publishes; preflight checks them on the chain at run time, they are never trusted as
-// given (chain/README.md "Networks").
+// given (chain/README.md, "A real network").
 import { type Address, isAddress } from 'viem'
 
 export interface NetworkPreset {

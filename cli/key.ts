@@ -1,4 +1,4 @@
-// `svc key set|show`: the device's market bearer key (marketplace-api: Agent key), stored in
+// `svc key set|show`: the device's market bearer key (market/API.md, "Agent keys"), stored in
 // <SVC_HOME>/market.key with mode 0600; the market's origin beside it in market.json.
 import { checkKey, checkMarketUrl, readKey, readMarketUrl, saveKey } from '../hub/listing/market-key.ts'
 import { parseOptions } from './options.ts'

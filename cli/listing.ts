@@ -1,5 +1,5 @@
 // `svc listing create|sync|status`: datasets of attested lines, queued on the device and posted
-// to the market with the bearer key (issue 7 part 3; marketplace-api: POST /api/agent/listings).
+// to the market with the bearer key (market/API.md, "POST /api/agent/listings").
 import { isAbsolute, resolve } from 'node:path'
 import { chainFilePath, readChainFile } from '../chain/chain-file.ts'
 import { type AttestStore, attestStorePath, openAttestStore } from '../hub/attest/store.ts'

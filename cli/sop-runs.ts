@@ -1,5 +1,5 @@
 // `svc sop pending|approve|deny|logs` talk to the running hub over its local API (token file,
-// loopback); `svc sop run` runs one SOP in-process as a dry run (issue 3, item 8).
+// loopback); `svc sop run` runs one SOP in-process as a dry run.
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'

@@ -1,4 +1,4 @@
-// `svc sop list|validate|show|graph`: the SOP format on the command line (spec: Endpoints).
+// `svc sop list|validate|show|graph`: the SOP format on the command line (sops/README.md, "Commands").
 // Read-only, no daemon. Run commands (pending, approve, deny, run; runs, status, logs, trigger,
 // held via sop-history.ts) go to sop-runs.ts.
 import { isAbsolute, resolve } from 'node:path'
@@ -241,7 +241,7 @@ async function validate(opts: Options, io: CliIo): Promise<number> {
   if (opts.positional.length > 1) throw new UsageError('validate takes one SOP name or directory')
   const arg = opts.positional[0]
   const sel = arg === undefined ? await selectAll(opts.sopsDir) : await select(arg, opts)
-  // A load failure is never a silent success (SOP-NOTES: Parsing): nothing found is a failure too.
+  // A load failure is never a silent success (sops/FORMAT.md, "Where SOPs live"): nothing found is a failure too.
   const nothing = sel.parsed.length === 0 && !hasErrors(sel.diagnostics)
   const valid = !nothing && !hasErrors(sel.diagnostics)
   if (opts.json) {

@@ -1,4 +1,4 @@
-// `svc start` (`npm start`): the whole product on one machine, for a first look (issue 7 part 4).
+// `svc start` (`npm start`): the whole product on one machine, for a first look.
 // Starts in the order data flows back from the chain: anvil + registries, the market with the
 // attestor mounted (and the website when built), the device's market key (issued the way a user
 // would: SIWE sign-in, key challenge, owner signature), then the hub with a simulated vending

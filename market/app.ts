@@ -34,7 +34,7 @@ export interface MarketAppOptions {
   /** Chain reads; default: viem against `config.chain.rpcUrl`. */
   chain?: MarketChain
   logger?: FastifyServerOptions['logger']
-  /** The website (issue 7) mounts here: a plugin given the same context as the API. */
+  /** The website mounts here: a plugin given the same context as the API. */
   pages?: (ctx: MarketContext) => FastifyPluginAsync
   /** More plugins to mount beside the API (e.g. the attestor). */
   plugins?: FastifyPluginAsync[]

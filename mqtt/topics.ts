@@ -6,7 +6,7 @@
 // matcher rather than mqtt-match or aedes' qlobber: it is short, it keeps the `$` rule
 // (MQTT-4.7.2-1) the others leave to the broker, and it makes nothing per message.
 
-/** DESIGN "MQTT topics": a board's events, `boards/<board>/<signal>`, payload the event's text. */
+/** hub/DESIGN.md, "MQTT topics": a board's events, `boards/<board>/<signal>`, payload the event's text. */
 export function boardTopic(board: string, signal: string): string {
   return `boards/${board}/${signal}`
 }

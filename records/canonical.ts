@@ -1,6 +1,6 @@
 // One record → one line: RFC 8785 (JSON Canonicalization Scheme) via the `canonicalize`
 // package. JCS escapes control characters inside strings, so a canonical line never holds a
-// raw newline and can sit on one line of operations.jsonl (SOP-NOTES: attested lines).
+// raw newline and can sit on one line of operations.jsonl (sops/RUNTIME.md, "Attested lines").
 import canonicalize from 'canonicalize'
 
 export type CanonicalResult = { ok: true; line: string } | { ok: false; error: string }

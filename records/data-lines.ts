@@ -1,4 +1,4 @@
-// Splitting the two local record files (marketplace-api: "Local record files on a device").
+// Splitting the two local record files (market/API.md, "Local record files on a device").
 // The newline is a separator, not part of a line; one final newline is allowed, and a CR
 // before it is kept as part of the line (it would be part of the bytes a reader hashes).
 
@@ -12,7 +12,7 @@ export function splitLines(text: string): string[] {
 export type RequestListCheck = { ok: true; hashes: string[] } | { ok: false; error: string }
 
 /**
- * marketplace-api: the device refuses to list when a request-hash line is blank, when a request
+ * market/API.md, "Local record files on a device": the device refuses to list when a request-hash line is blank, when a request
  * hash appears twice, or when the two files have a different number of lines.
  */
 export function checkRecordFiles(dataText: string, requestsText: string): RequestListCheck {

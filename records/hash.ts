@@ -1,5 +1,5 @@
-// DESIGN: a data line is hashed as its exact UTF-8 bytes without the trailing newline.
-// paramsHash = keccak256(line bytes) (marketplace-api: Manifest, rows[].paramsHash).
+// A data line is hashed as its exact UTF-8 bytes without the trailing newline:
+// paramsHash = keccak256(line bytes) (market/API.md, "The manifest", rows[].paramsHash).
 import { keccak_256 } from '@noble/hashes/sha3.js'
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js'
 import type { Hex } from 'viem'
@@ -14,7 +14,7 @@ export function bytesHash(bytes: Uint8Array): Hex {
 
 export const HASH_RE = /^0x[0-9a-f]{64}$/
 
-/** A 0x-prefixed 32-byte hex string (<hash> in marketplace-api; any case accepted). */
+/** A 0x-prefixed 32-byte hex string (<hash> in market/API.md, "Conventions"; any case accepted). */
 export function isHash(v: unknown): v is Hex {
   return typeof v === 'string' && /^0x[0-9a-fA-F]{64}$/.test(v)
 }

@@ -1,5 +1,5 @@
-// The text fields of a listing (marketplace-api: "Listing (fields a device submits)" and
-// Limits), shared by the market (which enforces them) and the hub (which checks a listing before
+// The text fields of a listing (market/API.md, "Listing fields" and
+// "Limits"), shared by the market (which enforces them) and the hub (which checks a listing before
 // it posts one). Pure. Lengths count Unicode code points, so "é" or an emoji is one character.
 import { parseEther } from 'viem'
 
@@ -23,7 +23,7 @@ export const LIMITS = {
   descriptionMax: 8000,
   /** 20 MB = 20 MiB (20,971,520 bytes) for the manifest and for the data file. */
   fileBytes: 20 * 1024 * 1024,
-  /** The cover image (the spec is silent): 5 MiB. */
+  /** The cover image: 5 MiB (market/API.md, "Limits"). */
   imageBytes: 5 * 1024 * 1024,
 } as const
 

@@ -1,4 +1,4 @@
-// The listing manifest (marketplace-api: Manifest) and its pure checks, shared by the hub
+// The listing manifest (market/API.md, "The manifest") and its pure checks, shared by the hub
 // (which builds it) and the market (which checks what a device uploads).
 import type { Hex } from 'viem'
 import { splitLines } from './data-lines.ts'
@@ -6,7 +6,7 @@ import { isHash, lineHash } from './hash.ts'
 import { CHAIN_ID } from '../chain/chain-id.ts'
 
 export const MANIFEST_VERSION = 1
-/** marketplace-api: Limits, manifest rows. */
+/** market/API.md, "Limits": manifest rows. */
 export const MAX_MANIFEST_ROWS = 5000
 
 export interface ManifestRow {

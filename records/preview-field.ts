@@ -1,4 +1,4 @@
-// The `preview` listing field (the spec leaves the listing's fields beyond its table open): how
+// The `preview` listing field (market/API.md, "Listing fields"): how
 // many of the data file's first lines the seller publishes as samples on the listing page.
 // Shared, so the device refuses offline what the market would refuse.
 

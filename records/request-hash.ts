@@ -1,4 +1,4 @@
-// How a line's requestHash is derived (documented in README.md, "How `requestHash` is derived").
+// How a line's requestHash is derived (chain/README.md, "How `requestHash` is derived").
 //
 // requestHash = keccak256(abi.encode(string "svc.request.v1", uint256 chainId, bytes32 storeId,
 //                                    uint64 seq, bytes32 paramsHash))

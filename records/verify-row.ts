@@ -1,5 +1,5 @@
-// The five row conditions (marketplace-api: POST …/verify, and "Client-side verification of
-// one line", step 4). Pure: the caller reads the row from the registry and passes it in.
+// The five row conditions (market/API.md, "The row conditions", and
+// "Client-side verification of one line", step 4). Pure: the caller reads the row from the registry and passes it in.
 import type { Address, Hex } from 'viem'
 
 export const ATTEST_RESPONSE = 100

@@ -1,4 +1,4 @@
-// Bytes → lines with a cap. DESIGN "The board line protocol": a line longer than the cap is
+// Bytes → lines with a cap. bridge/README.md, "The board line protocol": a line longer than the cap is
 // dropped whole and counted, never buffered without bound. The framer holds at most `cap`
 // bytes of the line in progress; once a line passes the cap it discards until the next
 // newline, so a board that never sends a newline costs nothing but the count.

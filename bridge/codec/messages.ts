@@ -1,4 +1,4 @@
-// The board line protocol's messages (DESIGN "The board line protocol"), as typebox schemas.
+// The board line protocol's messages (bridge/README.md, "The board line protocol"), as typebox schemas.
 // Board → hub: `hello` (the board names itself), `message` (an event for MQTT), and replies to
 // commands. Hub → board: commands `{"id","cmd","args"}`.
 import { Type, type Static } from 'typebox'

@@ -3,7 +3,7 @@
 // same `boards/<board>/<signal>` events as a companion-firmware board.
 // hub.toml's checks embed this schema, so it is a JSON Schema literal (typed by typebox/schema's
 // XStatic) and imports only the name pattern: loading it must not load the line codec or
-// typebox's Type builders into a hub without boards (issue 4).
+// typebox's Type builders into a hub without boards (hub/DESIGN.md, "Keeping idle memory down").
 import type { XStatic } from 'typebox/schema'
 import { NAME_PATTERN } from '../codec/names.ts'
 

@@ -1,6 +1,6 @@
 // The line cap, enforced in front of @serialport/parser-delimiter. The delimiter parser keeps
 // everything up to the next delimiter in memory, so a board that never sends `\n` would grow it
-// without bound (DESIGN "The board line protocol": never buffered without bound). This
+// without bound (bridge/README.md, "The board line protocol": never buffered without bound). This
 // transform frames with the capped framer and passes on only whole lines, each ending in `\n`,
 // so the delimiter parser behind it never holds a partial line at all. `onOversized` hears of
 // each line dropped for its length (with the running count), so the drop is logged, not only counted.

@@ -1,4 +1,4 @@
-// One line from a board → what it means. DESIGN "The board line protocol": `hello` names the
+// One line from a board → what it means. bridge/README.md, "The board line protocol": `hello` names the
 // board, `message` becomes an MQTT event, `{"id",…}` answers a command; anything else is
 // garbage, counted and reported at a bounded rate by the sink, never thrown.
 import { decodeBoardLine, preview, type Reply } from '../codec/index.ts'

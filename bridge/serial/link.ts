@@ -1,8 +1,8 @@
 // One board on one serial port: open, frame lines with the cap, dispatch them, notice the board
 // going away (close/error from the port, or a heartbeat ping that goes unanswered), and reopen
 // with backoff until it comes back.
-// Availability is what the board says, not what the port says (DESIGN "Decisions for the field
-// product"): an open port is only `silent` until the board answers (a hello, a reply, any valid
+// Availability is what the board says, not what the port says (bridge/README.md,
+// "Availability, info, stats and commands"): an open port is only `silent` until the board answers (a hello, a reply, any valid
 // line), and only then `online`. A hung board therefore stays `offline` however often its port
 // reopens.
 import { DelimiterParser } from '@serialport/parser-delimiter'

@@ -1,5 +1,5 @@
 // An AgentAdapter for any OpenAI-compatible chat-completions endpoint (llama.cpp server, vLLM,
-// Ollama's /v1, LocalAI…) configured by URL (issue 3, item 5). The model may call the step's
+// Ollama's /v1, LocalAI…) configured by URL (sops/RUNTIME.md, "Steps that need a model"). The model may call the step's
 // tools (function calling); every call goes back through the engine's checks. Replies never
 // pass gates: they only become a step output or a yes/no answer.
 import type { Json } from '../../sops/types.ts'

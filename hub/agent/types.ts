@@ -1,4 +1,4 @@
-// The boundary between the engine and a model (issue 3, steps that need a model). The engine
+// The boundary between the engine and a model (sops/RUNTIME.md, "Steps that need a model"). The engine
 // never lets an agent's reply move a run past a gate: the adapter only produces a step output or
 // a yes/no answer, and every tool it calls goes through the engine's allow/deny and schema checks.
 import type { TriggerEvent } from '../../sops/engine-api.ts'
@@ -19,7 +19,7 @@ export interface AgentStepRequest {
   step: { number: number; title: string; body: string; prompt?: string }
   /** The step's or the SOP's `agent:` alias. */
   agent?: string
-  /** The step input (SOP-NOTES: step input). */
+  /** The step input (sops/RUNTIME.md, "Step input and output"). */
   input: Json
   /** Tools the step may call; calls go through `callTool`, which enforces allow/deny and schemas. */
   tools: AgentToolSpec[]

@@ -1,4 +1,4 @@
-// The hub's local API (issue 3, item 8): runs, approvals and logs over loopback HTTP, bearer
+// The hub's local API: runs, approvals and logs over loopback HTTP, bearer
 // token on every route, JSON errors `{ error }`. Returned not listening, so the hub can register
 // more routes (channel inboxes…) before it listens on 127.0.0.1.
 import { timingSafeEqual } from 'node:crypto'
@@ -74,7 +74,7 @@ export function createLocalApi(opts: {
   bodyLimit?: number
 }): FastifyInstance {
   const { engine, token } = opts
-  // Reject unknown fields rather than strip them silently (DESIGN: every rejection says what was wrong).
+  // Reject unknown fields rather than strip them silently (hub/DESIGN.md, "Errors and bad input").
   const app = Fastify({
     bodyLimit: opts.bodyLimit ?? 64 * 1024,
     logger: false,

@@ -1,5 +1,5 @@
 // `svc attest export`: operations.jsonl and operation-requests.txt, line n ↔ line n
-// (marketplace-api: Local record files on a device). A request line is blank while its line is
+// (market/API.md, "Local record files on a device"). A request line is blank while its line is
 // not attested yet, so a listing built from the files cannot claim an unproven line.
 // Both files are written atomically (hub/files/README.md: Small files) and renamed in only once
 // both are complete, so a reader never sees half a file or a pair that disagrees in length.

@@ -1,7 +1,7 @@
-// The attestation store: LevelDB, every write a `sync` batch (DESIGN: writes that must survive
-// power loss). Appends from concurrent steps are group-committed: whatever arrives while one
+// The attestation store: LevelDB, every write a `sync` batch (hub/DESIGN.md, "Durable
+// writes"). Appends from concurrent steps are group-committed: whatever arrives while one
 // batch is being fsynced goes into the next batch together, so many steps share one fsync
-// and none reports success before its line is on disk (SOP-NOTES: attested lines).
+// and none reports success before its line is on disk (sops/RUNTIME.md, "Attested lines").
 //
 // Keys: m:* metadata, l:<seq> records, k:<idempotencyKey> → seq, q:<seq> the sync queue
 // (lines not yet attested or failed), in seq order, f:<seq> the failed lines (kept for ever and

@@ -1,4 +1,4 @@
-// Client-side verification of one line (marketplace-api: "Client-side verification of one
+// Client-side verification of one line (market/API.md, "Client-side verification of one
 // line"): 1. hash line n of the data file; 2. take line n of the request list; 3. read the
 // validation record; 4. accept only when the five row conditions hold. (Step 5 of the seed is
 // the consequence: one changed character changes the hash, and condition 4 fails.)

@@ -1,7 +1,7 @@
 // Who may publish and subscribe where on the embedded broker. Pure: the Aedes hooks
 // (hub/broker/auth.ts) ask these functions and act on the answer.
 //
-// DESIGN: Decisions for the field product: boards that speak MQTT themselves get `board` accounts
+// hub/DESIGN.md, "Security defaults": boards that speak MQTT themselves get `board` accounts
 // confined to `boards/<name>/`; the topics of boards the hub owns, and every `availability`, are
 // the hub's alone, whoever asks (an admin, an anonymous loopback client).
 
@@ -58,7 +58,7 @@ const no = (error: string): Verdict => ({ ok: false, error })
 // MQTT-1.5.3-2: a string carrying U+0000 is malformed; Aedes lets it through, so the ACL stops it.
 const NUL = 'a topic must not contain U+0000'
 
-/** Top-level topics the hub alone publishes under: its own state for other tools (DESIGN). */
+/** Top-level topics the hub alone publishes under: its own state for other tools (hub/DESIGN.md, "MQTT topics"). */
 export const HUB_PREFIXES: readonly string[] = ['svc']
 
 /** `svc/boards/<b>/flash`: the one topic under svc/ others publish on, a firmware flash request. */

@@ -14,7 +14,7 @@
 //   and the retained store (LevelDB) keeps whatever it last held. So the main session resets
 //   every owned board to `offline` at start, before any port opens, and carries their states;
 //   a board still retained `online` from an older hub.toml is set `offline` too (availability
-//   is the hub's alone, DESIGN "Decisions for the field product", so nobody else can own it).
+//   is the hub's alone, hub/DESIGN.md, "Security defaults", so nobody else can own it).
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { withNoDelay } from '../broker/no-delay.ts'
 import { availabilityTopic } from '../../mqtt/topics.ts'

@@ -234,7 +234,7 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
         return { tools: [] }
       }
       const attest = await attestParts(config, log, env)
-      // Listings queue offline and post when the market answers (issue 7 part 3).
+      // Listings queue offline and post when the market answers.
       const { withListingSync } = await import('../listing/hub-sync.ts')
       const chain = readChainSection(config.chain)
       return withListingSync(attest, {

@@ -1,6 +1,6 @@
-// Running a step's tool calls (issue 3, calls and data): allow/deny lists, template resolution,
+// Running a step's tool calls (sops/RUNTIME.md, "Tool calls"): allow/deny lists, template resolution,
 // schema checks, then the tool. Every refusal names the step, the call and the reason; template
-// text never reaches a tool (SOP-NOTES: templates).
+// text never reaches a tool (sops/RUNTIME.md, "Templates at run time").
 import { resolveArgs } from '../../sops/templates.ts'
 import type { Json, Step } from '../../sops/types.ts'
 import type { Tool, ToolRegistry, ToolResult } from '../../tools/types.ts'

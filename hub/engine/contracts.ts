@@ -1,4 +1,4 @@
-// input:/output: contracts checked at the step boundary with typebox (issue 3, calls and data).
+// input:/output: contracts checked at the step boundary with typebox (sops/RUNTIME.md, "Contracts at run time").
 // A contract is JSON Schema; as a shorthand, an object whose values are all JSON type names
 // (`{ "sku": "string", "qty": "integer" }`) means an object with those required fields.
 import { Compile } from 'typebox/schema'

@@ -1,4 +1,4 @@
-// The SOP runtime: `createEngine` is what the hub composes (issue 3).
+// The SOP runtime: `createEngine` is what the hub composes (sops/RUNTIME.md).
 import { Engine } from './engine.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { EngineOptions } from './types.ts'

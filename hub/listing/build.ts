@@ -1,7 +1,7 @@
-// Builds a listing's three files from attested lines (issue 7 part 3): operations.jsonl and
+// Builds a listing's three files from attested lines: operations.jsonl and
 // operation-requests.txt by the attestation export (line n <-> line n), then checks them as the
-// market's rules demand (marketplace-api: Local record files on a device: no blank request-hash
-// line, no duplicate, same line counts; each refusal names the line) and writes manifest.json.
+// market's rules demand (market/API.md, "Local record files on a device": no blank
+// request-hash line, no duplicate, same line counts; each refusal names the line) and writes manifest.json.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Hex } from 'viem'

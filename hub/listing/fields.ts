@@ -1,5 +1,5 @@
 // The listing's text fields and image are checked on the device before anything is queued, with
-// the market's own rules (marketplace-api: Listing; records/listing-fields.ts), so a listing the
+// the market's own rules (market/API.md, "Listing fields"; records/listing-fields.ts), so a listing the
 // market would refuse is refused here, offline, with the same message.
 import { LIMITS, checkListingFields, sniffImage } from '../../records/listing-fields.ts'
 import type { ListingText } from './record.ts'

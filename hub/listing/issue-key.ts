@@ -1,5 +1,5 @@
-// Issues a device's market key the way a person does in the browser (marketplace-api:
-// Authentication): sign in with Ethereum (EIP-4361) as the agent's owner, ask for a `key`
+// Issues a device's market key the way a person does in the browser (market/API.md,
+// "Authentication"): sign in with Ethereum (EIP-4361) as the agent's owner, ask for a `key`
 // challenge, sign its message with the owner's wallet, post it. `svc start` uses this with the
 // dev chain's owner key; the key is then stored exactly as `svc key set` stores it.
 import type { Hex } from 'viem'

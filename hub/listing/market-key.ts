@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { svcPaths } from '../paths.ts'
 import { writeFileAtomic } from '../files/atomic-file.ts'
 
-/** Agent keys start `svc_` (marketplace-api: Agent key); the rest is URL-safe text. */
+/** Agent keys start `svc_` (market/API.md, "Agent keys"); the rest is URL-safe text. */
 export const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{16,200}$/
 
 export function checkKey(key: string): { ok: true; key: string } | { ok: false; error: string } {

@@ -1,4 +1,4 @@
-// Posts one built listing to the market (marketplace-api: POST /api/agent/listings) with the
+// Posts one built listing to the market (market/API.md, "POST /api/agent/listings") with the
 // device's bearer key. The listing's id goes in `Idempotency-Key`, so a retry after a lost answer
 // gets the first listing's 201 body back instead of a second listing (exactly once).
 import { readFile } from 'node:fs/promises'
@@ -53,7 +53,7 @@ export async function postListing(
   }
   const error = typeof body.error === 'string' ? body.error : text.slice(0, 200)
   if (res.status === 201 && typeof body.slug === 'string' && typeof body.url === 'string') {
-    // marketplace-api: the device makes an absolute link by putting {base_url} in front of `url`.
+    // market/API.md, "POST /api/agent/listings": `url` is relative; the device puts the origin in front.
     return { kind: 'posted', slug: body.slug, url: new URL(body.url, entry.market).href }
   }
   if (res.status >= 500 || res.status === 408 || res.status === 429)

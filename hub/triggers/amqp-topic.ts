@@ -1,4 +1,4 @@
-// AMQP 0-9-1 topic-exchange matching, as the broker routes (SOP-NOTES: amqp `routing_key`): a key
+// AMQP 0-9-1 topic-exchange matching, as the broker routes (sops/FORMAT.md, "Triggers": amqp `routing_key`): a key
 // is words separated by `.`; in a binding key `*` is exactly one word and `#` zero or more, so
 // `orders.#` matches `orders` and `#` matches everything. Pure. The broker already filtered what
 // reaches the hub's queue; this tells which of the SOPs bound to it a message is for.

@@ -1,5 +1,5 @@
 // Peripheral trigger: a board's `message` event, published by the bridge on
-// `boards/<board>/<signal>` with the event's text as the payload (DESIGN: MQTT topics).
+// `boards/<board>/<signal>` with the event's text as the payload (hub/DESIGN.md, "MQTT topics").
 // The router never reads the bridge: it sees only what reached the broker.
 import { boardTopic } from '../../mqtt/topics.ts'
 import type { PeripheralTrigger } from '../../sops/types.ts'

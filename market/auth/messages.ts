@@ -1,7 +1,7 @@
-// The personal messages wallets sign, built by the server byte for byte (DESIGN: signatures).
+// The personal messages wallets sign, built by the server byte for byte (market/API.md, "Signed messages").
 // Lines are joined with "\n" and there is no trailing newline.
 
-/** marketplace-api: Challenge, the six lines of a key-issue challenge, in order. */
+/** market/API.md, "Signed messages": the six lines of a key-issue challenge, in order. */
 export function keyChallengeMessage(
   displayName: string,
   wallet: string,
@@ -19,7 +19,7 @@ export function keyChallengeMessage(
   ].join('\n')
 }
 
-/** marketplace-api: purchase, the four lines a buyer signs. */
+/** market/API.md, "Signed messages": the four Unlock lines a buyer signs. */
 export function unlockMessage(displayName: string, slug: string, txHash: string): string {
   return [`${displayName} marketplace`, 'Unlock', `listing: ${slug}`, `tx: ${txHash}`].join('\n')
 }

@@ -63,7 +63,8 @@ export async function currentSession(req: FastifyRequest, o: SessionOptions): Pr
 
 /**
  * The signed-in account (lowercase address) or 401. For anything but GET/HEAD the request must
- * also be same-origin (issue 6: cookie-authenticated POSTs are protected against cross-site requests).
+ * also be same-origin (market/API.md, "Authentication", rule 5: cookie-authenticated writes are protected
+ * against cross-site requests).
  */
 export async function requireAccount(req: FastifyRequest, o: SessionOptions): Promise<string> {
   const s = await currentSession(req, o)

@@ -1,4 +1,4 @@
-// GET /api/marketplace/listings/{slug}/file?part=data|manifest (marketplace-api): the listing's
+// GET /api/marketplace/listings/{slug}/file?part=data|manifest (market/API.md): the listing's
 // owner (the key's wallet or the account that asked for the key) or a buyer, signed in.
 // GET /api/marketplace/listings/{slug}/image: the public cover image.
 import { Readable } from 'node:stream'

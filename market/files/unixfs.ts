@@ -1,4 +1,4 @@
-// Content addressing the way `ipfs add --cid-version=1` does it (DESIGN: file CIDs): CIDv1,
+// Content addressing the way `ipfs add --cid-version=1` does it (market/API.md, "Files and CIDs"): CIDv1,
 // raw leaves, sha2-256, fixed 256 KiB chunks, balanced DAG of at most 174 links per node, a
 // one-chunk file is its raw leaf. A real Kubo node adding the same bytes gets the same CID.
 import * as dagPb from '@ipld/dag-pb'

@@ -1,4 +1,4 @@
-// One place where a failure becomes `{ error }` with a status (DESIGN: error policy).
+// One place where a failure becomes `{ error }` with a status (market/API.md, "Errors").
 import type { FastifyError, FastifyInstance } from 'fastify'
 
 /** A rejection with its HTTP status; the message says what was wrong and where. */

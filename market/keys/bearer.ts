@@ -1,5 +1,5 @@
 // Device authentication: `Authorization: Bearer svc_…`, looked up by its sha-256, then the
-// agent's ownership re-read on chain (marketplace-api: Authentication, rule 3).
+// agent's ownership re-read on chain (market/API.md, "Authentication", rule 3).
 import type { FastifyRequest } from 'fastify'
 import type { MarketChain } from '../chain/market-chain.ts'
 import { chainUnreachable, forbidden, unauthorized } from '../http/errors.ts'

@@ -1,5 +1,5 @@
-// DELETE /api/marketplace/keys/{id}: the owner revokes one of their agent keys (the spec names
-// revocation only as a side effect of key issue; this is the owner's own way, e.g. for a device
+// DELETE /api/marketplace/keys/{id}: the owner revokes one of their agent keys (key issue
+// also revokes, as a side effect: market/API.md, "Agent keys"; this is the owner's own way, e.g. for a device
 // that was lost). Owner = the signed-in account that asked for the key, or the key's wallet: the
 // same accounts GET /api/marketplace/keys lists it to. The key stays on record, so a device that
 // still sends it is told it was revoked (403) rather than that it is unknown.

@@ -1,6 +1,6 @@
 // Stale agent keys: a key stays `active` only while its wallet holds its agent NFT. Every
 // `POST /api/marketplace/keys` revokes the stale keys among those it is allowed to see: the
-// caller's own and those of the agent its challenge names (market/README.md, "Revocation").
+// caller's own and those of the agent its challenge names (market/API.md, "Agent keys").
 // The owner of each agent is read once per call, whatever the number of keys: the call's
 // `OwnerReads` remembers each answer, and the key-issue check reads through it too.
 import type { Address } from 'viem'

@@ -1,4 +1,4 @@
-// Key challenges and agent keys (marketplace-api: POST /api/marketplace/challenges,
+// Key challenges and agent keys (market/API.md: POST /api/marketplace/challenges,
 // POST /api/marketplace/keys, GET /api/marketplace/keys). Session cookie required.
 import { randomBytes } from 'node:crypto'
 import type { FastifyPluginAsync, FastifyRequest } from 'fastify'
@@ -83,7 +83,7 @@ export const keyRoutes =
       {
         config: { rateLimit: rl('keys') },
         // A key whose wallet lost its agent is revoked by *any* call to this route
-        // (market/README.md, "Revocation"). onRequest runs before body parsing and schema
+        // (market/API.md, "Agent keys"). onRequest runs before body parsing and schema
         // validation, so a malformed body (400), an unknown challenge (404) or a failed signature
         // still revokes the caller's own stale keys; the handler adds the keys of the agent the
         // challenge names once it has read the challenge.

@@ -1,5 +1,5 @@
-// The key routes' request bodies and the key as listed to its account (marketplace-api:
-// challenges and keys). The secret and its hash never appear in a view.
+// The key routes' request bodies and the key as listed to its account (market/API.md,
+// "POST /api/marketplace/keys" and "GET /api/marketplace/keys"). The secret and its hash never appear in a view.
 import { Type, type Static } from 'typebox'
 import { getAddress } from 'viem'
 import { AddressString, AgentId, HexString } from '../http/schemas.ts'

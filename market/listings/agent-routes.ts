@@ -1,6 +1,6 @@
-// POST /api/agent/listings (marketplace-api): a device lists a dataset with its bearer key.
-// Order of work, per the spec: check the key, re-read ownerOf, then validate, then pin.
-// An optional `Idempotency-Key` header (the spec is silent; as in Stripe's and the IETF draft's
+// POST /api/agent/listings (market/API.md): a device lists a dataset with its bearer key.
+// Order of work (market/API.md, "POST /api/agent/listings"): check the key, re-read ownerOf, then validate, then pin.
+// An optional `Idempotency-Key` header (as in Stripe's and the IETF draft's
 // use) makes a retried post exactly once: the same key, for the same agent key, answers the first
 // listing's 201 body and lists nothing new. The device sends its local listing id there.
 import type { FastifyPluginAsync } from 'fastify'
@@ -96,7 +96,7 @@ export const agentListingRoutes =
         createdAt: ctx.now(),
         preview,
       }
-      // marketplace-api: the body carries no CIDs; they are given to buyers only.
+      // The body carries no CIDs (market/API.md, "POST /api/agent/listings"); they are given to buyers only.
       const created: Created = { slug, url: `/marketplace/${slug}`, status: 'listed' }
       if (slot === undefined) {
         await ctx.db.createListing(rec)

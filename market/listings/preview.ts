@@ -2,8 +2,8 @@
 // lines: which fields the lines carry (dotted paths into nested objects), their JSON types, how
 // many lines have each, numeric min/max, the time range of the records' `at` (the hub's
 // chain_attest record; `ts`/`time`/`timestamp` as fallbacks), the histogram of `action` values,
-// and the first lines the seller chose to publish (`preview`, a listing field the spec leaves
-// open). Pure. The lines come from a device and may be hostile: every name, value and count kept
+// and the first lines the seller chose to publish (`preview`, a listing field: market/API.md,
+// "Listing fields"). Pure. The lines come from a device and may be hostile: every name, value and count kept
 // here is bounded (names, distinct fields, depth, histogram buckets, sample length), so a 10 KB
 // key or a thousand-level nesting costs a line of the table, never the page. Escaping is the
 // pages' job (html.ts); nothing here is markup.

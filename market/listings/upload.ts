@@ -1,5 +1,5 @@
 // Reading the multipart listing upload into named fields and files, with every size limit
-// enforced while streaming (marketplace-api: Limits). Unknown or repeated parts are refused.
+// enforced while streaming (market/API.md, "Limits"). Unknown or repeated parts are refused.
 import type { FastifyRequest } from 'fastify'
 import type { MultipartFile, MultipartValue } from '@fastify/multipart'
 import { HttpError, badRequest, tooLarge } from '../http/errors.ts'

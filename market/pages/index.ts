@@ -1,4 +1,4 @@
-// The market website (issue 7): server-rendered pages over the same context as the API, plus
+// The market website: server-rendered pages over the same context as the API, plus
 // small module scripts for the wallet steps. Mounted by buildMarketApp({ pages: marketPages }).
 //   GET /                   → /marketplace
 //   GET /marketplace        browse with filters and search (the read API's query, rendered)
@@ -88,7 +88,7 @@ export const marketPages =
         main: html`<h1>Not found</h1><p>${what}</p><p><a href="/marketplace">Browse all datasets</a></p>`,
       })
 
-    // DESIGN: signatures are built by the server byte for byte, so the sign-in message is made
+    // market/API.md, "Signed messages": signatures are built by the server byte for byte, so the sign-in message is made
     // here (EIP-55 address, this origin's host, the market's chain) and the page only signs it.
     app.get<{ Querystring: Record<string, unknown> }>(
       '/auth/siwe-message',
@@ -116,7 +116,7 @@ export const marketPages =
       },
     )
 
-    // marketplace-api: purchase, the four lines, from the same builder the purchase route checks with.
+    // market/API.md, "Signed messages": the four Unlock lines, from the same builder the purchase route checks with.
     app.get<{ Querystring: Record<string, unknown> }>(
       '/auth/unlock-message',
       { schema: { hide: true } },

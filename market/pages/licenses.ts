@@ -1,5 +1,5 @@
-// The three licence kinds a listing may carry (marketplace-api: Listing, `license`), each with the
-// text a buyer agrees to, at /licenses/<kind>. The spec names the kinds and leaves their terms
+// The three licence kinds a listing may carry (market/API.md, "Listing fields", `license`), each
+// with the text a buyer agrees to, at /licenses/<kind>. The API names the kinds and leaves their terms
 // open; these short texts are the market's. Pure.
 import type { License } from '../../records/listing-fields.ts'
 import { type Html, html } from '../../web/html.ts'

@@ -1,4 +1,4 @@
-// What a purchase gives the buyer (marketplace-api: the purchase answer's `access`) and the key a
+// What a purchase gives the buyer (the purchase answer's `access`, market/API.md) and the key a
 // purchase is stored under, which the file routes and the listing page look up.
 import { Type, type Static } from 'typebox'
 import type { ListingRecord } from '../store/records.ts'

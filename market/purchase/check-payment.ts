@@ -1,4 +1,4 @@
-// marketplace-api: purchase. The payment rules, pure, in the order a buyer would fix them.
+// market/API.md, "POST /api/marketplace/listings/{slug}/purchase". The payment rules, pure, in the order a buyer would fix them.
 // "Confirmed" = mined with a receipt (anvil and Monad finalise on inclusion); a transaction
 // still in the mempool is not confirmed.
 import type { PaymentRead } from '../chain/market-chain.ts'

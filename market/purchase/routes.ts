@@ -1,4 +1,4 @@
-// POST /api/marketplace/listings/{slug}/purchase (marketplace-api): the buyer proves a payment
+// POST /api/marketplace/listings/{slug}/purchase (market/API.md): the buyer proves a payment
 // with a signature over the four Unlock lines. A transaction hash buys once: the store spends it
 // and records the purchase in one step (a unique key in PostgreSQL, a sync batch under a lock in
 // LevelDB), so of many concurrent requests with one hash, on any number of instances, exactly

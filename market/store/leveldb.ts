@@ -1,6 +1,6 @@
 // The embedded engine: one LevelDB under the data dir, one sublevel per record kind, JSON values.
 // LevelDB lets one process open it, so the once-only steps are atomic with an in-process lock
-// around a check and one `sync` batch (survives power loss, all or nothing; DESIGN: storage).
+// around a check and one `sync` batch (survives power loss, all or nothing; market/README.md, "The store and several instances").
 // The sublevel names are those of every earlier market: an old data dir opens as it was, and its
 // indexes are built once at open (the `indexVersion` mark).
 import { Level } from 'level'

@@ -1,4 +1,4 @@
-// POST /api/marketplace/listings/{slug}/verify (marketplace-api): anyone may check a listing's
+// POST /api/marketplace/listings/{slug}/verify (market/API.md): anyone may check a listing's
 // rows against the validation registry. Every row is read (batched), the answer shows the first
 // eight; `passed`/`failed` count all rows and `failures` lists the first eight failing ones.
 import type { FastifyPluginAsync } from 'fastify'

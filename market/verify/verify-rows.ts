@@ -1,4 +1,4 @@
-// Applying the five row conditions to every manifest row (marketplace-api: verify). Pure: the
+// Applying the five row conditions to every manifest row (market/API.md, "The row conditions"). Pure: the
 // registry reads come in as values, one per row, in manifest order.
 import type { Address, Hex } from 'viem'
 import { type ManifestRow, checkValidationRow } from '../../records/index.ts'

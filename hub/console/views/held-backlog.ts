@@ -1,4 +1,4 @@
-// The held and deferred triggers per SOP (SOP-NOTES: Admission; sops/run/backlog.ts, the same
+// The held and deferred triggers per SOP (sops/RUNTIME.md, "Kept triggers"; sops/run/backlog.ts, the same
 // figures as `svc sop held`), as a table: how many wait, for how long, and why. Shown on the SOPs
 // page (all SOPs) and on each SOP's page (that SOP); the region is live on the `kept` topic, so
 // it grows and drains as triggers are kept and released.

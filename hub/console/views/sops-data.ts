@@ -1,6 +1,6 @@
 // What the SOPs page shows about loading: each loaded SOP's own warnings, and the SOP folders
 // that did not load, with every diagnostic as `file:line: message` (sops/parse.ts
-// formatDiagnostic; DESIGN: errors name file and line). Pure.
+// formatDiagnostic; hub/DESIGN.md, "Errors and bad input"). Pure.
 import { dirname, isAbsolute, relative } from 'node:path'
 import type { Diagnostic, Sop } from '../../../sops/types.ts'
 
