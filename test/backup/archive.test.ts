@@ -80,6 +80,9 @@ async function archiveTo(file: string, src: BackupSource, passphrase?: string) {
   return manifest
 }
 
+/** A new home's places, as `svc hub restore` gives them. */
+const placesIn = (to: string) => ({ home: to, dataDir: join(to, 'data'), sopsDir: join(to, 'sops') })
+
 async function restoredEngine(t: Teardown, home: string) {
   const engine = await createEngine({
     sops: SOPS,
@@ -105,11 +108,7 @@ t.test(
     await h.engine.close()
 
     const to = await tempDir(t, 'svc-restored-')
-    const r = await restoreArchive(
-      file,
-      { home: to, dataDir: join(to, 'data'), sopsDir: join(to, 'sops') },
-      null,
-    )
+    const r = await restoreArchive(file, placesIn(to), null)
     t.same(r.runs, { finished: 6, unfinished: 1 })
     t.equal(r.entries.broker, 300)
     t.equal(await readFile(join(to, 'device.key'), 'utf8'), `0x${'11'.repeat(32)}\n`)
@@ -152,11 +151,7 @@ t.test('--no-history: unfinished runs, approvals, held triggers and marks, no fi
   t.equal(manifest.history, false)
   await h.engine.close()
   const to = await tempDir(t, 'svc-restored-')
-  const r = await restoreArchive(
-    file,
-    { home: to, dataDir: join(to, 'data'), sopsDir: join(to, 'sops') },
-    null,
-  )
+  const r = await restoreArchive(file, placesIn(to), null)
   t.same(r.runs, { finished: 0, unfinished: 1 })
   const engine = await restoredEngine(t, to)
   t.equal((await engine.queryRuns({ sop: 'work' })).runs.length, 0, 'no finished run')
@@ -175,7 +170,7 @@ t.test('encrypted: restored with its passphrase, refused without it or with anot
   t.notOk(bytes.includes(Buffer.from('retained:t/7')), 'no store key readable in the file')
   const places = async () => {
     const to = await tempDir(t, 'svc-restored-')
-    return { home: to, dataDir: join(to, 'data'), sopsDir: join(to, 'sops') }
+    return placesIn(to)
   }
   const none = await places()
   await t.rejects(
@@ -207,11 +202,7 @@ t.test('a changed byte or a cut-short archive is refused, with nothing put in pl
     const bad = `${file}.${what.replace(/ /g, '-')}`
     await writeFile(bad, bytes)
     const to = await tempDir(t, 'svc-restored-')
-    await t.rejects(
-      restoreArchive(bad, { home: to, dataDir: join(to, 'data'), sopsDir: join(to, 'sops') }, null),
-      error,
-      what,
-    )
+    await t.rejects(restoreArchive(bad, placesIn(to), null), error, what)
     t.same(await readdir(to), [], `${what}: nothing put in place`)
   }
 })
