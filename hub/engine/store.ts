@@ -38,7 +38,7 @@ import { decodeFrame, encodeBatch, sealBatch, unseal } from './log/frames.ts'
 import { type Locator, SegmentLog } from './log/segment-log.ts'
 import { type HistoryBounds, retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 
-/** A trigger kept for later (SOP-NOTES: admission, durable deferral). */
+/** A trigger kept for later (sops/RUNTIME.md, "Kept triggers"). */
 const RUN = 'run!'
 const OPEN = 'open!'
 const FIN = 'fin!'
