@@ -38,12 +38,16 @@ import { decodeFrame, encodeBatch, sealBatch, unseal } from './log/frames.ts'
 import { type Locator, SegmentLog } from './log/segment-log.ts'
 import { type HistoryBounds, retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 
-/** A trigger kept for later (sops/RUNTIME.md, "Kept triggers"). */
+/** A run's records, one key each (`run!<id>!<n>`); its summary once finished. */
 const RUN = 'run!'
+/** Marks an unfinished run, so a restart finds it without reading the history. */
 const OPEN = 'open!'
 const FIN = 'fin!'
+/** A trigger kept for later (sops/RUNTIME.md, "Kept triggers"). */
 const KEPT = 'kept!'
+/** Admission records, by time. */
 const ADM = 'adm!'
+/** When each SOP last finished a run: its cooldown counts from there (sops/RUNTIME.md, "Cooldown"). */
 const LAST = 'last!'
 /** Once-only admission marks (engine-api: `TriggerEvent.once`), and the same keys by time for pruning. */
 const ONCE = 'once!'
