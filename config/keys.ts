@@ -1,5 +1,6 @@
-// hub.toml's spelling of keys (snake_case) against the code's (camelCase). Pure, imports nothing:
-// config.ts reads the file with these, config-toml.ts writes it back.
+// A config file's spelling of keys against the code's (camelCase): hub.toml writes snake_case,
+// market.toml camelCase (where these are the identity). Pure, imports nothing: the hub's config
+// reads its file with these and `svc hub config` writes it back.
 
 type Doc = Record<string, unknown>
 
@@ -9,6 +10,9 @@ export const isPlain = (v: unknown): v is Doc => typeof v === 'object' && v !== 
 export function snakeCase(key: string): string {
   return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)
 }
+
+/** `line_cap` → `lineCap`, as a type: how a resolved setting is named from its key. */
+export type Camel<S extends string> = S extends `${infer H}_${infer T}` ? `${H}${Capitalize<Camel<T>>}` : S
 
 /** `line_cap` → `lineCap`. */
 export function camelCase(key: string): string {

@@ -1,38 +1,21 @@
 // The effective configuration written back in hub.toml's own spelling (snake_case, the file's
 // sections), so `svc hub config > hub.toml` is a file the hub reads back to the same config.
-// Pure. The mapping is the inverse of resolveConfig in config.ts: a few fields are placed
-// explicitly (the [hub] section, the broker's TLS listener, references to secrets); everything
-// else is the camelCase field with its name in snake_case.
+// Pure. Sections and keys are the settings' table's (config-schema.ts), in its order: each key is
+// the resolved field of the same name in camelCase, except the few resolveConfig places
+// elsewhere (the [hub] section, the TLS listeners, references to where a secret or URL lives).
+import { camelCase, isPlain, snakeCase } from '../../config/keys.ts'
 import type { HubConfig } from './config.ts'
-import { isPlain, snakeCase } from './config-keys.ts'
+import { HubTomlSchema } from './config-schema.ts'
 
 type Doc = Record<string, unknown>
 
-/**
- * A value's keys in snake_case, recursively; nulls and undefined left out (TOML has no null).
- * A field that is a reference to where a value lives (`{ value }`, `{ env }` or `{ file }`, as
- * resolveConfig builds them) becomes `name`, `name_env` or `name_file`, as the file writes it.
- */
+/** A value's keys in snake_case, recursively; nulls and undefined left out (TOML has no null). */
 function toToml(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(toToml)
   if (!isPlain(v)) return v
   const out: Doc = {}
-  for (const [k, raw] of Object.entries(v)) {
-    if (raw === null || raw === undefined) continue
-    const key = snakeCase(k)
-    const ref = referenceOf(raw)
-    if (ref) out[ref.kind === 'value' ? key : `${key}_${ref.kind}`] = ref.to
-    else out[key] = toToml(raw)
-  }
+  for (const [k, x] of Object.entries(v)) if (x !== null && x !== undefined) out[snakeCase(k)] = toToml(x)
   return out
-}
-
-function referenceOf(v: unknown): { kind: 'value' | 'env' | 'file'; to: unknown } | null {
-  if (!isPlain(v)) return null
-  const keys = Object.keys(v)
-  if (keys.length !== 1) return null
-  const kind = keys[0] as string
-  return kind === 'value' || kind === 'env' || kind === 'file' ? { kind, to: v[kind] } : null
 }
 
 export interface PrintedConfig {
@@ -42,44 +25,58 @@ export interface PrintedConfig {
   hidden: string[]
 }
 
-/** The config as hub.toml writes it: every default filled in, secrets left out (and named). */
-export function configToToml(c: HubConfig): PrintedConfig {
-  const hidden: string[] = []
-  const { file: _file, sopsDir, dataDir, logLevel, broker, webhook, boards, chain, console, ...rest } = c
-  const { tls, password, ...brokerRest } = broker
-  if (password !== undefined) hidden.push('broker.password')
-  const doc: Doc = {
-    hub: { sops_dir: sopsDir, data_dir: dataDir, log_level: logLevel },
+/** The keys resolveConfig does not keep under their own name, by section, as hub.toml writes them. */
+function placed(c: HubConfig): Record<string, Doc> {
+  const { tls } = c.broker
+  const a = c.amqp
+  return {
+    hub: { sops_dir: c.sopsDir, data_dir: c.dataDir, log_level: c.logLevel },
     broker: {
-      ...(toToml(brokerRest) as Doc),
-      ...(tls
-        ? {
-            tls_host: tls.host,
-            ...(tls.port !== null ? { tls_port: tls.port } : {}),
-            ...(tls.wssPort !== null ? { wss_port: tls.wssPort } : {}),
-            tls_cert: tls.cert,
-            tls_key: tls.key,
-          }
-        : {}),
+      password: undefined, // never printed
+      tls_host: tls?.host,
+      tls_port: tls?.port,
+      wss_port: tls?.wssPort,
+      tls_cert: tls?.cert,
+      tls_key: tls?.key,
+    },
+    metrics: { token_file: c.metrics.token?.file },
+    console: { tls_cert: c.console.tls?.cert, tls_key: c.console.tls?.key },
+    // Webhook paths are keys chosen by the SOP author: kept exactly, never re-spelled.
+    webhook: { secrets: Object.keys(c.webhook.secrets).length > 0 ? c.webhook.secrets : undefined },
+    amqp: {
+      url: a && 'value' in a.url ? a.url.value : undefined,
+      url_env: a && 'env' in a.url ? a.url.env : undefined,
+      password_env: a?.password && 'env' in a.password ? a.password.env : undefined,
+      password_file: a?.password && 'file' in a.password ? a.password.file : undefined,
     },
   }
-  const { secrets, ...webhookRest } = webhook
-  const others = toToml(rest) as Doc
-  // Section order as in the README's reference: api, webhook, cron, … then anything newer.
-  if (others.api !== undefined) doc.api = others.api
-  const { tls: consoleTls, ...consoleRest } = console
-  doc.console = {
-    ...(toToml(consoleRest) as Doc),
-    ...(consoleTls ? { tls_cert: consoleTls.cert, tls_key: consoleTls.key } : {}),
+}
+
+/** The config as hub.toml writes it: every default filled in, secrets left out (and named). */
+export function configToToml(c: HubConfig): PrintedConfig {
+  const hidden = c.broker.password !== undefined ? ['broker.password'] : []
+  const elsewhere = placed(c)
+  const doc: Doc = {}
+  for (const [name, schema] of Object.entries(HubTomlSchema.properties)) {
+    if (!('properties' in schema)) {
+      // [[boards]]: each entry as the bridge's BoardConfig has it, in hub.toml's spelling.
+      if (c.boards.length > 0) doc.boards = toToml(c.boards)
+      continue
+    }
+    // [chain] is kept as the file wrote it (the attestation part reads it).
+    if (name === 'chain') {
+      if (c.chain !== null) doc.chain = c.chain
+      continue
+    }
+    const resolved = name === 'hub' ? {} : (c as unknown as Doc)[camelCase(name)]
+    if (!isPlain(resolved)) continue // a section that is off ([amqp], [agent])
+    const own = elsewhere[name] ?? {}
+    const section: Doc = {}
+    for (const key of Object.keys(schema.properties)) {
+      const v = key in own ? own[key] : resolved[camelCase(key)]
+      if (v !== null && v !== undefined) section[key] = key in own ? v : toToml(v)
+    }
+    doc[name] = section
   }
-  // Webhook paths are keys chosen by the SOP author: kept exactly, never re-spelled.
-  doc.webhook = {
-    ...(toToml(webhookRest) as Doc),
-    ...(Object.keys(secrets).length > 0 ? { secrets } : {}),
-  }
-  for (const [k, v] of Object.entries(others)) if (k !== 'api') doc[k] = v
-  if (boards.length > 0) doc.boards = toToml(boards)
-  // [chain] is kept as the file wrote it (the attestation part reads it).
-  if (chain !== null) doc.chain = chain
   return { doc, hidden }
 }

@@ -14,16 +14,8 @@ import type { HubConfig } from './config.ts'
 import type { AttestationParts, HubParts } from './parts.ts'
 import type { Log } from '../log.ts'
 
-/** `[chain]` keys the attestation sync needs; all or none. */
+/** `[chain]` keys the attestation sync needs; all or none (the sync is off without them). */
 const SYNC_KEYS = ['rpc_url', 'validation_registry', 'agent_id', 'attestor_address', 'attestor_url'] as const
-/** Optional [chain] keys for sync (hub/README.md: Sync, fees and status). */
-const SYNC_OPTIONAL = [
-  'batch_executor',
-  'max_fee_gwei',
-  'stuck_after_s',
-  'progress_every_s',
-  'max_batch_lines',
-] as const
 
 export type ChainSection =
   | {
@@ -43,55 +35,30 @@ export type ChainSection =
     }
   | { ok: false; error: string }
 
-export function readChainSection(chain: Record<string, unknown> | null): ChainSection {
+/** The sync's settings from `[chain]`, whose keys and types hub.toml's schema checked (config-schema.ts). */
+export function readChainSection(chain: HubConfig['chain']): ChainSection {
   if (chain === null) return { ok: true, sync: null }
-  const missing = SYNC_KEYS.filter((k) => typeof chain[k] !== 'string' && typeof chain[k] !== 'number')
+  const missing = SYNC_KEYS.filter((k) => chain[k] === undefined)
   if (missing.length === SYNC_KEYS.length) return { ok: true, sync: null }
   if (missing.length > 0)
     return {
       ok: false,
       error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
     }
-  const unknown = Object.keys(chain).filter(
-    (k) =>
-      !(SYNC_KEYS as readonly string[]).includes(k) &&
-      !(SYNC_OPTIONAL as readonly string[]).includes(k) &&
-      k !== 'schema',
-  )
-  if (unknown.length > 0) return { ok: false, error: `chain.${unknown[0]}: unknown field` }
-  const v = (k: (typeof SYNC_KEYS)[number]): string => String(chain[k])
-  for (const k of ['validation_registry', 'attestor_address'] as const) {
-    if (!/^0x[0-9a-fA-F]{40}$/.test(v(k)))
-      return { ok: false, error: `chain.${k}: must be a 0x-prefixed 20-byte address` }
-  }
-  if (!/^\d+$/.test(v('agent_id'))) return { ok: false, error: 'chain.agent_id: must be a decimal agent id' }
-  const be = chain.batch_executor
-  if (be !== undefined && (typeof be !== 'string' || !/^0x[0-9a-fA-F]{40}$/.test(be)))
-    return { ok: false, error: 'chain.batch_executor: must be a 0x-prefixed 20-byte address' }
-  const opt: Record<string, number> = {}
-  for (const k of ['max_fee_gwei', 'stuck_after_s', 'progress_every_s'] as const) {
-    const x = chain[k]
-    if (x === undefined) continue
-    if (typeof x !== 'number' || !(x > 0))
-      return { ok: false, error: `chain.${k}: must be a positive number` }
-    opt[k] = x
-  }
-  const mbl = chain.max_batch_lines
-  if (mbl !== undefined && (typeof mbl !== 'number' || !Number.isInteger(mbl) || mbl < 1))
-    return { ok: false, error: 'chain.max_batch_lines: must be a whole number, 1 or more' }
+  const c = chain as Required<NonNullable<HubConfig['chain']>>
   return {
     ok: true,
     sync: {
-      rpcUrl: v('rpc_url'),
-      validationRegistry: v('validation_registry'),
-      agentId: v('agent_id'),
-      attestorAddress: v('attestor_address'),
-      attestorUrl: v('attestor_url'),
-      ...(typeof be === 'string' ? { batchExecutor: be } : {}),
-      ...(opt.max_fee_gwei !== undefined ? { feeCapGwei: opt.max_fee_gwei } : {}),
-      ...(opt.stuck_after_s !== undefined ? { stuckAfterMs: opt.stuck_after_s * 1000 } : {}),
-      ...(opt.progress_every_s !== undefined ? { progressEveryMs: opt.progress_every_s * 1000 } : {}),
-      ...(typeof mbl === 'number' ? { maxBatchLines: mbl } : {}),
+      rpcUrl: c.rpc_url,
+      validationRegistry: c.validation_registry,
+      agentId: String(c.agent_id),
+      attestorAddress: c.attestor_address,
+      attestorUrl: c.attestor_url,
+      ...(chain.batch_executor !== undefined ? { batchExecutor: chain.batch_executor } : {}),
+      ...(chain.max_fee_gwei !== undefined ? { feeCapGwei: chain.max_fee_gwei } : {}),
+      ...(chain.stuck_after_s !== undefined ? { stuckAfterMs: chain.stuck_after_s * 1000 } : {}),
+      ...(chain.progress_every_s !== undefined ? { progressEveryMs: chain.progress_every_s * 1000 } : {}),
+      ...(chain.max_batch_lines !== undefined ? { maxBatchLines: chain.max_batch_lines } : {}),
     },
   }
 }
@@ -133,10 +100,7 @@ export async function attestParts(
   const store = await openAttestStore(attestStorePath(config.dataDir))
   try {
     const signer = await loadOrCreateDeviceKey(svcPaths(env).deviceKey)
-    const schema =
-      config.chain && typeof config.chain.schema === 'object' && config.chain.schema !== null
-        ? (config.chain.schema as object)
-        : undefined
+    const schema = config.chain?.schema
     const tool = createChainAttestTool({ store, signer, ...(schema ? { schema } : {}) })
     let sync: AttestSync | null = null
     if (chain.sync) {
