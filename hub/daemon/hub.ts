@@ -1,6 +1,6 @@
 // `svc hub`: one daemon composing the broker (embedded Aedes, or an external one by URL), one
 // MQTT session, the bridge, the tools, the SOP engine, the trigger router and the local API.
-// Start order follows the data (DESIGN: the flow of one event): the broker first, the router
+// Start order follows the data (README.md, "The flow"): the broker first, the router
 // subscribed before the bridge opens a port, so no board event is published to nobody. Close
 // runs the other way round, each part closed even when an earlier one fails to.
 import { mkdir } from 'node:fs/promises'
