@@ -12,7 +12,7 @@ import type { OnceMark } from './store.ts'
 /** Fingerprinted marks kept under one key: a broker may have two events in flight under one key. */
 export const MAX_MARKS_PER_KEY = 4
 
-/** The store's key for a SOP's once-only key (engine.ts `onceKey`). */
+/** The store's key for a SOP's once-only key (exported as `onceKey`). */
 const joined = (sop: string, key: string): string => `${sop}\u0000${key}`
 
 export class OnceMarks {
