@@ -1,15 +1,22 @@
-// market.toml: every setting with its default. A bad value is reported as `<file>: <field> …`
+// market.toml: checked against its settings' table (config-schema.ts) as hub.toml is against
+// its own, every default taken from it. A bad value is reported as `<file>: <field>: <problem>`
 // and the market does not start.
 import { dirname, isAbsolute, join, resolve } from 'node:path'
-import { parse } from 'smol-toml'
-import { type Address, getAddress, isAddress } from 'viem'
+import type { XStatic } from 'typebox/schema'
+import { type Address, getAddress } from 'viem'
 import { type ChainInfo, readChainFile } from '../chain/chain-file.ts'
-import { CHAIN_ID } from '../chain/chain-id.ts'
+import { camelCase } from '../config/keys.ts'
+import { schemaErrors } from '../config/schema-errors.ts'
+import { type Resolved, resolveSection } from '../config/sections.ts'
+import { parseTomlDoc } from '../config/toml.ts'
+import { MarketTomlSchema } from './config-schema.ts'
 
-export interface RateLimit {
-  max: number
-  windowSeconds: number
-}
+type MarketToml = XStatic<typeof MarketTomlSchema>
+const P = MarketTomlSchema.properties
+type RateLimits = typeof P.rateLimit.properties
+
+/** `[rateLimit.<route>]`. */
+export type RateLimit = Resolved<RateLimits[keyof RateLimits]>
 
 export interface MarketChainConfig {
   rpcUrl: string
@@ -81,74 +88,52 @@ export interface MarketConfig {
   }
 }
 
+/** The settings a market.toml with nothing in it gives; every default from the table. */
 export function defaultConfig(dataDir: string): MarketConfig {
+  const top = resolveSection(MarketTomlSchema, {}) as Resolved<typeof MarketTomlSchema>
+  const { session, challenge, verify } = sections({})
   return {
-    displayName: 'svc',
-    host: '127.0.0.1',
-    port: 8787,
+    displayName: top.displayName,
+    host: top.host,
+    port: top.port,
     publicUrl: null,
-    trustProxy: false,
+    trustProxy: top.trustProxy,
     dataDir,
     storeUrl: null,
     blocksDir: null,
-    sessionSeconds: 7 * 24 * 3600,
+    sessionSeconds: session.lifetimeSeconds,
     cookieSecret: null,
-    challengeSeconds: 600,
+    challengeSeconds: challenge.ttlSeconds,
     chain: null,
     chainFile: null,
     ipfsApi: null,
     attestor: null,
-    reverifySeconds: 600,
-    samples: true,
+    reverifySeconds: verify.intervalSeconds,
+    samples: top.samples,
     explorerUrl: null,
-    rateLimits: {
-      challenges: { max: 20, windowSeconds: 60 },
-      keys: { max: 20, windowSeconds: 60 },
-      verify: { max: 30, windowSeconds: 60 },
-      purchase: { max: 30, windowSeconds: 60 },
-      signIn: { max: 30, windowSeconds: 60 },
-    },
+    rateLimits: rateLimits(undefined),
   }
 }
 
+/** The file's tables the market reads setting by setting, with their defaults. */
+function sections(t: MarketToml) {
+  return {
+    session: resolveSection(P.session, t.session) as Resolved<typeof P.session>,
+    challenge: resolveSection(P.challenge, t.challenge) as Resolved<typeof P.challenge>,
+    verify: resolveSection(P.verify, t.verify) as Resolved<typeof P.verify>,
+    chain: resolveSection(P.chain, t.chain) as Resolved<typeof P.chain>,
+  }
+}
+
+/** Each route's limit: the file's `[rateLimit.<route>]` over the table's defaults. */
+function rateLimits(t: MarketToml['rateLimit']): MarketConfig['rateLimits'] {
+  const names = Object.keys(P.rateLimit.properties) as (keyof RateLimits)[]
+  return Object.fromEntries(
+    names.map((n) => [n, resolveSection(P.rateLimit.properties[n], t?.[n]) as RateLimit]),
+  ) as MarketConfig['rateLimits']
+}
+
 export type ConfigResult = { ok: true; config: MarketConfig } | { ok: false; error: string }
-
-type Table = Record<string, unknown>
-const isTable = (v: unknown): v is Table => typeof v === 'object' && v !== null && !Array.isArray(v)
-
-class ConfigError extends Error {}
-
-function str(t: Table, key: string, where: string): string | undefined {
-  const v = t[key]
-  if (v === undefined) return undefined
-  if (typeof v !== 'string' || v.length === 0)
-    throw new ConfigError(`${where}${key} must be a non-empty string`)
-  return v
-}
-function int(t: Table, key: string, where: string, min: number, max: number): number | undefined {
-  const v = t[key]
-  if (v === undefined) return undefined
-  const n = typeof v === 'bigint' ? Number(v) : v
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < min || n > max)
-    throw new ConfigError(`${where}${key} must be an integer from ${min} to ${max}`)
-  return n
-}
-function bool(t: Table, key: string, where: string): boolean | undefined {
-  const v = t[key]
-  if (v === undefined) return undefined
-  if (typeof v !== 'boolean') throw new ConfigError(`${where}${key} must be true or false`)
-  return v
-}
-function addr(t: Table, key: string, where: string): Address | undefined {
-  const v = str(t, key, where)
-  if (v === undefined) return undefined
-  if (!isAddress(v, { strict: false })) throw new ConfigError(`${where}${key} must be a 0x address`)
-  return getAddress(v)
-}
-function checkKeys(t: Table, allowed: string[], where: string): void {
-  for (const k of Object.keys(t))
-    if (!allowed.includes(k)) throw new ConfigError(`${where}${k} is not a known setting`)
-}
 
 /** Why a store URL cannot be used (no password in the message), or null. */
 export function storeUrlProblem(url: string): string | null {
@@ -163,189 +148,93 @@ export function storeUrlProblem(url: string): string | null {
   return null
 }
 
+/** An absolute http(s) URL, or null. */
+function httpUrl(v: string): URL | null {
+  try {
+    const u = new URL(v)
+    return u.protocol === 'http:' || u.protocol === 'https:' ? u : null
+  } catch {
+    return null
+  }
+}
+
 /** Parse market.toml text. `file` is used in messages and to resolve relative paths. */
 export function parseMarketConfig(text: string, file: string, defaultDataDir: string): ConfigResult {
-  let doc: Table
-  try {
-    doc = parse(text) as Table
-  } catch (err) {
-    return { ok: false, error: `${file}: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}` }
+  const parsed = parseTomlDoc(text, file)
+  if (!parsed.ok) return parsed
+  const errors = schemaErrors(MarketTomlSchema, parsed.doc, {
+    // One spelling: a snake_case key gets the name market.toml knows it by.
+    unknownHint: (key) => (key.includes('_') ? `market.toml keys are camelCase: ${camelCase(key)}` : null),
+  })
+  const fail = (problems: string[]): ConfigResult => ({ ok: false, error: `${file}: ${problems.join('; ')}` })
+  if (errors.length > 0) return fail(errors)
+  const t = parsed.doc as MarketToml
+  const base = dirname(resolve(file))
+  const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p))
+  const c = defaultConfig(defaultDataDir)
+  const top = resolveSection(MarketTomlSchema, t, {
+    only: ['displayName', 'host', 'port', 'trustProxy', 'samples'],
+  }) as Pick<MarketConfig, 'displayName' | 'host' | 'port' | 'trustProxy' | 'samples'>
+  Object.assign(c, top)
+  if (t.dataDir !== undefined) c.dataDir = abs(t.dataDir)
+  // The schema checks the scheme; these check the rest of the URL.
+  if (t.publicUrl !== undefined) {
+    const u = httpUrl(t.publicUrl)
+    if (!u) return fail([`publicUrl: ${P.publicUrl.errorMessage}`])
+    c.publicUrl = u.origin
   }
-  try {
-    const base = dirname(resolve(file))
-    const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p))
-    const c = defaultConfig(defaultDataDir)
-    checkKeys(
-      doc,
-      [
-        'displayName',
-        'host',
-        'port',
-        'publicUrl',
-        'trustProxy',
-        'dataDir',
-        'store',
-        'session',
-        'challenge',
-        'chain',
-        'ipfs',
-        'attestor',
-        'verify',
-        'samples',
-        'explorerUrl',
-        'rateLimit',
-      ],
-      '',
-    )
-    c.displayName = str(doc, 'displayName', '') ?? c.displayName
-    if (/[\r\n]/.test(c.displayName)) throw new ConfigError('displayName must be one line')
-    c.host = str(doc, 'host', '') ?? c.host
-    c.port = int(doc, 'port', '', 0, 65535) ?? c.port
-    const pub = str(doc, 'publicUrl', '')
-    if (pub !== undefined) {
-      let u: URL
-      try {
-        u = new URL(pub)
-      } catch {
-        throw new ConfigError('publicUrl must be an absolute http(s) URL')
-      }
-      if (u.protocol !== 'http:' && u.protocol !== 'https:')
-        throw new ConfigError('publicUrl must be an absolute http(s) URL')
-      c.publicUrl = u.origin
-    }
-    c.trustProxy = bool(doc, 'trustProxy', '') ?? c.trustProxy
-    const dd = str(doc, 'dataDir', '')
-    if (dd) c.dataDir = abs(dd)
-    c.samples = bool(doc, 'samples', '') ?? c.samples
-    if (doc.store !== undefined) {
-      if (!isTable(doc.store)) throw new ConfigError('[store] must be a table')
-      checkKeys(doc.store, ['url', 'blocksDir'], 'store.')
-      const url = str(doc.store, 'url', 'store.')
-      if (url !== undefined) {
-        const problem = storeUrlProblem(url)
-        if (problem) throw new ConfigError(`store.url ${problem}`)
-        c.storeUrl = url
-      }
-      const blocks = str(doc.store, 'blocksDir', 'store.')
-      if (blocks) c.blocksDir = abs(blocks)
-    }
-    const explorer = str(doc, 'explorerUrl', '')
-    if (explorer !== undefined) {
-      let u: URL | null = null
-      try {
-        u = new URL(explorer)
-      } catch {
-        // reported below
-      }
-      if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:'))
-        throw new ConfigError(
-          'explorerUrl must be an absolute http(s) URL, like https://testnet.monadexplorer.com',
-        )
-      c.explorerUrl = u.href.replace(/\/+$/, '')
-    }
-    if (doc.session !== undefined) {
-      if (!isTable(doc.session)) throw new ConfigError('[session] must be a table')
-      checkKeys(doc.session, ['lifetimeSeconds', 'cookieSecret'], 'session.')
-      c.sessionSeconds =
-        int(doc.session, 'lifetimeSeconds', 'session.', 60, 366 * 24 * 3600) ?? c.sessionSeconds
-      c.cookieSecret = str(doc.session, 'cookieSecret', 'session.') ?? null
-      if (c.cookieSecret !== null && c.cookieSecret.length < 32)
-        throw new ConfigError('session.cookieSecret must be at least 32 characters')
-    }
-    if (doc.challenge !== undefined) {
-      if (!isTable(doc.challenge)) throw new ConfigError('[challenge] must be a table')
-      checkKeys(doc.challenge, ['ttlSeconds'], 'challenge.')
-      c.challengeSeconds = int(doc.challenge, 'ttlSeconds', 'challenge.', 10, 24 * 3600) ?? c.challengeSeconds
-    }
-    if (doc.ipfs !== undefined) {
-      if (!isTable(doc.ipfs)) throw new ConfigError('[ipfs] must be a table')
-      checkKeys(doc.ipfs, ['api'], 'ipfs.')
-      c.ipfsApi = str(doc.ipfs, 'api', 'ipfs.') ?? null
-    }
-    if (doc.verify !== undefined) {
-      if (!isTable(doc.verify)) throw new ConfigError('[verify] must be a table')
-      checkKeys(doc.verify, ['intervalSeconds'], 'verify.')
-      c.reverifySeconds = int(doc.verify, 'intervalSeconds', 'verify.', 0, 7 * 24 * 3600) ?? c.reverifySeconds
-    }
-    if (doc.attestor !== undefined) {
-      if (!isTable(doc.attestor)) throw new ConfigError('[attestor] must be a table')
-      checkKeys(doc.attestor, ['keyFile', 'uriBase'], 'attestor.')
-      const keyFile = str(doc.attestor, 'keyFile', 'attestor.')
-      c.attestor = {
-        keyFile: keyFile ? abs(keyFile) : null,
-        uriBase: str(doc.attestor, 'uriBase', 'attestor.') ?? null,
-      }
-    }
-    if (doc.chain !== undefined) {
-      const t = doc.chain
-      if (!isTable(t)) throw new ConfigError('[chain] must be a table')
-      checkKeys(
-        t,
-        [
-          'file',
-          'rpcUrl',
-          'chainId',
-          'identityRegistry',
-          'validationRegistry',
-          'attestor',
-          'payout',
-          'batchSize',
-          'concurrency',
-        ],
-        'chain.',
-      )
-      const f = str(t, 'file', 'chain.')
-      if (f) c.chainFile = abs(f)
-      const rpcUrl = str(t, 'rpcUrl', 'chain.')
-      const batchSize = int(t, 'batchSize', 'chain.', 1, 5000) ?? 500
-      const concurrency = int(t, 'concurrency', 'chain.', 1, 64) ?? 2
-      if (rpcUrl !== undefined) {
-        const need = (k: string): Address => {
-          const v = addr(t, k, 'chain.')
-          if (!v) throw new ConfigError(`chain.${k} is required when chain.rpcUrl is set`)
-          return v
-        }
-        c.chain = {
-          rpcUrl,
-          chainId: int(t, 'chainId', 'chain.', 1, Number.MAX_SAFE_INTEGER) ?? CHAIN_ID,
-          identityRegistry: need('identityRegistry'),
-          validationRegistry: need('validationRegistry'),
-          attestor: need('attestor'),
-          payout: need('payout'),
-          batchSize,
-          concurrency,
-        }
-      } else if (t.identityRegistry !== undefined || t.validationRegistry !== undefined) {
-        throw new ConfigError('chain.rpcUrl is required when registry addresses are set')
-      }
-      // Values set in [chain] beside `file` override the file's (e.g. a real payout address).
-      c.chainOverrides = {
-        attestor: addr(t, 'attestor', 'chain.'),
-        payout: addr(t, 'payout', 'chain.'),
-        batchSize,
-        concurrency,
-      }
-    }
-    if (doc.rateLimit !== undefined) {
-      if (!isTable(doc.rateLimit)) throw new ConfigError('[rateLimit] must be a table')
-      checkKeys(doc.rateLimit, Object.keys(c.rateLimits), 'rateLimit.')
-      for (const name of Object.keys(c.rateLimits) as (keyof MarketConfig['rateLimits'])[]) {
-        const r = doc.rateLimit[name]
-        if (r === undefined) continue
-        if (!isTable(r)) throw new ConfigError(`[rateLimit.${name}] must be a table`)
-        checkKeys(r, ['max', 'windowSeconds'], `rateLimit.${name}.`)
-        c.rateLimits[name] = {
-          max: int(r, 'max', `rateLimit.${name}.`, 1, 1_000_000) ?? c.rateLimits[name].max,
-          windowSeconds:
-            int(r, 'windowSeconds', `rateLimit.${name}.`, 1, 86_400) ?? c.rateLimits[name].windowSeconds,
-        }
-      }
-    }
-    return { ok: true, config: c }
-  } catch (err) {
-    if (err instanceof ConfigError) return { ok: false, error: `${file}: ${err.message}` }
-    throw err
+  if (t.explorerUrl !== undefined) {
+    const u = httpUrl(t.explorerUrl)
+    if (!u) return fail([`explorerUrl: ${P.explorerUrl.errorMessage}`])
+    c.explorerUrl = u.href.replace(/\/+$/, '')
   }
+  if (t.store?.url !== undefined) {
+    const problem = storeUrlProblem(t.store.url)
+    if (problem) return fail([`store.url: ${problem}`])
+    c.storeUrl = t.store.url
+  }
+  if (t.store?.blocksDir !== undefined) c.blocksDir = abs(t.store.blocksDir)
+  const { session, challenge, verify, chain } = sections(t)
+  c.sessionSeconds = session.lifetimeSeconds
+  c.cookieSecret = session.cookieSecret
+  c.challengeSeconds = challenge.ttlSeconds
+  c.reverifySeconds = verify.intervalSeconds
+  c.ipfsApi = t.ipfs?.api ?? null
+  if (t.attestor !== undefined)
+    c.attestor = {
+      keyFile: t.attestor.keyFile !== undefined ? abs(t.attestor.keyFile) : null,
+      uriBase: t.attestor.uriBase ?? null,
+    }
+  if (t.chain !== undefined) {
+    if (chain.file !== null) c.chainFile = abs(chain.file)
+    const address = (a: string | null): Address | undefined => (a === null ? undefined : getAddress(a))
+    if (chain.rpcUrl !== null) {
+      const need = ['identityRegistry', 'validationRegistry', 'attestor', 'payout'] as const
+      const missing = need.filter((k) => chain[k] === null)
+      if (missing.length > 0) return fail(missing.map((k) => `chain.${k}: required when chain.rpcUrl is set`))
+      c.chain = {
+        rpcUrl: chain.rpcUrl,
+        chainId: chain.chainId,
+        identityRegistry: getAddress(chain.identityRegistry as string),
+        validationRegistry: getAddress(chain.validationRegistry as string),
+        attestor: getAddress(chain.attestor as string),
+        payout: getAddress(chain.payout as string),
+        batchSize: chain.batchSize,
+        concurrency: chain.concurrency,
+      }
+    } else if (chain.identityRegistry !== null || chain.validationRegistry !== null) {
+      return fail(['chain.rpcUrl: required when registry addresses are set'])
+    }
+    // Values set in [chain] beside `file` override the file's (e.g. a real payout address).
+    c.chainOverrides = {
+      attestor: address(chain.attestor),
+      payout: address(chain.payout),
+      batchSize: chain.batchSize,
+      concurrency: chain.concurrency,
+    }
+  }
+  c.rateLimits = rateLimits(t.rateLimit)
+  return { ok: true, config: c }
 }
 
 /** Fill `config.chain` from the chain file (`svc chain dev`) when `[chain] rpcUrl` was not given. */
@@ -369,8 +258,8 @@ export function chainFromInfo(config: MarketConfig, info: ChainInfo, file = 'cha
     validationRegistry: getAddress(info.validationRegistry),
     attestor: o?.attestor ?? getAddress(info.attestorAddress),
     payout: getAddress(payout),
-    batchSize: o?.batchSize ?? 500,
-    concurrency: o?.concurrency ?? 2,
+    batchSize: o?.batchSize ?? P.chain.properties.batchSize.default,
+    concurrency: o?.concurrency ?? P.chain.properties.concurrency.default,
     ...(info.accounts ? { devBuyer: { ...info.accounts.buyer } } : {}),
   }
   return { ok: true, config: { ...config, chain } }

@@ -1,6 +1,8 @@
 // market.toml parsing: defaults, every section, and bad values named by field.
 import t from 'tap'
+import { defaultsOf } from '../../config/sections.ts'
 import { chainFromInfo, defaultConfig, parseMarketConfig } from '../../market/config.ts'
+import { MarketTomlSchema } from '../../market/config-schema.ts'
 
 const parse = (text: string) => parseMarketConfig(text, '/etc/svc/market.toml', '/var/svc/market')
 
@@ -60,30 +62,31 @@ windowSeconds = 10
 
 t.test('bad values name the field', async (t) => {
   const cases: [string, RegExp][] = [
-    ['port = 70000', /port must be an integer from 0 to 65535/],
-    ['port = "80"', /port must be an integer/],
-    ['colour = "red"', /colour is not a known setting/],
-    ['publicUrl = "ftp://x"', /publicUrl must be an absolute http\(s\) URL/],
-    ['displayName = ""', /displayName must be a non-empty string/],
-    ['[session]\nlifetimeSeconds = 10', /session.lifetimeSeconds must be an integer from 60/],
-    ['[session]\ncookieSecret = "short"', /session.cookieSecret must be at least 32 characters/],
-    ['[chain]\nrpcUrl = "http://x"', /chain.identityRegistry is required/],
-    ['[chain]\nidentityRegistry = "0x5fbdb2315678afecb367f032d93f642f64180aa3"', /chain.rpcUrl is required/],
+    ['port = 70000', /port: must be an integer from 0 to 65535/],
+    ['port = "80"', /port: must be an integer/],
+    ['colour = "red"', /colour: unknown field/],
+    ['publicUrl = "ftp://x"', /publicUrl: must be an absolute http\(s\) URL/],
+    ['displayName = ""', /displayName: must be a non-empty string/],
+    ['[session]\nlifetimeSeconds = 10', /session\.lifetimeSeconds: must be an integer from 60/],
+    ['[session]\ncookieSecret = "short"', /session\.cookieSecret: must be at least 32 characters/],
+    ['[chain]\nrpcUrl = "http://x"', /chain\.identityRegistry: required when chain\.rpcUrl is set/],
+    ['[chain]\nidentityRegistry = "0x5fbdb2315678afecb367f032d93f642f64180aa3"', /chain\.rpcUrl: required/],
     [
       '[chain]\nrpcUrl = "http://x"\nidentityRegistry = "0x12"',
-      /chain.identityRegistry must be a 0x address/,
+      /chain\.identityRegistry: must be a 0x address/,
     ],
-    ['[rateLimit.verify]\nmax = 0', /rateLimit.verify.max must be an integer from 1/],
-    ['[rateLimit.nope]\nmax = 1', /rateLimit.nope is not a known setting/],
-    ['samples = "yes"', /samples must be true or false/],
-    ['port = ', /market.toml/],
+    ['[rateLimit.verify]\nmax = 0', /rateLimit\.verify\.max: must be an integer from 1/],
+    ['[rateLimit.nope]\nmax = 1', /rateLimit\.nope: unknown field/],
+    ['samples = "yes"', /samples: must be true or false/],
+    ['port = ', /market\.toml:1:\d+: /],
   ]
   for (const [text, re] of cases) {
     const r = parse(text)
     t.notOk(r.ok, text)
     if (!r.ok) {
       t.match(r.error, re, text)
-      t.match(r.error, /^\/etc\/svc\/market\.toml: /, 'names the file')
+      // A TOML syntax error names the line and column after the file: `market.toml:1:8: …`.
+      t.match(r.error, /^\/etc\/svc\/market\.toml(:\d+:\d+)?: /, 'names the file')
     }
   }
 })
@@ -121,7 +124,11 @@ t.test(
     const r = parse('explorerUrl = "https://testnet.monadexplorer.com/"')
     t.equal(r.ok && r.config.explorerUrl, 'https://testnet.monadexplorer.com')
     for (const bad of ['"ftp://x"', '"not a url"', '3'])
-      t.match(parse(`explorerUrl = ${bad}`), { ok: false, error: /explorerUrl must be/ }, bad)
+      t.match(
+        parse(`explorerUrl = ${bad}`),
+        { ok: false, error: /explorerUrl: must be an absolute http\(s\) URL/ },
+        bad,
+      )
   },
 )
 
@@ -152,3 +159,60 @@ t.test(
     t.equal(real.ok && real.config.chain?.devBuyer, undefined)
   },
 )
+
+t.test('market.toml is checked as hub.toml is: `section.key: problem`, every problem at once', async (t) => {
+  const cases: [string, string][] = [
+    ['[session]\nlifetime = 60\n', 'session.lifetime: unknown field'],
+    [
+      '[session]\nlifetimeSeconds = "1h"\n',
+      'session.lifetimeSeconds: must be an integer from 60 to 31622400',
+    ],
+    ['[verify]\nintervalSeconds = true\n', 'verify.intervalSeconds: must be an integer from 0 to 604800'],
+    [
+      '[chain]\nbatch_size = 10\n',
+      'chain.batch_size: unknown field (market.toml keys are camelCase: batchSize)',
+    ],
+    ['[chain]\nconcurrency = 0\n', 'chain.concurrency: must be an integer from 1 to 64'],
+    [
+      '[rateLimit.keys]\nwindowSeconds = "60"\n',
+      'rateLimit.keys.windowSeconds: must be an integer from 1 to 86400',
+    ],
+    ['[ipfs]\napi = 5001\n', 'ipfs.api: must be a non-empty string'],
+    ['session = 3\n', 'session: must be object'],
+    [
+      'port = -1\nsamples = 1\nfoo = 2\n',
+      'foo: unknown field; port: must be an integer from 0 to 65535; samples: must be true or false',
+    ],
+  ]
+  for (const [text, problem] of cases)
+    t.same(
+      parseMarketConfig(text, 'market.toml', '/d'),
+      { ok: false, error: `market.toml: ${problem}` },
+      text,
+    )
+})
+
+t.test("the defaults are the table's (market/config-schema.ts)", async (t) => {
+  const table = defaultsOf(MarketTomlSchema)
+  const r = parse('[chain]\nfile = "chain.json"\n')
+  if (!r.ok) throw new Error(r.error)
+  const c = r.config
+  t.equal(c.port, table.get('port'))
+  t.equal(c.displayName, table.get('displayName'))
+  t.equal(c.samples, table.get('samples'))
+  t.equal(c.sessionSeconds, table.get('session.lifetimeSeconds'))
+  t.equal(c.challengeSeconds, table.get('challenge.ttlSeconds'))
+  t.equal(c.reverifySeconds, table.get('verify.intervalSeconds'))
+  t.equal(c.chainOverrides?.batchSize, table.get('chain.batchSize'))
+  t.equal(c.chainOverrides?.concurrency, table.get('chain.concurrency'))
+  for (const [name, limit] of Object.entries(c.rateLimits)) {
+    t.equal(limit.max, table.get(`rateLimit.${name}.max`), `rateLimit.${name}.max`)
+    t.equal(
+      limit.windowSeconds,
+      table.get(`rateLimit.${name}.windowSeconds`),
+      `rateLimit.${name}.windowSeconds`,
+    )
+  }
+  const none = parse('')
+  t.same(none.ok && none.config, defaultConfig('/var/svc/market'), 'no file: the same settings')
+})

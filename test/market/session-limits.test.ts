@@ -164,7 +164,7 @@ t.test('svc market refuses a bad config with one line', async (t) => {
   child.stderr.on('data', (d: Buffer) => (err += d.toString()))
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
   t.equal(code, 1)
-  t.match(err, /svc market: .*market\.toml: port must be an integer from 0 to 65535/)
+  t.match(err, /svc market: .*market\.toml: port: must be an integer from 0 to 65535/)
   t.equal(err.trim().split('\n').length, 1, 'one line, no stack trace')
   const empty = await tempDir(t, 'svc-market-home-')
   const missing = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'market'], {

@@ -481,9 +481,9 @@ t.test('PostgreSQL', { skip: pgWhy ?? false }, async (t) => {
 t.test('[store] in market.toml: a bad url is refused naming the field', async (t) => {
   const bad = parseMarketConfig('[store]\nurl = "mysql://x/y"\n', 'market.toml', '/d')
   t.same(bad.ok, false)
-  t.match(!bad.ok && bad.error, /^market\.toml: store\.url must be a postgres:\/\/ URL/)
+  t.match(!bad.ok && bad.error, /^market\.toml: store\.url: must be a postgres:\/\/ URL/)
   const unknown = parseMarketConfig('[store]\nengine = "pg"\n', 'market.toml', '/d')
-  t.match(!unknown.ok && unknown.error, 'market.toml: store.engine is not a known setting')
+  t.match(!unknown.ok && unknown.error, 'market.toml: store.engine: unknown field')
   const good = parseMarketConfig(
     '[store]\nurl = "postgres://svc@db:5432/market"\nblocksDir = "/srv/blocks"\n',
     '/etc/svc/market.toml',
