@@ -77,12 +77,22 @@ t.test('bridge/ imports nothing from boards/, hub/, sops/, tools/ or market/', a
   t.same(offenders(under('bridge'), above), [])
 })
 
-t.test('sops/ is pure: it imports only itself and the shared mqtt/ helpers', async (t) => {
+t.test('sops/ is pure: it imports only itself, the shared mqtt/ helpers and the error codes', async (t) => {
   t.same(
-    offenders(under('sops'), (f) => !under('sops')(f) && !under('mqtt')(f)),
+    offenders(under('sops'), (f) => !under('sops')(f) && !under('mqtt')(f) && f !== 'errors/codes.ts'),
     [],
   )
 })
+
+t.test(
+  'errors/ (codes and the one Fastify error path every server shares) imports nothing of ours',
+  async (t) => {
+    t.same(
+      offenders(under('errors'), (f) => !under('errors')(f)),
+      [],
+    )
+  },
+)
 
 t.test('hub/ never imports market/, and market/ never imports hub/', async (t) => {
   t.same(offenders(under('hub'), under('market')), [])
@@ -101,10 +111,10 @@ t.test('cli/ sits on top: nothing outside it imports it, and only it assembles h
 })
 
 t.test(
-  'shared folders (records/, chain/, config/, mqtt/, net/, web/) import neither hub/ nor market/',
+  'shared folders (records/, chain/, config/, mqtt/, net/, web/, errors/) import neither hub/ nor market/',
   async (t) => {
     const shared = (f: string) =>
-      ['records', 'chain', 'config', 'mqtt', 'net', 'web'].some((d) => under(d)(f))
+      ['records', 'chain', 'config', 'mqtt', 'net', 'web', 'errors'].some((d) => under(d)(f))
     t.same(
       offenders(shared, (f) => under('hub')(f) || under('market')(f)),
       [],
