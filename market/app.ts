@@ -12,7 +12,9 @@ import { type MarketChain, viemMarketChain } from './chain/market-chain.ts'
 import type { MarketConfig } from './config.ts'
 import type { MarketContext } from './context.ts'
 import { fsBlockStore } from './files/blockstore.ts'
-import { HttpError, installErrorHandler } from './http/errors.ts'
+import { CodedError } from '../errors/codes.ts'
+import { type ErrorLog, installJsonErrors } from '../errors/fastify.ts'
+import { createMarketLog } from './log.ts'
 import { ManifestStore } from './listings/manifest-store.ts'
 import { seedSamples } from './listings/samples.ts'
 import { MULTIPART_LIMITS } from './listings/upload.ts'
@@ -34,6 +36,8 @@ export interface MarketAppOptions {
   /** Chain reads; default: viem against `config.chain.rpcUrl`. */
   chain?: MarketChain
   logger?: FastifyServerOptions['logger']
+  /** Where a 5xx is logged with its error; default the market's logger on stderr (log.ts). */
+  log?: ErrorLog
   /** The website mounts here: a plugin given the same context as the API. */
   pages?: (ctx: MarketContext) => FastifyPluginAsync
   /** More plugins to mount beside the API (e.g. the attestor). */
@@ -90,12 +94,12 @@ export async function buildMarketApp(o: MarketAppOptions): Promise<MarketApp> {
     ajv: { customOptions: { removeAdditional: false } },
   })
   try {
-    installErrorHandler(app)
+    installJsonErrors(app, o.log ?? createMarketLog())
     await app.register(cookie, { secret: await cookieSecret(config, db) })
     await app.register(rateLimit, {
       global: false,
       errorResponseBuilder: (_req, c) =>
-        new HttpError(429, `rate limited: at most ${c.max} requests per ${c.after}; retry later`),
+        new CodedError('RATE_LIMITED', `rate limited: at most ${c.max} requests per ${c.after}; retry later`),
     })
     await app.register(swagger, {
       openapi: {

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import type { Address } from 'viem'
 import { ATTEST_PATH, INFO_PATH, MAX_LINE_CHARS, parseAttestRequest } from '../../records/attestor-request.ts'
+import { CodedError } from '../../errors/codes.ts'
 import type { Attestor } from './service.ts'
 
 export interface AttestorPluginOptions {
@@ -27,11 +28,11 @@ export const attestorPlugin: FastifyPluginAsync<AttestorPluginOptions> = async (
     ATTEST_PATH,
     // 100 lines of up to 64 KiB each, plus signatures and hashes.
     { bodyLimit: 100 * (MAX_LINE_CHARS * 4 + 512) },
-    async (req, reply) => {
+    async (req) => {
       const parsed = parseAttestRequest(req.body)
-      if (!parsed.ok) return reply.code(400).send({ error: parsed.error })
+      if (!parsed.ok) throw new CodedError('BAD_INPUT', parsed.error)
       const out = await opts.attestor.attest(parsed.value)
-      if (!out.ok) return reply.code(out.status).send({ error: out.error })
+      if (!out.ok) throw new CodedError(out.code, out.error)
       return { results: out.results }
     },
   )

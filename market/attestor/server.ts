@@ -1,5 +1,7 @@
 // `svc attestor`: the attestor alone on its own Fastify server.
 import Fastify from 'fastify'
+import { type ErrorLog, installJsonErrors } from '../../errors/fastify.ts'
+import { createMarketLog } from '../log.ts'
 import { attestorPlugin } from './plugin.ts'
 import type { AttestorConfig } from './config.ts'
 import { attestorPreflight } from './preflight.ts'
@@ -13,19 +15,21 @@ export interface AttestorServer {
 
 export async function startAttestorServer(
   config: AttestorConfig,
-  opts: { host?: string; port?: number; logger?: boolean; warn?: (line: string) => void } = {},
+  opts: {
+    host?: string
+    port?: number
+    /** Where a 5xx is logged with its error; default the market's logger on stderr. */
+    log?: ErrorLog
+    warn?: (line: string) => void
+  } = {},
 ): Promise<AttestorServer> {
   // A chain that fails preflight gets no attestor: answering on it would fail line by line.
   const pre = await attestorPreflight(config)
   if (!pre.ok) throw new Error(pre.error)
   for (const w of pre.warnings) opts.warn?.(w)
-  const app = Fastify({ logger: opts.logger ?? false })
-  // JSON errors for everything the plugin does not answer itself (bad JSON, wrong type, 404).
-  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
-    void reply.code(status).send({ error: status === 500 ? 'internal error' : err.message })
-  })
-  app.setNotFoundHandler((_req, reply) => void reply.code(404).send({ error: 'not found' }))
+  const app = Fastify({ logger: false })
+  // JSON errors for everything the plugin refuses or does not answer (bad JSON, wrong type, 404).
+  installJsonErrors(app, opts.log ?? createMarketLog(), { notFound: () => 'not found' })
   const attestor = createAttestor(config)
   await app.register(attestorPlugin, { attestor, validationRegistry: config.validationRegistry })
   const host = opts.host ?? '127.0.0.1'

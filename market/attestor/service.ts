@@ -6,6 +6,7 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
+import type { Failure } from '../../errors/codes.ts'
 import { type Address, type Hex, parseGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createCallRoute } from '../../chain/call-route.ts'
@@ -19,9 +20,7 @@ import { ATTEST_RESPONSE, ATTEST_TAG } from '../../records/verify-row.ts'
 import type { AttestorConfig } from './config.ts'
 import type { AttestItem, AttestRequest, ItemResult } from '../../records/attestor-request.ts'
 
-export type AttestOutcome =
-  | { ok: true; results: ItemResult[] }
-  | { ok: false; status: 404 | 502; error: string }
+export type AttestOutcome = { ok: true; results: ItemResult[] } | Failure<'NOT_FOUND' | 'UNREACHABLE'>
 
 export interface Attestor {
   address: Address
@@ -142,11 +141,11 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       const owner = await readOwnerOf(pub, config.identityRegistry, req.agentId)
       if (!owner.ok) {
         if (owner.kind === 'unreachable')
-          return { ok: false, status: 502, error: `chain unreachable: ${owner.error}` }
-        return { ok: false, status: 404, error: `agentId: agent ${req.agentId} does not exist` }
+          return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${owner.error}` }
+        return { ok: false, code: 'NOT_FOUND', error: `agentId: agent ${req.agentId} does not exist` }
       }
       const wallet = await readAgentWallet(pub, config.identityRegistry, req.agentId)
-      if (!wallet.ok) return { ok: false, status: 502, error: `chain unreachable: ${wallet.error}` }
+      if (!wallet.ok) return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${wallet.error}` }
       // Who may sign a line: the agent's verified wallet, or (always) its owner. After a transfer
       // the wallet is cleared, so only the new owner's key works until it sets a wallet.
       const allowed = new Set([owner.value.toLowerCase()])
@@ -167,7 +166,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
         return { ok: true, results }
       } catch (err) {
         const msg = err instanceof ChainDown ? err.message : (err as Error).message
-        return { ok: false, status: 502, error: `chain unreachable: ${msg}` }
+        return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${msg}` }
       }
     },
   }

@@ -4,7 +4,8 @@ import type {} from '@fastify/rate-limit'
 import type {} from '@fastify/cookie'
 import { Type } from 'typebox'
 
-export const Err = Type.Object({ error: Type.String() })
+/** Every error body: the message, and the code a client branches on (errors/codes.ts). */
+export const Err = Type.Object({ error: Type.String(), code: Type.Optional(Type.String()) })
 export const HexString = Type.String({ pattern: '^0x[0-9a-fA-F]+$', maxLength: 2048 })
 export const Hash = Type.String({ pattern: '^0x[0-9a-fA-F]{64}$' })
 export const AddressString = Type.String({ pattern: '^0x[0-9a-fA-F]{40}$' })

@@ -7,7 +7,8 @@ import { type Hex, getAddress, recoverMessageAddress } from 'viem'
 import { keyChallengeMessage } from '../auth/messages.ts'
 import { currentSession, requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
-import { HttpError, badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
+import { CodedError } from '../../errors/codes.ts'
+import { badRequest, chainUnreachable, conflict, forbidden, notFound } from '../http/errors.ts'
 import { newAgentKey } from './agent-key.ts'
 import { type OwnerReads, ownerReads, revokeStale } from './revoke.ts'
 import { keyRevokeRoute } from './revoke-route.ts'
@@ -26,7 +27,7 @@ export const keyRoutes =
       try {
         await revokeStale(ctx.db, owners, keys, ctx.now())
       } catch (err) {
-        if (!(err instanceof HttpError && err.statusCode === 502)) throw err
+        if (!(err instanceof CodedError && err.code === 'UNREACHABLE')) throw err
         req.log.warn(`stale-key revocation deferred: ${err.message}`)
       }
     }

@@ -7,7 +7,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import type { MarketContext } from '../context.ts'
 import { pinFile } from '../files/pin.ts'
-import { HttpError, badRequest } from '../http/errors.ts'
+import { badRequest, unreachable } from '../http/errors.ts'
 import { requireAgentKey } from '../keys/bearer.ts'
 import { checkListingUpload } from './check.ts'
 import { makeSlug } from './slug.ts'
@@ -63,7 +63,7 @@ export const agentListingRoutes =
       const slug = makeSlug(fields.title)
       const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
         const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
-        if (!r.ok) throw new HttpError(502, `pinning ${name}: ${r.error}`)
+        if (!r.ok) throw unreachable(`pinning ${name}: ${r.error}`)
         return r.cid
       }
       const [dataCid, manifestCid, imageCid] = await Promise.all([

@@ -2,7 +2,8 @@
 // enforced while streaming (market/API.md, "Limits"). Unknown or repeated parts are refused.
 import type { FastifyRequest } from 'fastify'
 import type { MultipartFile, MultipartValue } from '@fastify/multipart'
-import { HttpError, badRequest, tooLarge } from '../http/errors.ts'
+import { CodedError } from '../../errors/codes.ts'
+import { badRequest, tooLarge } from '../http/errors.ts'
 import { LIMITS } from '../../records/listing-fields.ts'
 
 export const TEXT_FIELDS = [
@@ -102,7 +103,7 @@ async function readParts(req: FastifyRequest): Promise<Upload> {
       out.files[name] = Buffer.concat(chunks, size)
     }
   } catch (err) {
-    if (err instanceof HttpError) throw err
+    if (err instanceof CodedError) throw err
     const e = err as { code?: string; message?: string; statusCode?: number }
     if (e.code === 'FST_REQ_FILE_TOO_LARGE') throw tooLarge(`file: larger than ${mb(LIMITS.fileBytes)}`)
     if (e.code === 'FST_FILES_LIMIT' || e.code === 'FST_FIELDS_LIMIT' || e.code === 'FST_PARTS_LIMIT')

@@ -18,6 +18,7 @@ import { createSiweMessage } from 'viem/siwe'
 import { unlockMessage } from '../auth/messages.ts'
 import { ownOrigin } from '../auth/origin.ts'
 import { currentSession } from '../auth/session.ts'
+import { badRequest, notFound } from '../http/errors.ts'
 import { decodeCursor, encodeCursor } from '../store/browse-order.ts'
 import type { MarketContext } from '../context.ts'
 import { purchaseKey } from '../purchase/access.ts'
@@ -96,11 +97,9 @@ export const marketPages =
       async (req, reply) => {
         const { address, nonce } = req.query
         if (typeof address !== 'string' || !isAddress(address, { strict: false }))
-          return reply.status(400).send({ error: 'address: required, a 0x address of 40 hex digits' })
+          throw badRequest('address: required, a 0x address of 40 hex digits')
         if (typeof nonce !== 'string' || !/^[a-zA-Z0-9]{8,96}$/.test(nonce))
-          return reply
-            .status(400)
-            .send({ error: 'nonce: required, the nonce from /api/auth/nonce (8 or more letters and digits)' })
+          throw badRequest('nonce: required, the nonce from /api/auth/nonce (8 or more letters and digits)')
         const origin = new URL(ownOrigin(req, ctx.config.publicUrl))
         const message = createSiweMessage({
           domain: origin.host,
@@ -122,12 +121,10 @@ export const marketPages =
       { schema: { hide: true } },
       async (req, reply) => {
         const { slug, tx } = req.query
-        if (typeof slug !== 'string' || !SLUG.test(slug))
-          return reply.status(400).send({ error: 'slug: required, a listing slug' })
+        if (typeof slug !== 'string' || !SLUG.test(slug)) throw badRequest('slug: required, a listing slug')
         if (typeof tx !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(tx))
-          return reply.status(400).send({ error: 'tx: required, a 0x transaction hash of 64 hex digits' })
-        if (!(await ctx.db.listings.get(slug)))
-          return reply.status(404).send({ error: `listing ${slug} not found` })
+          throw badRequest('tx: required, a 0x transaction hash of 64 hex digits')
+        if (!(await ctx.db.listings.get(slug))) throw notFound(`listing ${slug} not found`)
         return reply
           .header('cache-control', 'no-store')
           .send({ message: unlockMessage(ctx.config.displayName, slug, tx.toLowerCase()) })

@@ -9,7 +9,8 @@ import { type Hex, getAddress, recoverMessageAddress } from 'viem'
 import { unlockMessage } from '../auth/messages.ts'
 import { requireAccount } from '../auth/session.ts'
 import type { MarketContext } from '../context.ts'
-import { HttpError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
+import { CodedError } from '../../errors/codes.ts'
+import { badRequest, conflict, forbidden, notFound } from '../http/errors.ts'
 import { Access, accessFor } from './access.ts'
 import { checkPayment } from './check-payment.ts'
 import { receiptRoutes } from './receipts.ts'
@@ -82,7 +83,7 @@ export const purchaseRoutes =
           priceWei: BigInt(listing.priceWei),
           chainId: ctx.chainConfig.chainId,
         })
-        if (!c.ok) throw new HttpError(c.status, c.error)
+        if (!c.ok) throw new CodedError(c.code, c.error)
         const now = ctx.now()
         const used: UsedTxRecord = { txHash, slug: listing.slug, buyer: signer, at: now }
         // The receipt the buyer's purchases page shows: checkPayment passed, so the payment is mined.

@@ -12,6 +12,7 @@ import { ATTEST_PATH, INFO_PATH } from '../../records/attestor-request.ts'
 import { startAttestorServer } from '../../market/attestor/server.ts'
 import { lineHash } from '../../records/hash.ts'
 import { startDevAttestor } from '../helpers/dev-attestor.ts'
+import { logLines } from '../helpers/log-lines.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -154,8 +155,9 @@ t.test('bad bodies: 400 naming the field', async (t) => {
   t.equal(await nonce(), before)
 })
 
-t.test('chain unreachable: 502', async (t) => {
-  const dead = await startAttestorServer({ ...config, rpcUrl: 'http://127.0.0.1:1' })
+t.test("chain unreachable: 502 { error, code }, in the attestor's log with the error", async (t) => {
+  const { log, lines } = logLines()
+  const dead = await startAttestorServer({ ...config, rpcUrl: 'http://127.0.0.1:1' }, { log })
   t.teardown(() => dead.close())
   const res = await fetch(dead.url + ATTEST_PATH, {
     method: 'POST',
@@ -166,7 +168,10 @@ t.test('chain unreachable: 502', async (t) => {
     }),
   })
   t.equal(res.status, 502)
-  t.match(((await res.json()) as { error: string }).error, /chain unreachable/)
+  t.match(await res.json(), { error: /chain unreachable/, code: 'UNREACHABLE' })
+  t.match(lines, [{ level: 50, status: 502, url: ATTEST_PATH, err: { message: /chain unreachable/ } }])
+  const none = await fetch(dead.url + '/nothing')
+  t.same(await none.json(), { error: 'not found', code: 'NOT_FOUND' })
 })
 
 t.test('config: key sources and mismatches', async (t) => {
