@@ -1,5 +1,6 @@
 // The boundary between what starts runs (trigger router, CLI, tools) and the SOP engine.
 // Triggers only ever call `trigger`; what else the hub's engine offers is in hub-engine.ts.
+import type { ErrorCode } from '../errors/codes.ts'
 import type { Json, TriggerType } from './types.ts'
 
 export interface TriggerEvent {
@@ -42,6 +43,8 @@ export interface AdmissionDecision {
   /** The run started, or the run it was coalesced into. */
   runId?: string
   reason: string
+  /** Why nothing was admitted, as a code: `SOP_NOT_LOADED` (no SOP of that name is loaded). */
+  code?: Extract<ErrorCode, 'SOP_NOT_LOADED'>
   /** The event's `once` key was already admitted: this is that decision, and nothing new was stored. */
   duplicate?: true
 }

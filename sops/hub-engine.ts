@@ -1,6 +1,7 @@
 // The engine's public surface beyond `trigger` (engine-api.ts): runs, approvals, history, kept
 // triggers. The hub implements it (hub/engine); the CLI, the local API and the sop_* tools use
 // it through this interface, without importing the hub.
+import type { Failure } from '../errors/codes.ts'
 import type { AdmissionRecord, Engine, KeptTrigger } from './engine-api.ts'
 import type { Gate, LogEntry, RunRecord } from './run/record.ts'
 import type { RunState } from './run/states.ts'
@@ -15,7 +16,13 @@ export interface ApproveOptions {
   via?: 'operator' | 'agent'
 }
 
-export type RunResult = { ok: true; run: RunRecord } | { ok: false; error: string }
+/**
+ * A refused approve or deny says why by its code (errors/codes.ts): a missing run id, a run that
+ * is not there, one not waiting, an answer to a question not given, a gate an agent cannot pass.
+ */
+export type RunResult =
+  | { ok: true; run: RunRecord }
+  | Failure<'BAD_INPUT' | 'RUN_NOT_FOUND' | 'RUN_NOT_WAITING' | 'DECISION_MISSING' | 'NEEDS_OPERATOR'>
 
 export interface RunSummary {
   id: string

@@ -28,7 +28,7 @@ export function createSopExecuteTool(getEngine: () => HubEngine | undefined): To
         payload: (args.payload ?? {}) as Json,
         at: Date.now(),
       })
-      if (d.reason.startsWith('no SOP named')) return { ok: false, error: `sop_execute: ${d.reason}` }
+      if (d.code === 'SOP_NOT_LOADED') return { ok: false, error: `sop_execute: ${d.reason}` }
       return {
         ok: true,
         output: {

@@ -11,6 +11,7 @@
 import { PassThrough } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import { type Flasher, type FlashEvent, HEX_TEXT_MAX } from '../flash/flasher.ts'
+import { CodedError } from '../../errors/codes.ts'
 
 const Board = {
   type: 'object',
@@ -54,7 +55,7 @@ export function boardFlashRoutes(flasher: Flasher | null, boards: readonly strin
         const { board } = req.params as { board: string }
         const b = req.body as { hex: string; downgrade?: boolean; by?: string }
         if (!flasher)
-          return reply.code(404).send({ error: `unknown board "${board}" (hub.toml configures no boards)` })
+          throw new CodedError('NOT_FOUND', `unknown board "${board}" (hub.toml configures no boards)`)
         const out = new PassThrough()
         const begun = flasher.begin(
           {
@@ -88,13 +89,14 @@ export function boardFlashRoutes(flasher: Flasher | null, boards: readonly strin
     app.get(
       '/boards/:board/flash-history',
       { schema: { params: Board, querystring: HistoryQuery } },
-      async (req, reply) => {
+      async (req) => {
         const { board } = req.params as { board: string }
         const { limit } = req.query as { limit?: number }
         if (!boards.includes(board) || !flasher)
-          return reply
-            .code(404)
-            .send({ error: `unknown board "${board}" (configured: ${boards.join(', ') || 'none'})` })
+          throw new CodedError(
+            'NOT_FOUND',
+            `unknown board "${board}" (configured: ${boards.join(', ') || 'none'})`,
+          )
         return { board, flashes: await flasher.history(board, limit ?? 50) }
       },
     )

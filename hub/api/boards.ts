@@ -4,6 +4,7 @@
 // "no such board" (404) from "board not there" (409), "board said no" (422) and "no answer" (504).
 import type { FastifyInstance } from 'fastify'
 import type { BridgeStats, Json, SendFailure, SendResult } from '../../bridge/types.ts'
+import { CodedError } from '../../errors/codes.ts'
 
 export interface BoardsPort {
   send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<SendResult>
@@ -48,7 +49,7 @@ export function boardRoutes(bridge: BoardsPort | null, defaultTimeoutMs: number)
       const { board } = req.params as { board: string }
       const b = req.body as { cmd: string; args?: Json; timeout_ms?: number }
       if (!bridge)
-        return reply.code(404).send({ error: `unknown board "${board}" (hub.toml configures no boards)` })
+        throw new CodedError('NOT_FOUND', `unknown board "${board}" (hub.toml configures no boards)`)
       const r = await bridge.send(board, b.cmd, b.args ?? {}, { timeoutMs: b.timeout_ms ?? defaultTimeoutMs })
       if (r.ok) return { board, cmd: b.cmd, ok: true, result: r.result }
       return reply

@@ -1,12 +1,15 @@
 // The hub's local API: runs, approvals and logs over loopback HTTP, bearer
-// token on every route, JSON errors `{ error }`. Returned not listening, so the hub can register
+// token on every route, JSON errors `{ error, code }` (errors/fastify.ts). Returned not listening, so the hub can register
 // more routes (channel inboxes…) before it listens on 127.0.0.1.
 import { timingSafeEqual } from 'node:crypto'
 import Fastify, { type FastifyInstance } from 'fastify'
+import { CodedError } from '../../errors/codes.ts'
+import { type ErrorLog, installJsonErrors, namedValidationMessage } from '../../errors/fastify.ts'
 import { RUN_STATES, type RunState } from '../../sops/run/states.ts'
 import type { Json } from '../../sops/types.ts'
 import { type HubEngine, type RunFilter, RunFilterError } from '../../sops/hub-engine.ts'
 import { backlog } from '../../sops/run/backlog.ts'
+import { createLog } from '../log.ts'
 import { parseTimeArg } from './time-arg.ts'
 
 export {
@@ -72,6 +75,8 @@ export function createLocalApi(opts: {
   engine: HubEngine
   token: string
   bodyLimit?: number
+  /** Where a 5xx is logged with its error: the hub's logger; default a new one on stdout. */
+  log?: ErrorLog
 }): FastifyInstance {
   const { engine, token } = opts
   // Reject unknown fields rather than strip them silently (hub/DESIGN.md, "Errors and bad input").
@@ -81,42 +86,26 @@ export function createLocalApi(opts: {
     ajv: { customOptions: { removeAdditional: false } },
   })
 
-  app.addHook('onRequest', async (req, reply) => {
+  app.addHook('onRequest', async (req) => {
     const h = req.headers.authorization
     if (typeof h !== 'string' || !h.startsWith('Bearer '))
-      return reply
-        .code(401)
-        .send({ error: 'missing bearer token (Authorization: Bearer <token from the hub token file>)' })
-    if (!sameToken(h.slice(7).trim(), token)) return reply.code(401).send({ error: 'bad bearer token' })
+      throw new CodedError(
+        'UNAUTHORIZED',
+        'missing bearer token (Authorization: Bearer <token from the hub token file>)',
+      )
+    if (!sameToken(h.slice(7).trim(), token)) throw new CodedError('UNAUTHORIZED', 'bad bearer token')
   })
   // A POST with no body is an empty object: `svc sop approve <id>` needs nothing more.
   app.addHook('preValidation', async (req) => {
     if (req.method === 'POST' && (req.body === undefined || req.body === null)) req.body = {}
   })
-  app.setErrorHandler((err: { statusCode?: number; message: string; validation?: unknown }, _req, reply) => {
-    if (err.validation && /enum|allowed values/.test(err.message))
-      err.message += ` (${RUN_STATES.join(', ')})`
-    const extra = Array.isArray(err.validation)
-      ? (err.validation as { params?: { additionalProperty?: string } }[]).find(
-          (v) => v.params?.additionalProperty,
-        )?.params?.additionalProperty
-      : undefined
-    if (extra !== undefined) err.message += `: "${extra}"`
-    const status = err.validation
-      ? 400
-      : err.statusCode && err.statusCode >= 400 && err.statusCode < 600
-        ? err.statusCode
-        : 500
-    return reply.code(status).send({ error: status === 500 ? 'internal error' : err.message })
-  })
-  app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` }),
-  )
+  // A refused `state` lists the states; a refused field is named.
+  installJsonErrors(app, opts.log ?? createLog(), { validationMessage: namedValidationMessage })
 
   app.get('/sop/pending', async () => ({ runs: engine.pending() }))
 
   // A page of run history from the run index, newest first; `next` goes back as `cursor`.
-  app.get('/sop/runs', { schema: { querystring: List } }, async (req, reply) => {
+  app.get('/sop/runs', { schema: { querystring: List } }, async (req) => {
     const q = req.query as {
       sop?: string
       state?: RunState
@@ -136,13 +125,13 @@ export function createLocalApi(opts: {
       const v = q[k]
       if (v === undefined) continue
       const t = parseTimeArg(v, now)
-      if (!t.ok) return reply.code(400).send({ error: `querystring/${k}: ${t.error}` })
+      if (!t.ok) throw new CodedError('BAD_INPUT', `querystring/${k}: ${t.error}`)
       filter[k] = t.ms
     }
     try {
       return await engine.queryRuns(filter)
     } catch (err) {
-      if (err instanceof RunFilterError) return reply.code(400).send({ error: err.message })
+      if (err instanceof RunFilterError) throw new CodedError('BAD_INPUT', err.message)
       throw err
     }
   })
@@ -153,19 +142,21 @@ export function createLocalApi(opts: {
     return { now, sops: backlog(engine.keptTriggers(), now) }
   })
 
-  app.get('/sop/runs/:id', { schema: { params: Id } }, async (req, reply) => {
+  app.get('/sop/runs/:id', { schema: { params: Id } }, async (req) => {
     const { id } = req.params as { id: string }
     const run = await engine.getRun(id)
-    return run ? { run } : reply.code(404).send({ error: `no run with id "${id}"` })
+    if (!run) throw new CodedError('RUN_NOT_FOUND', `no run with id "${id}"`)
+    return { run }
   })
 
-  app.get('/sop/runs/:id/logs', { schema: { params: Id } }, async (req, reply) => {
+  app.get('/sop/runs/:id/logs', { schema: { params: Id } }, async (req) => {
     const { id } = req.params as { id: string }
     const log = await engine.logs(id)
-    return log ? { log } : reply.code(404).send({ error: `no run with id "${id}"` })
+    if (!log) throw new CodedError('RUN_NOT_FOUND', `no run with id "${id}"`)
+    return { log }
   })
 
-  app.post('/sop/runs/:id/approve', { schema: { params: Id, body: Approve } }, async (req, reply) => {
+  app.post('/sop/runs/:id/approve', { schema: { params: Id, body: Approve } }, async (req) => {
     const { id } = req.params as { id: string }
     const b = (req.body ?? {}) as { by?: string; note?: string; decisions?: Record<string, boolean> }
     const decisions = b.decisions
@@ -177,22 +168,22 @@ export function createLocalApi(opts: {
       ...(decisions ? { decisions } : {}),
       via: 'operator',
     })
-    if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
+    if (!r.ok) throw new CodedError(r.code, r.error)
     return { run: r.run }
   })
 
-  app.post('/sop/runs/:id/deny', { schema: { params: Id, body: Deny } }, async (req, reply) => {
+  app.post('/sop/runs/:id/deny', { schema: { params: Id, body: Deny } }, async (req) => {
     const { id } = req.params as { id: string }
     const b = (req.body ?? {}) as { by?: string; note?: string }
     const r = await engine.deny(id, {
       by: b.by ?? 'operator (local API)',
       ...(b.note !== undefined ? { note: b.note } : {}),
     })
-    if (!r.ok) return reply.code(r.error.startsWith('no run') ? 404 : 409).send({ error: r.error })
+    if (!r.ok) throw new CodedError(r.code, r.error)
     return { run: r.run }
   })
 
-  app.post('/sop/:name/trigger', { schema: { params: Name, body: TriggerBody } }, async (req, reply) => {
+  app.post('/sop/:name/trigger', { schema: { params: Name, body: TriggerBody } }, async (req) => {
     const { name } = req.params as { name: string }
     const b = (req.body ?? {}) as { payload?: unknown }
     const d = await engine.trigger(name, {
@@ -201,7 +192,7 @@ export function createLocalApi(opts: {
       payload: (b.payload ?? {}) as Json,
       at: Date.now(),
     })
-    if (d.reason.startsWith('no SOP named')) return reply.code(404).send({ error: d.reason })
+    if (d.code) throw new CodedError(d.code, d.reason)
     return d
   })
 

@@ -6,6 +6,7 @@ import { exportAttestations } from './export.ts'
 import type { AttestCounts } from './record.ts'
 import type { AttestStore } from './store.ts'
 import type { SyncStatus } from './sync-status.ts'
+import { CodedError } from '../../errors/codes.ts'
 
 // JSON Schema literal: typebox's builders are not loaded by the hub (tools/types.ts says why).
 const ExportBody = {
@@ -41,19 +42,21 @@ export function attestRoutes(
     app.post<{ Body: { out: string; from?: number; to?: number } }>(
       '/attest/export',
       { schema: { body: ExportBody } },
-      async (req, reply) => {
+      async (req) => {
         const { out, from, to } = req.body
-        if (!isAbsolute(out))
-          return reply.code(400).send({ error: `out must be an absolute path (got "${out}")` })
+        if (!isAbsolute(out)) throw new CodedError('BAD_INPUT', `out must be an absolute path (got "${out}")`)
         if (from !== undefined && to !== undefined && to < from)
-          return reply.code(400).send({ error: 'to must not be before from' })
+          throw new CodedError('BAD_INPUT', 'to must not be before from')
         try {
           return await exportAttestations(store, out, {
             ...(from !== undefined ? { from } : {}),
             ...(to !== undefined ? { to } : {}),
           })
         } catch (err) {
-          return reply.code(500).send({ error: `export to ${out} failed: ${(err as Error).message}` })
+          // The file system's own message says why (a full disk, a folder that is not there).
+          throw new CodedError('INTERNAL', `export to ${out} failed: ${(err as Error).message}`, {
+            cause: err,
+          })
         }
       },
     )

@@ -6,6 +6,7 @@ import { PassThrough } from 'node:stream'
 import type { FastifyInstance } from 'fastify'
 import type { Log } from '../log.ts'
 import { type ArchiveStore, writeArchive } from './archive.ts'
+import { CodedError } from '../../errors/codes.ts'
 import { type HubPlaces, backupFiles } from './files.ts'
 
 export interface BackupRouteOptions {
@@ -25,8 +26,7 @@ export function backupRoute(o: BackupRouteOptions): (app: FastifyInstance) => vo
   let taking = false
   return (app) => {
     app.post('/hub/backup', { schema: { body: Body } }, async (req, reply) => {
-      if (taking)
-        return reply.code(409).send({ error: 'a backup is already being taken; try again when it ends' })
+      if (taking) throw new CodedError('CONFLICT', 'a backup is already being taken; try again when it ends')
       const history = (req.body as { history?: boolean } | undefined)?.history !== false
       taking = true
       const out = new PassThrough()

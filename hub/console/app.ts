@@ -3,6 +3,8 @@
 // Composed here, listened on by index.ts; tests build it with their own parts.
 import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import type { ErrorCode } from '../../errors/codes.ts'
+import { installJsonErrors } from '../../errors/fastify.ts'
 import { type Html, html } from '../../web/html.ts'
 import { assetRoutes } from './assets.ts'
 import { type AuthDeps, authRoutes, COOKIE, requireSession, sessionOf } from './auth/routes.ts'
@@ -63,7 +65,12 @@ export async function buildConsoleApp(
   const signedOut = (reply: FastifyReply, title: string, body: Html, status = 200): FastifyReply =>
     send(reply, status, layout({ title, nav: 'none', body, navItems: NAV, csrf: null }))
   const ctx: ConsoleContext = { ...o.ctx, render }
-  const auth: AuthDeps = { ...o.auth, page: signedOut, signedOut: (key) => ctx.events.drop(key) }
+  const auth: AuthDeps = {
+    ...o.auth,
+    log: o.ctx.log,
+    page: signedOut,
+    signedOut: (key) => ctx.events.drop(key),
+  }
 
   app.setNotFoundHandler((req, reply) => {
     const s = sessionOf(req, auth)
@@ -73,22 +80,19 @@ export async function buildConsoleApp(
       ? render(req, reply, { title: 'Not found', nav: 'none', body, status: 404 })
       : signedOut(reply, 'Not found', body, 404)
   })
-  app.setErrorHandler((err: Error & { statusCode?: number; code?: string }, req, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
-    if (status >= 500)
-      o.ctx.log.error({ url: req.routeOptions.url, err: String(err) }, 'console: request failed')
-    const text =
-      status >= 500
-        ? 'the hub could not answer this request (see the hub log)'
-        : err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-          ? `the form is larger than ${BODY_LIMIT / 1024} KiB`
-          : err.message
-    return signedOut(
-      reply,
-      'Error',
-      html`<h1>Request refused</h1><p class="error" role="alert">${text}</p><p><a href="/">Back to the overview</a></p>`,
-      status,
-    )
+  // The one error path of every server, answered as a page: the 5xx logged with its error.
+  installJsonErrors(app, o.ctx.log, {
+    notFound: false,
+    tooLarge: `the form is larger than ${BODY_LIMIT / 1024} KiB`,
+    send: (reply, a) => {
+      const text = a.status >= 500 ? 'the hub could not answer this request (see the hub log)' : a.error
+      return signedOut(
+        reply,
+        'Error',
+        html`<h1>Request refused</h1><p class="error" role="alert">${text}</p><p><a href="/">Back to the overview</a></p>`,
+        a.status,
+      )
+    },
   })
 
   await assetRoutes(app)
@@ -97,7 +101,8 @@ export async function buildConsoleApp(
     requireSession(scope, auth)
     scope.get<{ Querystring: { topics?: string } }>('/events', async (req, reply) => {
       const topics = parseTopics(req.query.topics)
-      if (!topics.ok) return reply.status(400).send({ error: topics.error })
+      if (!topics.ok)
+        return reply.status(400).send({ error: topics.error, code: 'BAD_INPUT' satisfies ErrorCode })
       ctx.events.attach(req, reply, topics.topics, sessionKey(req.cookies[COOKIE] as string))
       return reply
     })

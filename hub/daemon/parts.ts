@@ -32,7 +32,7 @@ export interface BridgeLike extends BoardPort {
 
 export interface LocalApiParts {
   /** Builds the local API app (routes for runs, approvals…); the hub adds its own and listens. */
-  create(o: { engine: HubEngine; token: string }): FastifyInstance | Promise<FastifyInstance>
+  create(o: { engine: HubEngine; token: string; log: Log }): FastifyInstance | Promise<FastifyInstance>
   /** A fresh bearer token, stored where the CLI finds it. */
   issueToken(): Promise<string>
   /** Tells the CLI where the API listens, and which SOP directory and data folder the hub uses. */

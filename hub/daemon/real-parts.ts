@@ -170,8 +170,8 @@ export function realParts(env: NodeJS.ProcessEnv = process.env, config?: HubConf
   return {
     ...(agent ? { agent } : {}),
     localApi: {
-      create: async ({ engine, token }) =>
-        (await import('../api/index.ts')).createLocalApi({ engine, token }),
+      create: async ({ engine, token, log }) =>
+        (await import('../api/index.ts')).createLocalApi({ engine, token, log }),
       issueToken: async () => (await import('../api/index.ts')).issueApiToken(paths.apiToken),
       writeInfo: async (url, about) =>
         (await import('../api/index.ts')).writeApiInfo(url, paths.apiInfo, about),

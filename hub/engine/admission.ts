@@ -64,7 +64,8 @@ export class Admission {
     if (!sop) {
       const d: AdmissionDecision = { outcome: 'dropped', reason: `no SOP named "${sopName}" is loaded` }
       await store.write(this.admissionOps(sopName, event, d))
-      return d
+      // The code rides on the answer only: admission records keep the shape they are stored in.
+      return { ...d, code: 'SOP_NOT_LOADED' }
     }
     const verdict: AdmissionVerdict = admit(sop, ctx.view(sop.name))
     switch (verdict.outcome) {

@@ -1,5 +1,6 @@
 // Approvals: a run parked at a gate goes on when an operator (or, where the gate allows it, the
 // agent) approves it, with the answers to its decide: questions, or finishes denied.
+import { fail } from '../../errors/codes.ts'
 import type { ApproveOptions, RunResult } from '../../sops/hub-engine.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { isParked } from '../../sops/run/states.ts'
@@ -35,6 +36,7 @@ export async function approve(
     await persist(ctx, run!)
     return {
       ok: false,
+      code: 'NEEDS_OPERATOR',
       error: `run ${runId} waits at step ${gate.step} for an operator (${gate.reason}); the request is recorded, approve it with \`svc sop approve ${runId}\``,
     }
   }
@@ -44,6 +46,7 @@ export async function approve(
     if (typeof a !== 'boolean') {
       return {
         ok: false,
+        code: 'DECISION_MISSING',
         error: `run ${runId} needs an answer to step ${q.step}'s question "${q.question}" (decisions: { "${q.step}": true|false })`,
       }
     }
@@ -104,7 +107,7 @@ export async function deny(
 function stillWaiting(runId: string, run: RunRecord | undefined): RunResult | null {
   return run && isParked(run.state) && run.gate
     ? null
-    : { ok: false, error: `run ${runId} is not waiting for approval (it is ${run?.state ?? 'gone'})` }
+    : fail('RUN_NOT_WAITING', `run ${runId} is not waiting for approval (it is ${run?.state ?? 'gone'})`)
 }
 
 async function notWaiting(
@@ -112,9 +115,9 @@ async function notWaiting(
   runId: string,
   run: RunRecord | undefined,
 ): Promise<RunResult | null> {
-  if (typeof runId !== 'string' || runId === '') return { ok: false, error: 'run id is missing' }
+  if (typeof runId !== 'string' || runId === '') return fail('BAD_INPUT', 'run id is missing')
   if (run && isParked(run.state) && run.gate) return null
   const stored = run ?? ctx.finishing.get(runId) ?? (await ctx.store.getRun(runId))
-  if (!stored) return { ok: false, error: `no run with id "${runId}"` }
-  return { ok: false, error: `run ${runId} is not waiting for approval (it is ${stored.state})` }
+  if (!stored) return fail('RUN_NOT_FOUND', `no run with id "${runId}"`)
+  return fail('RUN_NOT_WAITING', `run ${runId} is not waiting for approval (it is ${stored.state})`)
 }

@@ -6,6 +6,7 @@ import type { Json } from '../../sops/types.ts'
 import type { Firer, FireResult } from './fire.ts'
 import { payloadText } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
+import { CodedError } from '../../errors/codes.ts'
 
 export const CHANNEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
 
@@ -56,11 +57,12 @@ export function registerChannelRoute(
   app.post<{ Params: { name: string } }>('/channels/:name', async (req, reply) => {
     const name = req.params.name
     if (!CHANNEL_NAME.test(name))
-      return reply
-        .code(400)
-        .send({ error: `channel name "${name}" must be 1-64 letters, digits, ".", "_" or "-"` })
+      throw new CodedError(
+        'BAD_INPUT',
+        `channel name "${name}" must be 1-64 letters, digits, ".", "_" or "-"`,
+      )
     const plan = getPlan()
-    if (!plan.channel.has(name)) return reply.code(404).send({ error: `no SOP listens on channel "${name}"` })
+    if (!plan.channel.has(name)) throw new CodedError('NOT_FOUND', `no SOP listens on channel "${name}"`)
     const body = req.body
     const payload: string | Json =
       body === undefined || body === null ? '' : typeof body === 'string' ? body : (body as Json)

@@ -1,10 +1,12 @@
 // Webhook triggers: a Fastify gateway that answers exactly each configured path (POST), with
 // the body as the payload (JSON when the request says JSON, else text), and replies
 // `{ runId, outcome }`. Anything else is 404 (unknown path) or 405 (known path, wrong method),
-// as `{ error }`. Bodies are bounded (413 beyond the limit). A path with a secret in hub.toml
+// as `{ error, code }`. Bodies are bounded (413 beyond the limit). A path with a secret in hub.toml
 // answers only requests signed GitHub's way (webhook-signature.ts): 401 otherwise, nothing started.
 import Fastify, { type FastifyInstance } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
+import { CodedError } from '../../errors/codes.ts'
+import { installJsonErrors } from '../../errors/fastify.ts'
 import type { Json } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
@@ -60,10 +62,11 @@ export async function buildWebhookApp(
     await app.register(rateLimit, {
       max: opts.rateLimit,
       timeWindow: 60_000,
-      errorResponseBuilder: (_req, ctx) => ({
-        statusCode: 429,
-        error: `rate limited: more than ${ctx.max} requests a minute; retry in ${ctx.after}`,
-      }),
+      errorResponseBuilder: (_req, ctx) =>
+        new CodedError(
+          'RATE_LIMITED',
+          `rate limited: more than ${ctx.max} requests a minute; retry in ${ctx.after}`,
+        ),
     })
   }
   // Every content type arrives as the exact bytes received: the signature is over those bytes,
@@ -72,39 +75,29 @@ export async function buildWebhookApp(
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body))
 
-  app.setErrorHandler((err: { statusCode?: number; message: string }, _req, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 600 ? err.statusCode : 500
-    const error =
-      status === 413
-        ? `body is larger than ${opts.bodyLimit} bytes`
-        : status === 500
-          ? 'internal error'
-          : ((err as { error?: string }).error ?? err.message)
-    if (status === 500) log.error({ err: err.message }, 'webhook gateway error')
-    void reply.code(status).send({ error })
-  })
+  installJsonErrors(app, log, { tooLarge: `body is larger than ${opts.bodyLimit} bytes` })
 
   app.all('/*', async (req, reply) => {
     const path = req.url.split('?')[0] ?? '/'
     const hook = getPlan().webhook.get(path)
-    if (!hook) return reply.code(404).send({ error: `no webhook at ${path}` })
-    if (req.method !== 'POST')
-      return reply
-        .code(405)
-        .header('allow', 'POST')
-        .send({ error: `webhook ${path} accepts POST only` })
+    if (!hook) throw new CodedError('NOT_FOUND', `no webhook at ${path}`)
+    if (req.method !== 'POST') {
+      reply.header('allow', 'POST')
+      throw new CodedError('METHOD_NOT_ALLOWED', `webhook ${path} accepts POST only`)
+    }
     const bytes = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0)
     const secret = secrets.get(path)
     if (secret) {
       const bad = signatureError(secret, bytes, req.headers[SIGNATURE_HEADER])
       if (bad) {
         log.warn({ path, ip: req.ip, reason: bad }, 'webhook refused: bad signature')
-        return reply.code(401).send({ error: bad })
+        throw new CodedError('UNAUTHORIZED', bad)
       }
     } else if (opts.mustSign?.().has(path)) {
-      return reply.code(401).send({
-        error: `webhook ${path} has no secret configured and the gateway is not on loopback: nothing is accepted`,
-      })
+      throw new CodedError(
+        'UNAUTHORIZED',
+        `webhook ${path} has no secret configured and the gateway is not on loopback: nothing is accepted`,
+      )
     }
     const raw = bytes.toString('utf8')
     let payload: string | Json = raw
@@ -113,17 +106,19 @@ export async function buildWebhookApp(
       try {
         payload = JSON.parse(raw) as Json
       } catch (err) {
-        return reply
-          .code(400)
-          .send({ error: `body is not valid JSON: ${err instanceof Error ? err.message : String(err)}` })
+        throw new CodedError(
+          'BAD_INPUT',
+          `body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+        )
       }
     }
     const result = await firer.fire(hook.sop, { type: 'webhook', source: path, payload, at: now() })
     // Not recorded for want of disk (hub/disk/): the caller may try again later, and is told so.
-    if (!result.ok && result.disk)
-      return reply.code(503).header('retry-after', '60').send({ error: result.error })
-    if (!result.ok)
-      return reply.code(500).send({ error: `the engine could not take the trigger: ${result.error}` })
+    if (!result.ok && result.disk) {
+      reply.header('retry-after', '60')
+      throw new CodedError('UNAVAILABLE', result.error)
+    }
+    if (!result.ok) throw new CodedError('INTERNAL', `the engine could not take the trigger: ${result.error}`)
     const { outcome, runId, reason } = result.decision
     return reply.code(STATUS_BY_OUTCOME[outcome] ?? 200).send({ runId: runId ?? null, outcome, reason })
   })

@@ -13,6 +13,7 @@ import {
 import { svcCli } from '../helpers/cli.ts'
 import type { SopBacklog } from '../../sops/run/backlog.ts'
 import { svcPaths } from '../../hub/paths.ts'
+import { logLines } from '../helpers/log-lines.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 import { call, sop, step } from './helpers.ts'
@@ -64,7 +65,7 @@ t.test('token and info files: 0600, fresh per issue, refused when others can rea
   t.match(await readApiInfo(info), { ok: false, error: /loopback/ })
 })
 
-t.test('every route needs the bearer token; errors are JSON { error }', async (t) => {
+t.test('every route needs the bearer token; errors are JSON { error, code }', async (t) => {
   const h = await hub(t)
   for (const [method, path] of [
     ['GET', '/sop/pending'],
@@ -74,21 +75,24 @@ t.test('every route needs the bearer token; errors are JSON { error }', async (t
   ] as const) {
     const none = await fetch(h.url + path, { method })
     t.equal(none.status, 401, `${method} ${path} without a token`)
-    t.match(await none.json(), { error: /missing bearer token/ })
+    t.match(await none.json(), { error: /missing bearer token/, code: 'UNAUTHORIZED' })
     const bad = await fetch(h.url + path, { method, headers: { authorization: 'Bearer ' + 'f'.repeat(64) } })
     t.equal(bad.status, 401)
   }
   const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
   const r404 = await fetch(h.url + '/sop/runs/nope', { headers: auth })
   t.equal(r404.status, 404)
-  t.same(await r404.json(), { error: 'no run with id "nope"' })
+  t.same(await r404.json(), { error: 'no run with id "nope"', code: 'RUN_NOT_FOUND' })
+  const noRoute = await fetch(h.url + '/nothing', { headers: auth })
+  t.equal(noRoute.status, 404)
+  t.same(await noRoute.json(), { error: 'no route GET /nothing', code: 'NOT_FOUND' })
   const extra = await fetch(h.url + '/sop/runs/x/approve', {
     method: 'POST',
     headers: auth,
     body: JSON.stringify({ bogus: 1 }),
   })
   t.equal(extra.status, 400)
-  t.match(await extra.json(), { error: /additional properties: "bogus"/ })
+  t.match(await extra.json(), { error: /additional properties: "bogus"/, code: 'BAD_INPUT' })
   const badState = await fetch(h.url + '/sop/runs?state=sleeping', { headers: auth })
   t.equal(badState.status, 400)
   t.match(await badState.json(), { error: /state.*waiting_approval/ })
@@ -100,7 +104,63 @@ t.test('every route needs the bearer token; errors are JSON { error }', async (t
   t.equal(notJson.status, 400)
   const unknown = await fetch(h.url + '/sop/nope/trigger', { method: 'POST', headers: auth, body: '{}' })
   t.equal(unknown.status, 404)
-  t.match(await unknown.json(), { error: 'no SOP named "nope" is loaded' })
+  t.same(await unknown.json(), { error: 'no SOP named "nope" is loaded', code: 'SOP_NOT_LOADED' })
+})
+
+t.test("approve and deny: the status comes from the refusal's code", async (t) => {
+  const h = await hub(t)
+  const auth = { authorization: `Bearer ${h.token}`, 'content-type': 'application/json' }
+  const post = async (path: string, body: unknown = {}) => {
+    const r = await fetch(h.url + path, { method: 'POST', headers: auth, body: JSON.stringify(body) })
+    return { status: r.status, body: (await r.json()) as Record<string, unknown> }
+  }
+  t.same(await post('/sop/runs/nope/approve'), {
+    status: 404,
+    body: { error: 'no run with id "nope"', code: 'RUN_NOT_FOUND' },
+  })
+  t.same(await post('/sop/runs/nope/deny'), {
+    status: 404,
+    body: { error: 'no run with id "nope"', code: 'RUN_NOT_FOUND' },
+  })
+  const { runId } = (await post('/sop/door/trigger', { payload: {} })).body as { runId: string }
+  await h.engine.idle()
+  // A question left unanswered is bad input, not a conflict with the run's state.
+  const unanswered = await post(`/sop/runs/${runId}/approve`)
+  t.equal(unanswered.status, 400)
+  t.match(unanswered.body, { error: /needs an answer to step 2's question/, code: 'DECISION_MISSING' })
+  t.equal((await post(`/sop/runs/${runId}/deny`)).status, 200)
+  await h.engine.idle()
+  const again = await post(`/sop/runs/${runId}/deny`)
+  t.equal(again.status, 409)
+  t.match(again.body, { error: /is not waiting for approval \(it is cancelled\)/, code: 'RUN_NOT_WAITING' })
+  // The engine's own refusal of a missing id (the route's schema already refuses an empty one).
+  t.match(await h.engine.approve(''), { ok: false, code: 'BAD_INPUT', error: 'run id is missing' })
+})
+
+t.test("a failure of the local API is a 500 { error, code } in the hub's log with the error", async (t) => {
+  const { engine } = await startEngine(t, [])
+  const { log, lines } = logLines()
+  const app = createLocalApi({ engine, token: 'f'.repeat(64), log })
+  // The hub adds its own routes to this app (status, boards, backup…): one that throws.
+  app.get('/hub/boom', async () => {
+    throw new Error('the store is closed')
+  })
+  t.teardown(() => app.close())
+  const r = await app.inject({
+    method: 'GET',
+    url: '/hub/boom',
+    headers: { authorization: `Bearer ${'f'.repeat(64)}` },
+  })
+  t.equal(r.statusCode, 500)
+  t.same(r.json(), { error: 'internal error', code: 'INTERNAL' })
+  t.match(lines, [
+    {
+      level: 50,
+      status: 500,
+      url: '/hub/boom',
+      err: { message: 'the store is closed', stack: /api\.test\.ts/ },
+    },
+  ])
 })
 
 t.test('svc sop pending / approve / deny / logs against the running hub', async (t) => {

@@ -1,6 +1,8 @@
 // The webhook gateway on a real loopback port.
 import t from 'tap'
 import { silentLog } from '../../hub/log.ts'
+import type { Firer } from '../../hub/triggers/fire.ts'
+import { logLines } from '../helpers/log-lines.ts'
 import { createFirer } from '../../hub/triggers/fire.ts'
 import { buildPlan } from '../../hub/triggers/plan.ts'
 import { startWebhookGateway } from '../../hub/triggers/webhook.ts'
@@ -96,4 +98,20 @@ t.test('a caller over the rate limit gets 429 with a reason; nothing more is sta
   const res = await fetch(`${gw.url}/h`, { method: 'POST', body: 'x' })
   t.match(await res.json(), { error: /rate limited: more than 3 requests a minute/ })
   t.equal(engine.calls.length, 3)
+})
+
+t.test("a failure of the gateway is a 500 { error, code } in the hub's log with the error", async (t) => {
+  const { log, lines } = logLines()
+  const plan = buildPlan([sop('hook', [{ type: 'webhook', path: '/hooks/order' }])])
+  // The engine's trigger throws (a store that fails under it): the firer passes the throw on.
+  const firer = { fire: async () => Promise.reject(new Error('the store is closed')) } as unknown as Firer
+  const gw = await startWebhookGateway(firer, log, { host: '127.0.0.1', port: 0, bodyLimit: 1024 }, plan)
+  t.teardown(() => gw.stop())
+  const res = await fetch(`${gw.url}/hooks/order`, { method: 'POST', body: 'x' })
+  t.equal(res.status, 500)
+  t.same(await res.json(), { error: 'internal error', code: 'INTERNAL' })
+  t.match(
+    lines.filter((l) => l.level >= 50),
+    [{ level: 50, status: 500, url: '/hooks/order', err: { message: 'the store is closed' } }],
+  )
 })

@@ -7,6 +7,8 @@ import { timingSafeEqual } from 'node:crypto'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { verifyPassword, PASSWORD_MAX_BYTES } from '../../broker/password.ts'
 import { type Html, html } from '../../../web/html.ts'
+import type { ErrorCode } from '../../../errors/codes.ts'
+import type { ErrorLog } from '../../../errors/fastify.ts'
 import type { FailureLimiter } from './failures.ts'
 import { readOwnerFile } from './owner-file.ts'
 import { type LoginLinks, type SessionStore, sessionKey } from './tokens.ts'
@@ -23,6 +25,8 @@ export interface AuthDeps {
   now: () => number
   /** Told the session key of each sign-out (the event streams of that session end). */
   signedOut?(key: string): void
+  /** Where a 5xx the routes answer themselves is logged (the hub's logger). */
+  log?: ErrorLog
   /** Renders a signed-out page (the layout without navigation). */
   page(reply: FastifyReply, title: string, body: Html, status?: number): FastifyReply
 }
@@ -87,7 +91,7 @@ export function authRoutes(app: FastifyInstance, deps: AuthDeps): void {
     reply.header('retry-after', String(wait))
     const text = `too many failed sign-ins from here: try again in ${wait} s`
     return json
-      ? reply.status(429).send({ error: text })
+      ? reply.status(429).send({ error: text, code: 'RATE_LIMITED' satisfies ErrorCode })
       : deps.page(reply, 'Sign in', html`<h1>Sign in</h1><p class="error" role="alert">${text}</p>`, 429)
   }
   const startSession = (reply: FastifyReply): void => {
@@ -118,7 +122,13 @@ export function authRoutes(app: FastifyInstance, deps: AuthDeps): void {
     const next = safeNext(field(req.body, 'next'))
     const password = field(req.body, 'password') ?? ''
     const owner = await readOwnerFile(deps.ownerFile)
-    if (!owner.ok) return deps.page(reply, 'Sign in', loginForm(false, next, owner.error), 500)
+    if (!owner.ok) {
+      deps.log?.error(
+        { err: new Error(owner.error), file: deps.ownerFile },
+        'console: POST /login answered 500',
+      )
+      return deps.page(reply, 'Sign in', loginForm(false, next, owner.error), 500)
+    }
     if (owner.hash === null)
       return deps.page(
         reply,
@@ -140,21 +150,24 @@ export function authRoutes(app: FastifyInstance, deps: AuthDeps): void {
 
   app.post('/login/link', async (req, reply) => {
     if (!sameOrigin(req, deps.secure))
-      return reply
-        .status(403)
-        .send({ error: 'refused: not sent from this console (Origin header missing or foreign)' })
+      return reply.status(403).send({
+        error: 'refused: not sent from this console (Origin header missing or foreign)',
+        code: 'FORBIDDEN' satisfies ErrorCode,
+      })
     const wait = retryAfter(req)
     if (wait !== null) return tooMany(reply, wait, true)
     const token = field(req.body, 'token')
     if (token === undefined || token.length > 200)
-      return reply
-        .status(400)
-        .send({ error: 'body: needs {"token": "<the token after #token= in the link>"}' })
+      return reply.status(400).send({
+        error: 'body: needs {"token": "<the token after #token= in the link>"}',
+        code: 'BAD_INPUT' satisfies ErrorCode,
+      })
     if (!deps.links.consume(token, deps.now())) {
       deps.limiter.fail(req.ip, deps.now())
       return reply.status(401).send({
         error:
           'this sign-in link was already used or has expired; restart the hub for a new one, or sign in with the owner password',
+        code: 'UNAUTHORIZED' satisfies ErrorCode,
       })
     }
     startSession(reply)
@@ -173,7 +186,10 @@ export function requireSession(app: FastifyInstance, deps: AuthDeps): void {
     if (!s) {
       if (req.method === 'GET' && req.headers.accept?.includes('text/html'))
         return reply.redirect(`/login?next=${encodeURIComponent(req.url)}`, 303)
-      return reply.status(401).send({ error: 'not signed in to the console (open /login)' })
+      return reply.status(401).send({
+        error: 'not signed in to the console (open /login)',
+        code: 'UNAUTHORIZED' satisfies ErrorCode,
+      })
     }
     req.consoleSession = { csrf: s.csrf }
   })

@@ -3,6 +3,7 @@
 // /approvals/:run approves or denies it with a comment, as `svc sop approve|deny` would, by
 // "owner (console)". Laid out for a 390-px phone first: one card per run, full-width buttons.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { statusOf } from '../../../errors/codes.ts'
 import type { Gate, RunRecord } from '../../../sops/run/record.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type ConsoleContext, csrfField } from '../context.ts'
@@ -112,12 +113,7 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
       result = await ctx.engine.approve(id, { by: APPROVER, ...note, decisions, via: 'operator' })
     }
     if (!result.ok) {
-      const status = /^no run with id/.test(result.error)
-        ? 404
-        : /needs an answer/.test(result.error)
-          ? 400
-          : 409
-      return refuse(status, `${result.error}.`)
+      return refuse(statusOf(result.code), `${result.error}.`)
     }
     return reply.redirect(
       `/approvals?done=${decision === 'approve' ? 'approved' : 'denied'}&run=${encodeURIComponent(id)}`,

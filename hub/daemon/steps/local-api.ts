@@ -44,7 +44,7 @@ export async function startLocalApi(
   const attestStore = o.attestation.store
   const api = parts.localApi
   const token = await api.issueToken()
-  const app = await api.create({ engine, token })
+  const app = await api.create({ engine, token, log })
   router.registerRoutes(app)
   registerStatusRoute(app, () => {
     const boards = bridge?.stats().boards ?? {}
