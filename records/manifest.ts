@@ -49,19 +49,30 @@ export function checkManifest(raw: unknown): Checked<Manifest> {
   return { ok: true, value: { version: 1, chainId: CHAIN_ID, agentId: m.agentId, rows } }
 }
 
-/** Row i must describe data line i: same count, paramsHash = keccak256(line i). */
-export function checkManifestAgainstData(manifest: Manifest, dataText: string): Checked<true> {
+/**
+ * Row i must describe data line i: same count, paramsHash = keccak256(line i). `fault` says which
+ * file a refusal names: the data (a count that differs) or the manifest (a row that does not match).
+ */
+export function checkManifestAgainstData(
+  manifest: Manifest,
+  dataText: string,
+): { ok: true; value: true } | { ok: false; error: string; fault: 'data' | 'manifest' } {
   const lines = splitLines(dataText)
   if (lines.length !== manifest.rows.length) {
     return {
       ok: false,
       error: `manifest has ${manifest.rows.length} rows but the data file has ${lines.length} lines`,
+      fault: 'data',
     }
   }
   for (let i = 0; i < lines.length; i++) {
     const want = manifest.rows[i]!.paramsHash.toLowerCase()
     if (lineHash(lines[i]!) !== want)
-      return { ok: false, error: `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}` }
+      return {
+        ok: false,
+        error: `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}`,
+        fault: 'manifest',
+      }
   }
   return { ok: true, value: true }
 }

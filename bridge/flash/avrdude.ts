@@ -128,10 +128,7 @@ async function checkOps(
       if (!img.ok)
         return {
           ok: false,
-          error:
-            max && /past the end/.test(img.error)
-              ? `${img.error}: the board takes at most ${max} bytes`
-              : img.error,
+          error: max && img.tooBig ? `${img.error}: the board takes at most ${max} bytes` : img.error,
         }
       writeBytes += img.value.size
     }

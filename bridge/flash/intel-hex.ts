@@ -11,7 +11,8 @@ export interface HexImage {
   first: number
 }
 
-export type HexResult = { ok: true; value: HexImage } | { ok: false; error: string }
+/** `tooBig`: the image reaches past `maxSize` (a caller names the board's limit). */
+export type HexResult = { ok: true; value: HexImage } | { ok: false; error: string; tooBig?: true }
 
 export interface ParseOptions {
   /** Named in every error, e.g. the file's name (default `Intel HEX`). */
@@ -26,7 +27,7 @@ const RECORD = /^:([0-9A-Fa-f]{2})+$/
 export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult {
   const where = opts.where ?? 'Intel HEX'
   const maxSize = opts.maxSize ?? 256 * 1024
-  const bad = (line: number, what: string): HexResult => ({
+  const bad = (line: number, what: string): Extract<HexResult, { ok: false }> => ({
     ok: false,
     error: `${where} line ${line}: ${what}`,
   })
@@ -60,10 +61,10 @@ export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult 
         const at = base + offset
         if (len === 0) break
         if (at + len > maxSize)
-          return bad(
-            n,
-            `data at 0x${hex4(at)}-0x${hex4(at + len - 1)}, past the end (0x${hex4(maxSize - 1)})`,
-          )
+          return {
+            ...bad(n, `data at 0x${hex4(at)}-0x${hex4(at + len - 1)}, past the end (0x${hex4(maxSize - 1)})`),
+            tooBig: true,
+          }
         chunks.push({ at, data: new Uint8Array(data) })
         size = Math.max(size, at + len)
         first = Math.min(first, at)

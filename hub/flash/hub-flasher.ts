@@ -103,7 +103,7 @@ export function createHubFlasher(o: {
         return {
           ok: false,
           error:
-            max !== undefined && /past the end/.test(parsed.error)
+            max !== undefined && parsed.tooBig
               ? `${parsed.error}: ${board} takes at most ${max} bytes below its bootloader`
               : parsed.error,
         }

@@ -61,8 +61,7 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
     return { ok: false, error: 'data: not valid UTF-8' }
   }
   const d = checkManifestAgainstData(m.value, text)
-  if (!d.ok)
-    return { ok: false, error: d.error.startsWith('rows[') ? `manifest ${d.error}` : `data: ${d.error}` }
+  if (!d.ok) return { ok: false, error: d.fault === 'manifest' ? `manifest ${d.error}` : `data: ${d.error}` }
 
   let image: CheckedListing['image'] = null
   if (u.files.image) {
