@@ -76,6 +76,22 @@ t.test('SIGKILL while retention drops segments, and in the middle of a rebuild o
   t.notOk(existsSync(join(dir, 'db', 'history', '00000001.seg')), 'the first segment was dropped')
   await survived(t, dir, ids, 'after retention was killed')
 
+  // How many segments retention left is its own business: a rebuild needs several to be killed
+  // in the middle of, so runs of now (which retention keeps) are added until there are.
+  {
+    const opened = openHistoryEngine(dir)
+    const engine = await opened.engine
+    for (let i = 0; readdirSync(join(dir, 'db', 'history')).length < 3; i++) {
+      await engine.trigger('work', {
+        type: 'manual',
+        source: 'test',
+        payload: { fill: i },
+        at: opened.clock.now(),
+      })
+      await engine.idle()
+    }
+    await engine.close()
+  }
   // Mark the index stale, as an upgrade that changes it would, and kill the rebuild mid-way.
   const db = new Level<string, string>(join(dir, 'db'), { valueEncoding: 'utf8' })
   await db.put(INDEX_MARKER, '0')
