@@ -217,7 +217,7 @@ function isEmpty(o: object | undefined): boolean {
 }
 
 /**
- * A step record that is settled is never changed in place: engine.ts gives a step a new record
+ * A step record that is settled is never changed in place: run-driver.ts gives a step a new record
  * each time it is entered (and after a restart), and only the running record is mutated. So a
  * settled record already written as the same object need not be serialised again to compare.
  */
@@ -571,7 +571,7 @@ export class EngineStore {
     for (const k in steps) {
       const rec = steps[k]!
       // A step just entered is implied by `current`; its record is written once it has a result
-      // (engine.ts recover() re-enters it after a restart).
+      // (restart.ts `recover` re-enters it after a restart).
       if (rec.status === 'running' && rec.attempts === 0) continue
       const n = Number(k)
       const prev = w.steps.get(n)
