@@ -3,6 +3,7 @@ import t, { type Test } from 'tap'
 import { join } from 'node:path'
 import mqtt from 'mqtt'
 import Fastify from 'fastify'
+import { installJsonErrors } from '../../errors/fastify.ts'
 import { silentLog } from '../../hub/log.ts'
 import { startTriggerRouter, type RouterOptions } from '../../hub/triggers/router.ts'
 import { matches } from '../../sops/conditions.ts'
@@ -197,7 +198,10 @@ t.test('channels: a named local inbox on the local API', async (t) => {
     sop('c1', [{ type: 'channel', channel: 'orders', alias: 'o', condition: '' }]),
     sop('c2', [{ type: 'channel', channel: 'orders', condition: '$.qty > 1' }]),
   ])
+  // The routes' refusals are thrown coded errors; the app's one error path answers them, as the
+  // local API's does.
   const app = Fastify()
+  installJsonErrors(app, silentLog)
   router.registerRoutes(app)
   t.teardown(() => app.close())
   let res = await app.inject({ method: 'POST', url: '/channels/orders', payload: { qty: 2 } })
