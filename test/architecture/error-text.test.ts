@@ -3,21 +3,12 @@
 // be reworded without changing what anyone does with it. Matching a message is allowed only where
 // the text is another program's (a library, a broker, a chain node, an emulator), each listed with
 // why. `npx tap test/architecture/error-text.test.ts` reads the source; the README lists the rules.
-import { execFileSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
-import { dirname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { join } from 'node:path'
 import t from 'tap'
+import { root, sourceFiles } from './source-files.ts'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
-const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts'], {
-  cwd: root,
-  encoding: 'utf8',
-})
-  .split('\n')
-  .filter(
-    (f) => f !== '' && !f.startsWith('test/') && !f.startsWith('bench/') && !f.startsWith('node_modules/'),
-  )
+const files = sourceFiles
 
 // A name that holds a message: error, reason, message, msg, err (and `x.error`, `e.message`…).
 const TEXT = String.raw`\b(?:error|err|reason|message|msg|shortMessage|details)\b`

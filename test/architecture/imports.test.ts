@@ -2,20 +2,11 @@
 // broker → triggers → engine → tools → stores → sync → market), so a low module never imports a
 // high one. `npx tap test/architecture/imports.test.ts` checks them; the README lists them.
 import { readFileSync } from 'node:fs'
-import { execFileSync } from 'node:child_process'
 import { dirname, join, normalize, relative } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import t from 'tap'
+import { root, sourceFiles } from './source-files.ts'
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '../..')
-const files = execFileSync('git', ['ls-files', '-co', '--exclude-standard', '*.ts'], {
-  cwd: root,
-  encoding: 'utf8',
-})
-  .split('\n')
-  .filter(
-    (f) => f !== '' && !f.startsWith('test/') && !f.startsWith('bench/') && !f.startsWith('node_modules/'),
-  )
+const files = sourceFiles
 
 // Static imports, re-exports and dynamic import('…') of our own files (relative specifiers).
 const SPEC =
