@@ -12,6 +12,8 @@ import { readApiInfo } from '../hub/api/token.ts'
 import { type Manifest, readArchive, writeArchive } from '../hub/backup/archive.ts'
 import { encryptStream } from '../hub/backup/crypt.ts'
 import { backupFiles } from '../hub/backup/files.ts'
+import { ACCOUNTS_FILE } from '../hub/broker/accounts-file.ts'
+import { OWNER_FILE } from '../hub/console/auth/owner-file.ts'
 import { openStoresForBackup } from '../hub/backup/offline.ts'
 import { loadConfig } from '../hub/daemon/config.ts'
 import { svcPaths } from '../hub/paths.ts'
@@ -60,6 +62,14 @@ const stamp = () =>
     .replace(/\.\d+Z$/, 'Z')
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`
 
+/** The archive's entries that hold a secret or its hash, and how the command names them. */
+const SECRETS: [string, string][] = [
+  ['home/device.key', 'the device key'],
+  ['home/market.key', 'the market key'],
+  [`data/${ACCOUNTS_FILE}`, "the broker accounts' password hashes"],
+  [`data/${OWNER_FILE}`, "the console owner's password hash"],
+]
+
 /** The gzip'd archive as a stream: from the running hub, or made here from its stores. */
 async function archiveStream(
   io: CliIo,
@@ -96,8 +106,14 @@ async function archiveStream(
     sopsDir: c.sopsDir,
     configFile: c.file,
   })
-  const out = new PassThrough()
   const stores = opened.stores(history)
+  if (stores.length === 0 && files.length === 0) {
+    await opened.close()
+    throw new UserError(
+      `nothing to back up: ${paths.home} holds no hub (no hub.toml, device key, SOPs or stores in ${c.dataDir}); set SVC_HOME to the hub's home`,
+    )
+  }
+  const out = new PassThrough()
   const done = writeArchive(out, { files, stores, history })
     .catch((err: unknown) => out.destroy(err as Error))
     .finally(() => opened.close())
@@ -179,8 +195,10 @@ export const command: Command = async (argv, io) => {
   io.out(
     `  stores: ${stores || 'none'}; files: ${kept.length}${history ? '' : '; finished runs left out (--no-history)'}`,
   )
-  io.out(
-    `  it holds the device key and the hashes of broker and console passwords: keep it private (it is mode 0600)${passphrase ? '' : '; not encrypted (--passphrase-env VAR encrypts it)'}`,
-  )
+  const secrets = SECRETS.filter(([path]) => kept.some((f) => f.path === path)).map(([, what]) => what)
+  if (secrets.length > 0)
+    io.out(
+      `  it holds ${secrets.join(', ')}: keep it private (it is mode 0600)${passphrase ? '' : '; not encrypted (--passphrase-env VAR encrypts it)'}`,
+    )
   return EXIT_OK
 }

@@ -15,6 +15,7 @@ import { backupFiles } from '../../hub/backup/files.ts'
 import { restoreArchive } from '../../hub/backup/restore.ts'
 import { archiveStores } from '../../hub/backup/stores.ts'
 import { createEngine } from '../../hub/engine/index.ts'
+import { svcCli } from '../helpers/cli.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { call, event, memoryTools, sop, step } from '../engine/helpers.ts'
 
@@ -205,4 +206,17 @@ t.test('a changed byte or a cut-short archive is refused, with nothing put in pl
     await t.rejects(restoreArchive(bad, placesIn(to), null), error, what)
     t.same(await readdir(to), [], `${what}: nothing put in place`)
   }
+})
+
+t.test('svc hub backup of a home with no hub in it refuses, writing nothing', async (t) => {
+  const home = await tempDir(t, 'svc-empty-home-')
+  const out = join(home, 'b.tar.gz')
+  const r = await svcCli({ ...process.env, SVC_HOME: home }, home)('hub', 'backup', '--out', out)
+  t.equal(r.code, 1)
+  t.match(
+    r.err,
+    /nothing to back up: .* holds no hub \(no hub\.toml, device key, SOPs or stores in .*\); set SVC_HOME to the hub's home/,
+  )
+  t.notOk(existsSync(out), 'no archive')
+  t.same(await readdir(home), [], 'nothing written in the home')
 })
