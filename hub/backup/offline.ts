@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { Level } from 'level'
 import { EngineStore } from '../engine/store.ts'
 import { checkReadable } from '../stores/check.ts'
+import { openRefusal } from '../stores/level-probe.ts'
 import { STORES } from './files.ts'
 import type { ArchiveStore } from './archive.ts'
 import { type StoreReaders, archiveStores } from './stores.ts'
@@ -14,18 +15,13 @@ export interface OpenStores {
   close(): Promise<void>
 }
 
-const locked = (err: unknown) => /lock/i.test(String((err as Error)?.message ?? err))
-
 export async function openStoresForBackup(dataDir: string): Promise<OpenStores> {
   const closers: (() => Promise<void>)[] = []
   const close = async () => {
     for (const c of closers.reverse()) await c().catch(() => undefined)
   }
-  const inUse = (name: string) =>
-    new Error(
-      `${join(dataDir, name)} is in use by another process (a hub whose local API did not answer?); stop it, or run svc hub backup against it once it answers`,
-    )
-  // Opening an older store would upgrade it without the copy the hub takes first.
+  // Opening an older store would upgrade it without the copy the hub takes first; one held by a
+  // hub, or damaged, is refused with the start's own line (hub/stores/level-probe.ts).
   for (const name of STORES) await checkReadable(dataDir, name)
   try {
     let engine: EngineStore | null = null
@@ -33,10 +29,10 @@ export async function openStoresForBackup(dataDir: string): Promise<OpenStores> 
       try {
         engine = await EngineStore.open(join(dataDir, 'engine'), { retention: false })
       } catch (err) {
-        throw locked(err) ? inUse('engine') : err
+        throw openRefusal('engine', join(dataDir, 'engine'), err)
       }
-      const e = engine
-      closers.push(() => e.close())
+      const opened = engine
+      closers.push(() => opened.close())
     }
     const levels: StoreReaders['levels'] = []
     for (const name of ['broker', 'attest'] as const) {
@@ -49,7 +45,7 @@ export async function openStoresForBackup(dataDir: string): Promise<OpenStores> 
       try {
         await db.open()
       } catch (err) {
-        throw locked(err) ? inUse(name) : err
+        throw openRefusal(name, join(dataDir, name), err)
       }
       closers.push(() => db.close())
       levels.push({ name, entries: () => db.iterator() })

@@ -30,7 +30,6 @@ const ALLOWED: Record<string, string> = {
   'hub/broker/broker.ts': 'Aedes reports a client that hung up as a clientError "connection closed"',
   'hub/attest/sync.ts':
     "a chain node's answer to a resent transaction (already known, nonce too low), via viem",
-  'hub/backup/offline.ts': "LevelDB's refusal of a store another process holds names its LOCK",
   'hub/console/pages/runs.ts':
     "a run log entry's text, groups the lines of one step on the runs page (display only, no status)",
   'chain/call-route.ts': "viem's out-of-gas message from the node, and the node's bare revert data",
