@@ -5,6 +5,7 @@
 
 /** Code → HTTP status. A code names what went wrong; several codes may share a status. */
 export const ERROR_STATUS = {
+  // The caller's input: a request, a command's arguments, a payload, a file a user wrote.
   BAD_INPUT: 400,
   DECISION_MISSING: 400,
   UNAUTHORIZED: 401,
@@ -17,12 +18,29 @@ export const ERROR_STATUS = {
   CONFLICT: 409,
   RUN_NOT_WAITING: 409,
   NEEDS_OPERATOR: 409,
+  /** Stopped on purpose before it finished (a shutdown, a cancelled wait). */
+  CANCELLED: 409,
   TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  // This side's fault: a request was fine, the server could not serve it.
   INTERNAL: 500,
+  /** The operator's configuration (hub.toml, market.toml, a chain file, a secret file) is wrong. */
+  BAD_CONFIG: 500,
+  /** A file or store could not be read or written (other than for want of room). */
+  IO_FAILED: 500,
+  /** Another party (a service, the chain, a board, a programmer) could not be reached. */
   UNREACHABLE: 502,
+  /** Another party answered, with a failure or with something that is not what it must send. */
+  UPSTREAM_FAILED: 502,
+  /** The chain reverted a call or a transaction. */
+  CHAIN_REVERTED: 502,
+  /** A part this needs is missing or not ready (a program not installed, a board updating). */
   UNAVAILABLE: 503,
+  /** Another party did not answer in time. */
+  TIMEOUT: 504,
+  /** Refused or failed for want of disk: nothing was written. */
+  DISK_FULL: 507,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS
@@ -43,6 +61,16 @@ export interface Failure<C extends ErrorCode = ErrorCode> {
 }
 
 export const fail = <C extends ErrorCode>(code: C, error: string): Failure<C> => ({ ok: false, code, error })
+
+/** A success carrying `T`'s fields, or a coded refusal. */
+export type Result<T extends object = object> = ({ ok: true } & T) | Failure
+
+/** The same refusal, its message prefixed with where it happened (`hub.toml: `, `tool "x": `). */
+export const failAt = (prefix: string, f: Failure): Failure => ({
+  ok: false,
+  code: f.code,
+  error: `${prefix}${f.error}`,
+})
 
 /** A refusal thrown from a route: the server's error handler answers `{ error, code }` with its status. */
 export class CodedError extends Error {

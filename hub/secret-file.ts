@@ -2,7 +2,7 @@
 // an SSH key they must be mode 0600 or stricter, so one others can read or change is refused,
 // not used; and they are replaced whole, so a reader sees the old file or the new, never half.
 import { readFile, stat } from 'node:fs/promises'
-import { writeFileAtomic } from './files/atomic-file.ts'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 
 export type SecretRead = { ok: true; text: string | null } | { ok: false; error: string }
 

@@ -1,7 +1,8 @@
 // The market app: composes the plugins (sessions, keys, listings, verify, purchase, files,
 // pages) over one context. Each route group is its own encapsulated plugin; this file only wires.
 import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { mkdir, readFile } from 'node:fs/promises'
+import { writeFileAtomic } from '../files/atomic-file.ts'
 import { join } from 'node:path'
 import cookie from '@fastify/cookie'
 import multipart from '@fastify/multipart'
@@ -66,7 +67,14 @@ async function cookieSecret(config: MarketConfig, db: MarketStore): Promise<stri
     // first start: made below
   }
   const s = randomBytes(32).toString('base64url')
-  await writeFile(file, s + '\n', { mode: 0o600 })
+  try {
+    // Atomic and exclusive: a power cut never leaves a short secret, and a second instance starting
+    // at the same moment keeps the first one's (hub/files/README.md: Small files).
+    await writeFileAtomic(file, s + '\n', { mode: 0o600, exclusive: true })
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+    return (await readFile(file, 'utf8')).trim()
+  }
   return s
 }
 

@@ -8,7 +8,7 @@ import { type Address, type Hex, type LocalAccount, hexToBytes } from 'viem'
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts'
 import { parsePrivateKey } from '../../chain/private-key.ts'
 import { personalMessageDigest } from '../../records/hash.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { DamagedFileError } from '../files/damaged-file.ts'
 import { loadNativeSecp256k1 } from './native-secp256k1.ts'
 

@@ -5,7 +5,7 @@
 // both are complete, so a reader never sees half a file or a pair that disagrees in length.
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { openAtomic } from '../files/atomic-file.ts'
+import { openAtomic } from '../../files/atomic-file.ts'
 import type { AttestStore } from './store.ts'
 
 export interface ExportRange {

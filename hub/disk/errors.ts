@@ -26,7 +26,3 @@ export function isStoreIoError(err: unknown): boolean {
 export function isDiskError(err: unknown): boolean {
   return codeOf(err) === DISK_REFUSING || isStoreIoError(err)
 }
-
-export function errorText(err: unknown): string {
-  return err instanceof Error ? err.message : String(err)
-}

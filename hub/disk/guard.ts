@@ -5,7 +5,7 @@
 // waits (held MQTT publishes, admissions to retry) when work goes on.
 import { statfs as fsStatfs } from 'node:fs/promises'
 import type { Log } from '../log.ts'
-import { errorText } from './errors.ts'
+import { errorText } from '../../errors/text.ts'
 import { registerRefuser } from './refusing.ts'
 import { nearLine, type ReserveSetting, reserveBytes, resumeAt } from './reserve.ts'
 import {

@@ -8,7 +8,7 @@
 import { readFile, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Log } from '../log.ts'
-import { syncDir } from './atomic-file.ts'
+import { syncDir } from '../../files/atomic-file.ts'
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string }
 

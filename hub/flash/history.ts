@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, open, readFile } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 
 export const FLASH_OUTCOMES = ['started', 'flashed', 'rolled back', 'rollback failed', 'failed'] as const
 export type FlashOutcome = (typeof FLASH_OUTCOMES)[number]

@@ -4,7 +4,7 @@
 // The files of the newest `keep` flashes per board stay; older ones are removed after each flash.
 import { mkdir, readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 
 export interface FlashFiles {
   /** Sortable time of the flash: `20261127T101530123Z`. */

@@ -9,7 +9,7 @@ import { exportAttestations } from '../attest/export.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { MAX_MANIFEST_ROWS, buildManifest } from '../../records/manifest.ts'
 import { checkRecordFiles, splitLines } from '../../records/data-lines.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { MANIFEST_FILE } from './queue.ts'
 import type { ListingRange } from './record.ts'
 

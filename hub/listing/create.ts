@@ -5,7 +5,7 @@
 import { mkdir, readFile, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import type { AttestStore } from '../attest/store.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { previewCount } from '../../records/preview-field.ts'
 import { buildListingFiles } from './build.ts'
 import { checkImage, checkListingText } from './fields.ts'

@@ -3,7 +3,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { svcPaths } from '../paths.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 
 /** Agent keys start `svc_` (market/API.md, "Agent keys"); the rest is URL-safe text. */
 export const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{16,200}$/

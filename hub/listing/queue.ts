@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import type { ListingEntry } from './record.ts'
 
 export const ENTRY_FILE = 'listing.json'

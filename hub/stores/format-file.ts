@@ -3,7 +3,7 @@
 // the new one (hub/files/atomic-file.ts).
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { type StoreName, StoreRefused } from './format.ts'
 
 export const FORMAT_FILE = 'FORMAT'

@@ -8,7 +8,7 @@
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib'
 import type { Diagnostic } from '../../sops/types.ts'
 import { createReconnect } from '../../bridge/reconnect.ts'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import type { Log } from '../log.ts'
 import { deliveryKey } from './amqp-delivery.ts'

@@ -7,7 +7,7 @@
 // catch-up memory (hub/files/README.md: Small files).
 import schedule from 'node-schedule'
 import { CronExpressionParser } from 'cron-parser'
-import { writeFileAtomic } from '../files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'

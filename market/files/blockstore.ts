@@ -1,11 +1,11 @@
 // A file-per-block blockstore under the market's data dir: `<dir>/<last 2 chars>/<cid>`. Blocks
-// are immutable and named by their hash, so a write is tmp-file + rename and a second write of
-// the same block is a no-op. Implements the part of interface-blockstore the importer needs (put)
+// are immutable and named by their hash, so a write is the atomic small-file write (a power cut
+// leaves the block whole or absent, never short) and a second write of the same block is a no-op. Implements the part of interface-blockstore the importer needs (put)
 // plus get/has for reading files back.
-import { randomBytes } from 'node:crypto'
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { CID } from 'multiformats/cid'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 
 export interface BlockStore {
   put(cid: CID, bytes: Uint8Array | Iterable<Uint8Array> | AsyncIterable<Uint8Array>): Promise<CID>
@@ -39,13 +39,10 @@ export function fsBlockStore(dir: string): BlockStore {
   return {
     has,
     async put(cid, bytes) {
-      const { folder, file } = pathOf(cid)
+      const { file } = pathOf(cid)
       if (await has(cid)) return cid
       const data = await collect(bytes)
-      await mkdir(folder, { recursive: true })
-      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
-      await writeFile(tmp, data)
-      await rename(tmp, file)
+      await writeFileAtomic(file, data)
       return cid
     },
     async get(cid) {

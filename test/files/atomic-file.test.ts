@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process'
 import { chmod, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { writeFileAtomic } from '../../hub/files/atomic-file.ts'
+import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))

@@ -4,7 +4,7 @@
 // openAtomic, the handle's writes, commit); "plain" truncates the file and writes it in place.
 import { open } from 'node:fs/promises'
 import { createInterface } from 'node:readline'
-import { openAtomic } from '../../hub/files/atomic-file.ts'
+import { openAtomic } from '../../files/atomic-file.ts'
 
 const [file, how] = process.argv.slice(2) as [string, 'atomic' | 'plain']
 const SIZE = 1024 * 1024

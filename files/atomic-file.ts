@@ -1,4 +1,4 @@
-// The one way the hub and its CLI write a small file (hub/files/README.md: Small files): a temp
+// The one way the hub, the market and the CLI write a small file (hub/files/README.md: Small files): a temp
 // file beside it, created with its final mode, written and fsynced, renamed over the old one, and
 // the directory fsynced. A power cut then leaves the old file or the new one, never a torn or
 // empty file: the data is on disk before the name points at it (the rename alone can reach the
