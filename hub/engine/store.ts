@@ -36,29 +36,31 @@ import { type StagedOp, StagedWrites } from './staged.ts'
 import { isStoreIoError } from '../disk/errors.ts'
 import { decodeFrame, encodeBatch, sealBatch, unseal } from './log/frames.ts'
 import { type Locator, SegmentLog } from './log/segment-log.ts'
+import {
+  ADM,
+  APPLIED,
+  DROPPED,
+  FIN,
+  FIRST,
+  KEPT,
+  LAST,
+  LAYOUT,
+  LAYOUT_VERSION,
+  MARK,
+  ONCE,
+  ONCE_AT,
+  OPEN,
+  RUN,
+  SEGTIME,
+  deltaKey,
+  inLog,
+  indexOp,
+  locatorText,
+  parseLocator,
+  seqKey,
+} from './store-layout.ts'
 import { type HistoryBounds, retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 
-/** A run's records, one key each (`run!<id>!<n>`); its summary once finished. */
-const RUN = 'run!'
-/** Marks an unfinished run, so a restart finds it without reading the history. */
-const OPEN = 'open!'
-const FIN = 'fin!'
-/** A trigger kept for later (sops/RUNTIME.md, "Kept triggers"). */
-const KEPT = 'kept!'
-/** Admission records, by time. */
-const ADM = 'adm!'
-/** When each SOP last finished a run: its cooldown counts from there (sops/RUNTIME.md, "Cooldown"). */
-const LAST = 'last!'
-/** Once-only admission marks (engine-api: `TriggerEvent.once`), and the same keys by time for pruning. */
-const ONCE = 'once!'
-const ONCE_AT = 'onceat!'
-/** Fingerprinted once-only marks (`once.fingerprint`): the few latest per key, deleted when forgotten. */
-const MARK = 'mark!'
-/** How far into the history log LevelDB has applied: `<segment>:<offset>`. */
-const APPLIED = 'meta!applied'
-/** The layout: '2' once run records live in the log (a store without it is migrated on open). */
-const LAYOUT = 'meta!layout'
-const LAYOUT_VERSION = '2'
 /**
  * LevelDB's share of the batches is written at most this long after them, or once this many
  * operations wait (staged.ts): an event at a time then costs LevelDB a page per STAGE_MS, not
@@ -66,20 +68,6 @@ const LAYOUT_VERSION = '2'
  */
 const STAGE_MS = 5000
 const STAGE_MAX_OPS = 8192
-/** When a full segment was last written (`meta!segtime!<n>`, base 36): the age retention judges. */
-const SEGTIME = 'meta!segtime!'
-/** The last segment retention dropped (written with the sync that comes before the drop). */
-const DROPPED = 'meta!dropped'
-/** The key suffix of a run's first record (`deltaKey(id, 0)`), which carries its head. */
-const FIRST = '!000000'
-/**
- * Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36): the run
- * records, the finished runs' summaries, the admission records, the fingerprinted once-only
- * marks (rewritten with every MQTT event, up to four a key). What LevelDB then writes and
- * compacts is keys and locators, a tenth of the bytes.
- */
-const inLog = (key: string) =>
-  key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(ADM) || key.startsWith(MARK)
 /** Keys the log carries for the run index, cleared and applied again by `rebuildIndex`. */
 const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN) || key.startsWith(INDEX)
 
@@ -114,12 +102,6 @@ function derived(op: BatchOp): BatchOp[] {
   return []
 }
 
-/** An operation as LevelDB takes it: a value that lives in the log becomes its locator. */
-function indexOp(op: BatchOp, locator: () => string): StagedOp {
-  if (op.type === 'del') return { type: 'del', key: op.key }
-  return { type: 'put', key: op.key, value: inLog(op.key) ? locator() : op.value }
-}
-
 async function segmentTimes(db: Level<string, string>): Promise<Map<number, number>> {
   const out = new Map<number, number>()
   for await (const [k, v] of db.iterator({ gt: SEGTIME, lt: `${SEGTIME}\xff` }))
@@ -127,32 +109,10 @@ async function segmentTimes(db: Level<string, string>): Promise<Map<number, numb
   return out
 }
 
-/** `@seg.off.len` of a frame, and `.off.len` of the record inside it when it is a deflated batch. */
-function locatorText(seg: number, off: number, len: number, inner?: { off: number; len: number }): string {
-  const at = `@${seg.toString(36)}.${off.toString(36)}.${len.toString(36)}`
-  return inner ? `${at}.${inner.off.toString(36)}.${inner.len.toString(36)}` : at
-}
-
-function parseLocator(v: string): Locator & { inner?: { off: number; len: number } } {
-  const [seg, off, len, ioff, ilen] = v
-    .slice(1)
-    .split('.')
-    .map((n) => Number.parseInt(n, 36))
-  const loc = { seg: seg!, off: off!, len: len! }
-  return ioff === undefined ? loc : { ...loc, inner: { off: ioff, len: ilen! } }
-}
-
 export interface OnceMark {
   fp: string
   d: AdmissionDecision
 }
-
-/** Sortable fixed-width counter so keys iterate in arrival order. */
-function seqKey(prefix: string, at: number, seq: number): string {
-  return `${prefix}${at.toString(36).padStart(10, '0')}!${seq.toString(36).padStart(8, '0')}`
-}
-
-const deltaKey = (id: string, seq: number) => `${RUN}${id}!${seq.toString(36).padStart(6, '0')}`
 
 /** What never changes after a run is created. */
 type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
