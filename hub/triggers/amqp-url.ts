@@ -1,9 +1,11 @@
 // The AMQP URL the hub connects to, and the same URL as logs may show it. The password comes from
 // an environment variable or a 0600 file (never hub.toml), and a URL is only ever logged masked.
 import { readFile, stat } from 'node:fs/promises'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { AmqpConfig } from '../daemon/config.ts'
 
-export type AmqpTarget = { ok: true; url: string; shown: string } | { ok: false; error: string }
+export type AmqpTarget = Result<{ url: string; shown: string }>
 
 /** `amqp://user:secret@host/vh` → `amqp://user:***@host/vh`; anything unparsable is not shown. */
 export function maskUrl(url: string): string {
@@ -23,14 +25,14 @@ export function withPassword(url: string, password: string | undefined, from: st
   try {
     u = new URL(url)
   } catch {
-    return { ok: false, error: `${from}: not a URL` }
+    return fail('BAD_CONFIG', `${from}: not a URL`)
   }
   if (u.protocol !== 'amqp:' && u.protocol !== 'amqps:')
-    return { ok: false, error: `${from}: must start with amqp:// or amqps://, not ${u.protocol}//` }
+    return fail('BAD_CONFIG', `${from}: must start with amqp:// or amqps://, not ${u.protocol}//`)
   if (password !== undefined) {
     // amqplib reads the default user (guest) when the URL names none; a password alone is a mistake.
     if (u.username === '')
-      return { ok: false, error: `${from}: a password is configured but the URL names no user` }
+      return fail('BAD_CONFIG', `${from}: a password is configured but the URL names no user`)
     u.password = password
   }
   const full = u.toString()
@@ -47,7 +49,7 @@ export async function amqpTarget(cfg: AmqpConfig, env: NodeJS.ProcessEnv): Promi
   } else {
     const v = env[cfg.url.env]
     if (v === undefined || v === '')
-      return { ok: false, error: `amqp.url_env: environment variable ${cfg.url.env} is not set` }
+      return fail('BAD_CONFIG', `amqp.url_env: environment variable ${cfg.url.env} is not set`)
     url = v
     from = `amqp.url_env (${cfg.url.env})`
   }
@@ -55,20 +57,24 @@ export async function amqpTarget(cfg: AmqpConfig, env: NodeJS.ProcessEnv): Promi
   if (cfg.password && 'env' in cfg.password) {
     password = env[cfg.password.env]
     if (password === undefined)
-      return { ok: false, error: `amqp.password_env: environment variable ${cfg.password.env} is not set` }
+      return fail('BAD_CONFIG', `amqp.password_env: environment variable ${cfg.password.env} is not set`)
   } else if (cfg.password) {
     const file = cfg.password.file
     try {
       const st = await stat(file)
       // Like the broker accounts file: a secret others can read is refused, not used.
       if ((st.mode & 0o077) !== 0)
-        return {
-          ok: false,
-          error: `amqp.password_file: ${file} has mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}, readable by others; run chmod 600 ${file}`,
-        }
+        return fail(
+          'BAD_CONFIG',
+          `amqp.password_file: ${file} has mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}, readable by others; run chmod 600 ${file}`,
+        )
       password = (await readFile(file, 'utf8')).replace(/\r?\n$/, '')
     } catch (err) {
-      return { ok: false, error: `amqp.password_file: cannot read ${file}: ${(err as Error).message}` }
+      const missing = (err as NodeJS.ErrnoException).code === 'ENOENT'
+      return fail(
+        missing ? 'NOT_FOUND' : 'IO_FAILED',
+        `amqp.password_file: cannot read ${file}: ${errorText(err)}`,
+      )
     }
   }
   return withPassword(url, password, from)

@@ -7,6 +7,8 @@
 // amqplib is loaded only when `[amqp]` is configured (a hub without it never pays for it).
 import type { Channel, ChannelModel, ConsumeMessage } from 'amqplib'
 import type { Diagnostic } from '../../sops/types.ts'
+import { fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { createReconnect } from '../../bridge/reconnect.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
@@ -99,7 +101,7 @@ function parseBound(text: string): Parsed<Bound> {
     !Array.isArray(b.keys) ||
     !b.keys.every((k) => typeof k === 'string')
   )
-    return { ok: false, error: 'not { exchange, queue, keys }' }
+    return fail('IO_FAILED', 'not { exchange, queue, keys }')
   return { ok: true, value: { exchange: b.exchange, queue: b.queue, keys: b.keys } }
 }
 
@@ -140,7 +142,7 @@ export function createAmqpSource(
   })()
   // Whatever amqplib or the broker says is logged with the password taken out, should it appear.
   const scrub = (err: unknown): string => {
-    let s = err instanceof Error ? err.message : String(err)
+    let s = errorText(err)
     s = s.split(opts.url).join(opts.shownUrl)
     if (secret !== '') s = s.split(secret).join('***')
     return s

@@ -7,6 +7,7 @@
 // catch-up memory (hub/files/README.md: Small files).
 import schedule from 'node-schedule'
 import { CronExpressionParser } from 'cron-parser'
+import { fail } from '../../errors/codes.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts'
 import type { Log } from '../log.ts'
@@ -50,7 +51,7 @@ function parseCronState(text: string): Parsed<CronState> {
   if (!r.ok) return r
   const parsed = r.value
   if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
-    return { ok: false, error: 'not a JSON object' }
+    return fail('IO_FAILED', 'not a JSON object')
   const out: CronState = {}
   for (const [k, v] of Object.entries(parsed)) if (typeof v === 'number' && Number.isFinite(v)) out[k] = v
   return { ok: true, value: out }

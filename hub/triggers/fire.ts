@@ -4,13 +4,19 @@
 import type { AdmissionDecision, Engine, TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
+import { CodedError, type Failure, fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { isDiskError } from '../disk/errors.ts'
 
 /** `sops/conditions.ts` `matches`: payload is the raw text (the `$` form JSON-parses it). */
 export type ConditionMatcher = (condition: string, payload: string) => boolean
 
-/** `disk`: not recorded for want of disk (hub/disk/): the source should keep the event and try again. */
-export type FireResult = { ok: true; decision: AdmissionDecision } | { ok: false; error: string; disk?: true }
+/**
+ * `DISK_FULL`: not recorded for want of disk (hub/disk/): the source should keep the event and try
+ * again. `SOP_NOT_LOADED`: a manual start names no loaded SOP. Anything else the engine threw
+ * keeps its code when it had one, else is `INTERNAL`.
+ */
+export type FireResult = { ok: true; decision: AdmissionDecision } | Failure
 
 export interface Firer {
   /** Condition check; never throws (a condition that cannot be evaluated does not match). */
@@ -49,17 +55,17 @@ export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log)
         )
         return { ok: true, decision }
       } catch (err) {
-        const error = err instanceof Error ? err.message : String(err)
+        const error = errorText(err)
         // The disk guard says so once for all of them; a line per event would flood the log.
         if (isDiskError(err)) {
           log.debug?.({ sop, trigger: event.type, source: event.source, err: error }, 'trigger not recorded')
-          return { ok: false, error, disk: true }
+          return fail('DISK_FULL', error)
         }
         log.error(
           { sop, trigger: event.type, source: event.source, err: error },
           'engine refused the trigger',
         )
-        return { ok: false, error }
+        return fail(err instanceof CodedError ? err.code : 'INTERNAL', error)
       }
     },
   }

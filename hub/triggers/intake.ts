@@ -156,7 +156,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
   const fireKept = async (sop: string, event: TriggerEvent): Promise<FireResult> => {
     for (;;) {
       const r = await firer.fire(sop, event)
-      if (r.ok || !r.disk || !opts.disk) return r
+      if (r.ok || r.code !== 'DISK_FULL' || !opts.disk) return r
       await opts.disk.room()
       await new Promise((resolve) => setTimeout(resolve, 50))
     }

@@ -1,6 +1,7 @@
 // Manual triggers: `sop_execute`, `svc sop run`, the local API. Any loaded SOP may be started by
 // hand (an operator testing a SOP should not have to add a `manual` trigger first); a name that
 // is not loaded is refused with that reason.
+import { fail } from '../../errors/codes.ts'
 import type { Json } from '../../sops/types.ts'
 import type { Firer, FireResult } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
@@ -13,6 +14,6 @@ export async function fireManual(
   source: string,
   at: number,
 ): Promise<FireResult> {
-  if (!plan.sops.has(sop)) return { ok: false, error: `no SOP named "${sop}" is loaded` }
+  if (!plan.sops.has(sop)) return fail('SOP_NOT_LOADED', `no SOP named "${sop}" is loaded`)
   return firer.fire(sop, { type: 'manual', source, payload, at })
 }

@@ -5,6 +5,7 @@
 import { isAbsolute, join } from 'node:path'
 import picomatch from 'picomatch'
 import { CronExpressionParser } from 'cron-parser'
+import { errorText } from '../../errors/text.ts'
 import type {
   AmqpTrigger,
   ChannelTrigger,
@@ -51,7 +52,7 @@ export function cronError(expression: string): string | null {
     CronExpressionParser.parse(expression)
     return null
   } catch (err) {
-    return `cron expression "${expression}" is invalid: ${err instanceof Error ? err.message : String(err)}`
+    return `cron expression "${expression}" is invalid: ${errorText(err)}`
   }
 }
 

@@ -2,6 +2,7 @@
 // webhook path to the name of an environment variable or to a file (mode 0600) holding the secret
 // (hub/README.md: Signed webhooks). Read once when the gateway starts; the value is never logged.
 import { readFile, stat } from 'node:fs/promises'
+import { fail, type Result } from '../../errors/codes.ts'
 import type { Diagnostic } from '../../sops/types.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import type { TriggerPlan } from './plan.ts'
@@ -9,7 +10,7 @@ import type { TriggerPlan } from './plan.ts'
 /** Where one path's secret is: an environment variable, or a file readable by its owner only. */
 export type SecretRef = { env: string } | { file: string }
 
-export type SecretsResult = { ok: true; secrets: Map<string, Buffer> } | { ok: false; error: string }
+export type SecretsResult = Result<{ secrets: Map<string, Buffer> }>
 
 /** Reads every referenced secret; the first one missing, empty or exposed is the error. */
 export async function loadWebhookSecrets(
@@ -22,7 +23,7 @@ export async function loadWebhookSecrets(
     if ('env' in ref) {
       const value = env[ref.env]
       if (value === undefined || value === '')
-        return { ok: false, error: `${key}: environment variable ${ref.env} is not set or empty` }
+        return fail('BAD_CONFIG', `${key}: environment variable ${ref.env} is not set or empty`)
       secrets.set(path, Buffer.from(value, 'utf8'))
       continue
     }
@@ -31,17 +32,20 @@ export async function loadWebhookSecrets(
       mode = (await stat(ref.file)).mode
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code
-      return { ok: false, error: `${key}: cannot read ${ref.file}${code ? ` (${code})` : ''}` }
+      return fail(
+        code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED',
+        `${key}: cannot read ${ref.file}${code ? ` (${code})` : ''}`,
+      )
     }
     // Like ssh with a private key: a secret others can read is no longer a secret.
     if ((mode & 0o077) !== 0)
-      return {
-        ok: false,
-        error: `${key}: ${ref.file} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 ${ref.file}`,
-      }
+      return fail(
+        'BAD_CONFIG',
+        `${key}: ${ref.file} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 ${ref.file}`,
+      )
     // A trailing newline is what `echo secret > file` leaves: not part of the secret.
     const value = (await readFile(ref.file, 'utf8')).replace(/\r?\n$/, '')
-    if (value === '') return { ok: false, error: `${key}: ${ref.file} is empty` }
+    if (value === '') return fail('BAD_CONFIG', `${key}: ${ref.file} is empty`)
     secrets.set(path, Buffer.from(value, 'utf8'))
   }
   return { ok: true, secrets }

@@ -6,6 +6,7 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import rateLimit from '@fastify/rate-limit'
 import { CodedError } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { installJsonErrors } from '../../errors/fastify.ts'
 import type { Json } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
@@ -106,15 +107,12 @@ export async function buildWebhookApp(
       try {
         payload = JSON.parse(raw) as Json
       } catch (err) {
-        throw new CodedError(
-          'BAD_INPUT',
-          `body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
-        )
+        throw new CodedError('BAD_INPUT', `body is not valid JSON: ${errorText(err)}`)
       }
     }
     const result = await firer.fire(hook.sop, { type: 'webhook', source: path, payload, at: now() })
     // Not recorded for want of disk (hub/disk/): the caller may try again later, and is told so.
-    if (!result.ok && result.disk) {
+    if (!result.ok && result.code === 'DISK_FULL') {
       reply.header('retry-after', '60')
       throw new CodedError('UNAVAILABLE', result.error)
     }

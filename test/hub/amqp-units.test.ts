@@ -79,9 +79,14 @@ t.test('URLs are logged masked; the password goes in only when connecting', asyn
     t.equal(decodeURIComponent(new URL(w.url).password), 'p@ss:/word')
     t.equal(w.shown, 'amqp://svc:***@host/vh')
   }
-  t.match(withPassword('amqp://host', 'pw', 'amqp.url'), { ok: false, error: /names no user/ })
+  t.match(withPassword('amqp://host', 'pw', 'amqp.url'), {
+    ok: false,
+    code: 'BAD_CONFIG',
+    error: /names no user/,
+  })
   t.match(withPassword('http://svc@host', undefined, 'amqp.url_env (X)'), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: /^amqp\.url_env \(X\): must start with amqp:\/\//,
   })
 })

@@ -185,12 +185,16 @@ t.test('an engine that throws is reported as a value; the router keeps going', a
     filesystem: { debounceMs: 10 },
   })
   t.teardown(() => router.stop())
-  t.same(await router.manual('a', { x: 1 }), { ok: false, error: 'store is down' })
+  t.same(await router.manual('a', { x: 1 }), { ok: false, code: 'INTERNAL', error: 'store is down' })
   t.same(await router.manual('a', 'again'), {
     ok: true,
     decision: { outcome: 'started', runId: 'r2', reason: 'ok' },
   })
-  t.same(await router.manual('nope', {}), { ok: false, error: 'no SOP named "nope" is loaded' })
+  t.same(await router.manual('nope', {}), {
+    ok: false,
+    code: 'SOP_NOT_LOADED',
+    error: 'no SOP named "nope" is loaded',
+  })
 })
 
 t.test('channels: a named local inbox on the local API', async (t) => {
