@@ -76,6 +76,8 @@ export interface AttestStore {
 type Db = Level<string, unknown>
 const pad = (n: number) => n.toString().padStart(12, '0')
 const lineKey = (seq: number) => `l:${pad(seq)}`
+/** Whether a key as a backup archive carries it is a line's (`lineKey`): a restore counts them. */
+export const isLineKey = (key: Buffer): boolean => key.toString('latin1', 0, 2) === 'l:'
 const queueKey = (seq: number) => `q:${pad(seq)}`
 const idemKey = (k: string) => `k:${k}`
 const sendKey = (nonce: number) => `s:${pad(nonce)}`

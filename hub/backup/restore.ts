@@ -9,6 +9,8 @@ import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { Level } from 'level'
 import { EngineStore } from '../engine/store.ts'
+import { archivedRun } from '../engine/store-layout.ts'
+import { isLineKey } from '../attest/store.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { FORMATS, type StoreName } from '../stores/format.ts'
 import { ENGINE_ARCHIVE_FORMAT } from './stores.ts'
@@ -108,10 +110,9 @@ export async function restoreArchive(
           batch.put(k, v)
           n++
           if (store === 'engine') {
-            const head = k.toString('utf8', 0, 5)
-            if (head.startsWith('fin!')) runs.finished++
-            else if (head === 'open!') runs.unfinished++
-          } else if (store === 'attest' && k[0] === 0x6c && k[1] === 0x3a) lines++ // 'l:'
+            const run = archivedRun(k)
+            if (run) runs[run]++
+          } else if (store === 'attest' && isLineKey(k)) lines++
         }
         await batch.write()
         entries[store] = (entries[store] ?? 0) + n
