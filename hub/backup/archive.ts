@@ -7,6 +7,7 @@ import { readFile, stat } from 'node:fs/promises'
 import { type Readable, type Writable, pipeline } from 'node:stream'
 import { createGunzip, createGzip } from 'node:zlib'
 import { extract, pack } from 'tar-stream'
+import { errorText } from '../../errors/text.ts'
 import { SVC_VERSION } from '../version.ts'
 import { decodeKv, kvParts } from './kv.ts'
 
@@ -177,7 +178,7 @@ export async function readArchive(input: Readable, sinks: ArchiveSinks): Promise
     input.destroy()
     await piped.catch(() => undefined)
     if (err instanceof ArchiveError) throw err
-    throw new ArchiveError(`not a readable svc backup: ${(err as Error).message}`)
+    throw new ArchiveError(`not a readable svc backup: ${errorText(err)}`)
   }
   if (!manifest) throw new ArchiveError('no manifest at the end: the archive is cut short')
   for (const f of manifest.files) {

@@ -3,6 +3,8 @@
 // summaries go out at most once a second, coalesced, so a burst of runs costs one message.
 import { join } from 'node:path'
 import type { MqttClient } from 'mqtt'
+import { fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Diagnostic, Sop } from '../../sops/types.ts'
 import type { HubEngine } from '../../sops/hub-engine.ts'
 import type { Log } from '../log.ts'
@@ -78,14 +80,12 @@ function parseDiscoveryFile(text: string): Parsed<DiscoveryFile> {
     (raw.topics !== undefined &&
       (!Array.isArray(raw.topics) || !raw.topics.every((t) => typeof t === 'string')))
   )
-    return { ok: false, error: 'not { signals, topics }' }
+    return fail('IO_FAILED', 'not { signals, topics }')
   return { ok: true, value: { signals: raw.signals ?? {}, topics: raw.topics ?? [] } }
 }
 
 /** Runs whose latest change is kept while the session cannot take them (about 200 bytes each). */
 export const HELD_RUN_CHANGES = 10_000
-
-const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 
 export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopics> {
   const now = o.now ?? Date.now
@@ -107,7 +107,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
   const send = (topic: string, payload: string, qos: 0 | 1, retain: boolean): void => {
     if (closed) return
     publish(topic, payload, { qos, retain }).catch((err: unknown) => {
-      if (!closed) o.log.warn({ topic, err: errText(err) }, 'state topic not published')
+      if (!closed) o.log.warn({ topic, err: errorText(err) }, 'state topic not published')
     })
   }
 
@@ -209,7 +209,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
     const text = JSON.stringify(known)
     saving = saving
       .then(() => writeFileAtomic(discoveryPath, text))
-      .catch((err: unknown) => o.log.warn({ err: errText(err) }, 'discovery state not saved'))
+      .catch((err: unknown) => o.log.warn({ err: errorText(err) }, 'discovery state not saved'))
   }
   const publishDiscovery = (): void => {
     const messages = discoveryMessages({
@@ -244,7 +244,7 @@ export async function startStateTopics(o: StateTopicsOptions): Promise<StateTopi
     if (saved) known = saved
     o.client.on('message', onMessage)
     await o.client.subscribeAsync(birthTopic(ha.prefix), { qos: 1 }).catch((err: unknown) => {
-      o.log.warn({ err: errText(err) }, 'cannot subscribe to Home Assistant status')
+      o.log.warn({ err: errorText(err) }, 'cannot subscribe to Home Assistant status')
     })
     publishDiscovery()
   } else {

@@ -3,6 +3,7 @@
 // landed. One write in flight at a time: a write that never lands reads as `pending`, longer each
 // check, instead of piling up more behind it.
 import type { StoreState } from './health.ts'
+import { errorText } from '../../errors/text.ts'
 
 export class StoreProbe {
   private since: number | null = null
@@ -25,7 +26,7 @@ export class StoreProbe {
       },
       (err: unknown) => {
         this.since = null
-        this.last = { kind: 'failed', error: err instanceof Error ? err.message : String(err) }
+        this.last = { kind: 'failed', error: errorText(err) }
       },
     )
   }

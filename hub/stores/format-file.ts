@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
+import { errorText } from '../../errors/text.ts'
 import { type StoreName, StoreRefused } from './format.ts'
 
 export const FORMAT_FILE = 'FORMAT'
@@ -16,10 +17,7 @@ export async function readFormatFile(dir: string, store: StoreName): Promise<num
     text = await readFile(file, 'utf8')
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw new StoreRefused(
-      store,
-      `${file}: cannot be read (${(err as Error).message}); check its permissions`,
-    )
+    throw new StoreRefused(store, `${file}: cannot be read (${errorText(err)}); check its permissions`)
   }
   let parsed: unknown
   try {

@@ -4,6 +4,7 @@
 import { readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Level } from 'level'
+import { errorText } from '../../errors/text.ts'
 import { type StoreName, StoreRefused } from './format.ts'
 
 /** LevelDB's own files (leveldb db/filename.cc): a folder holding any has been a database. */
@@ -34,7 +35,7 @@ export async function probeLevel<T>(
     names = await readdir(dir)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
-    throw new StoreRefused(store, `${dir}: cannot be read (${(err as Error).message}); check its permissions`)
+    throw new StoreRefused(store, `${dir}: cannot be read (${errorText(err)}); check its permissions`)
   }
   if (!names.includes('CURRENT')) {
     const own = names.filter((n) => LEVEL_FILE.test(n))
@@ -61,7 +62,7 @@ export async function probeLevel<T>(
 /** The one line for a LevelDB that would not open. */
 export function openRefusal(store: StoreName, dir: string, err: unknown): StoreRefused {
   const cause = (err as { cause?: { code?: unknown; message?: unknown } }).cause
-  const text = String(cause?.message ?? (err as Error).message)
+  const text = cause?.message != null ? String(cause.message) : errorText(err)
   if (cause?.code === 'LEVEL_LOCKED')
     return new StoreRefused(
       store,
