@@ -9,13 +9,7 @@ import { join } from 'node:path'
 import { Level } from 'level'
 import type { HistoryReach, RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
-import {
-  MAX_LOG_ENTRIES,
-  type RunRecord,
-  type StepRecord,
-  payloadAsInput,
-  startState,
-} from '../../sops/run/record.ts'
+import type { RunRecord } from '../../sops/run/record.ts'
 import { type BatchOp, GroupCommitter } from './group-commit.ts'
 import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
 import {
@@ -32,6 +26,16 @@ import {
   prefixFor,
 } from './run-index.ts'
 import { summary } from './summary.ts'
+import {
+  type Delta,
+  type Written,
+  carryOps,
+  fold,
+  headOf,
+  settled,
+  storedState,
+  writtenOf,
+} from './run-deltas.ts'
 import { type StagedOp, StagedWrites } from './staged.ts'
 import { isStoreIoError } from '../disk/errors.ts'
 import { decodeFrame, encodeBatch, sealBatch, unseal } from './log/frames.ts'
@@ -113,75 +117,6 @@ export interface OnceMark {
   fp: string
   d: AdmissionDecision
 }
-
-/** What never changes after a run is created. */
-type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
-const headOf = (run: RunRecord): RunHead => ({
-  id: run.id,
-  sop: run.sop,
-  mode: run.mode,
-  trigger: run.trigger,
-  createdAt: run.createdAt,
-  admission: run.admission,
-})
-
-/** What changes with the run's state: small, carried whole by every delta. */
-export type RunStateRecord = Omit<
-  RunRecord,
-  'id' | 'mode' | 'trigger' | 'admission' | 'steps' | 'log' | 'lastOutput'
->
-
-/**
- * One write of a run: the state record whole, the step records that changed, the log entries
- * added. Delta 0 also carries the head. A run is its deltas applied in order.
- */
-interface Delta {
-  head?: RunHead
-  st: RunStateRecord
-  steps?: RunRecord['steps']
-  log?: RunRecord['log']
-}
-
-/** What was last written for a live run, so a state change writes only what changed. */
-interface Written {
-  seq: number
-  /** Each step record as last written: the object and its JSON. */
-  steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
-  logSeq: number
-}
-
-/**
- * The state record as stored: what the head says already (`sop`, `createdAt`) and what is still
- * at its start value (sops/run/record.ts `startState`) are left out, and `replay` puts them back:
- * a seventh of a short run's bytes (2,237 → 1,927 in the peer bench), and every byte of a batch
- * is encoded on the main thread, written to the log and compacted later. Left out by being set
- * undefined on the fresh copy: JSON.stringify skips those, and the copy keeps its shape.
- */
-function storedState(st: RunStateRecord): RunStateRecord {
-  const s = st as { [K in keyof RunStateRecord]: RunStateRecord[K] | undefined }
-  s.sop = undefined
-  s.createdAt = undefined
-  if (isEmpty(s.decisions)) s.decisions = undefined
-  if (isEmpty(s.decidedBy)) s.decidedBy = undefined
-  if (s.runApproved === false) s.runApproved = undefined
-  if (s.passedGates?.length === 0) s.passedGates = undefined
-  if (s.approvals?.length === 0) s.approvals = undefined
-  if (s.coalesced?.length === 0) s.coalesced = undefined
-  if (s.coalescedCount === 0) s.coalescedCount = undefined
-  return st
-}
-
-function isEmpty(o: object | undefined): boolean {
-  for (const _ in o) return false
-  return true
-}
-
-/**
- * A step record that is settled is never changed in place: run-driver.ts gives a step a new record
- * each time it is entered (and after a restart), and only the running record is mutated. So a
- * settled record already written as the same object need not be serialised again to compare.
- */
-const settled = (rec: StepRecord): boolean => rec.status !== 'running'
 
 export class EngineStore {
   private seq = 0
@@ -440,7 +375,7 @@ export class EngineStore {
       const summary = await finOf(id)
       if (summary !== undefined && !summary.startsWith('@'))
         ops.push({ type: 'put', key: FIN + id, value: summary })
-      const r = this.fold(keys, await Promise.all(values.map((v) => this.valueOf(v))))
+      const r = fold(keys, await Promise.all(values.map((v) => this.valueOf(v))))
       if (r) {
         if (summary === undefined) ops.push({ type: 'put', key: OPEN + id, value: '', local: true })
         for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '', local: true })
@@ -740,40 +675,7 @@ export class EngineStore {
       stored.push(v)
       keys.push(k)
     }
-    return this.fold(keys, await Promise.all(stored.map((v) => this.valueOf(v))))
-  }
-
-  /**
-   * A run from its records' keys and texts, in key order; undefined when one is missing (its
-   * segment dropped by retention while it was read: the run is gone) or none carries the head.
-   */
-  private fold(
-    keys: string[],
-    texts: readonly (string | undefined)[],
-  ): { run: RunRecord; deltas: number; keys: string[] } | undefined {
-    let head: RunHead | undefined
-    let st: RunStateRecord | undefined
-    const steps: RunRecord['steps'] = {}
-    const log: RunRecord['log'] = []
-    // The next delta's number: one past the last key's (retention may have folded the earlier
-    // ones into record 0, so it is not their count).
-    const last = keys.at(-1)
-    const deltas = last === undefined ? 0 : Number.parseInt(last.slice(last.lastIndexOf('!') + 1), 36) + 1
-    for (const text of texts) {
-      if (text === undefined) return undefined
-      const d = JSON.parse(text) as Delta
-      if (d.head) head = d.head
-      st = d.st
-      if (d.steps) Object.assign(steps, d.steps)
-      if (d.log) log.push(...d.log)
-    }
-    if (!head || !st) return undefined
-    // Keep the same bound as the live log (record.ts: MAX_LOG_ENTRIES).
-    if (log.length > MAX_LOG_ENTRIES) log.splice(0, log.length - MAX_LOG_ENTRIES)
-    const lastOutput =
-      st.lastFrom === null ? payloadAsInput(head.trigger.payload) : (steps[st.lastFrom]?.output ?? null)
-    // A record written before `storedState` carries every field; one written since, only those set.
-    return { run: { ...head, ...startState(), ...st, steps, log, lastOutput }, deltas, keys }
+    return fold(keys, await Promise.all(stored.map((v) => this.valueOf(v))))
   }
 
   async getRun(id: string): Promise<RunRecord | undefined> {
@@ -867,13 +769,7 @@ export class EngineStore {
       const r = await this.replay(k.slice(OPEN.length))
       if (!r) continue
       out.push(r.run)
-      const steps = new Map(
-        Object.entries(r.run.steps).map(([n, rec]) => [
-          Number(n),
-          { rec, json: JSON.stringify(rec), settled: settled(rec) },
-        ]),
-      )
-      this.written.set(r.run.id, { seq: r.deltas, steps, logSeq: r.run.logSeq })
+      this.written.set(r.run.id, writtenOf(r.run, r.deltas))
     }
     return out
   }
@@ -1101,7 +997,7 @@ export class EngineStore {
             const r = await this.replay(id)
             if (r) {
               // The records replayed, no more: a record written since stays after the carried one.
-              carry.push(...this.carryOps(r.run, r.keys))
+              carry.push(...carryOps(r.run, r.keys))
               carriedIds.push(id)
               carried++
               return
@@ -1133,18 +1029,6 @@ export class EngineStore {
     await this.log.drop(n)
     this.opts.onDrop?.({ segment: n, removed, carried })
     return true
-  }
-
-  /** An unfinished run's records as one record 0, its other records gone, its marker and keys again. */
-  private carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
-    const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
-    const whole: Delta = { head: headOf(run), st: storedState(structuredClone(st)), steps, log }
-    return [
-      ...keys.filter((k) => k !== deltaKey(run.id, 0)).map((key) => ({ type: 'del' as const, key })),
-      { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },
-      { type: 'put', key: OPEN + run.id, value: '', local: true },
-      ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
-    ]
   }
 
   private async closeFiles(): Promise<void> {
