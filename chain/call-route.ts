@@ -17,7 +17,11 @@ import type { SvcPublicClient } from './clients.ts'
 import { reasonText, revertText } from './official-errors.ts'
 
 /** A revert read: too big for the gas (no call's fault), the call at fault, or no call named. */
-export type CallFault = { ok: false; index?: number; tooBig?: boolean; reason: string }
+export type CallFault =
+  /** Too big for the gas: no call's fault, a smaller batch may pass. */
+  | { ok: false; code: 'TOO_LARGE'; tooBig: true; index?: undefined; reason: string }
+  /** A revert: `index` names the call at fault when the chain says which. */
+  | { ok: false; code: 'CHAIN_REVERTED'; tooBig?: undefined; index?: number; reason: string }
 
 export interface CallRoute {
   /** True: one call per transaction, to the registry itself. */
@@ -109,19 +113,20 @@ export function createCallRoute(o: {
       if (
         /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
       )
-        return { ok: false, tooBig: true, reason: 'out of gas' }
+        return { ok: false, code: 'TOO_LARGE', tooBig: true, reason: 'out of gas' }
       const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
       if (!(rev instanceof ContractFunctionRevertedError)) return undefined
       // Straight to the registry: the one call is the one at fault.
-      if (!executor) return { ok: false, index: 0, reason: rev.reason ?? revertText(rev.raw) }
+      if (!executor)
+        return { ok: false, code: 'CHAIN_REVERTED', index: 0, reason: rev.reason ?? revertText(rev.raw) }
       if (rev.data?.errorName === 'CallFailed') {
         const [index, reason] = rev.data.args as readonly [bigint, Hex]
         // A call that failed with no data at all ran out of the gas the estimate allowed (the
         // 63/64 rule): the batch is too big, not that call at fault.
-        if (reason === '0x') return { ok: false, tooBig: true, reason: 'out of gas' }
-        return { ok: false, index: Number(index), reason: reasonText(reason) }
+        if (reason === '0x') return { ok: false, code: 'TOO_LARGE', tooBig: true, reason: 'out of gas' }
+        return { ok: false, code: 'CHAIN_REVERTED', index: Number(index), reason: reasonText(reason) }
       }
-      return { ok: false, reason: rev.reason ?? revertText(rev.raw) }
+      return { ok: false, code: 'CHAIN_REVERTED', reason: rev.reason ?? revertText(rev.raw) }
     },
     forget() {
       delegated = false

@@ -4,6 +4,8 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { type Address, isAddress, isHex } from 'viem'
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import { type DevAccounts, ROLES } from './accounts.ts'
 
@@ -32,37 +34,37 @@ export function chainFilePath(home: string): string {
   return join(home, 'chain.json')
 }
 
-export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string }
+export type ParseResult<T> = Result<{ value: T }>
 
 /** Checks a parsed chain file; every error names the field. */
 export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    return { ok: false, error: 'chain file: expected a JSON object' }
+    return fail('BAD_CONFIG', 'chain file: expected a JSON object')
   const o = raw as Record<string, unknown>
-  if (o.version !== 1) return { ok: false, error: 'chain file: version must be 1' }
+  if (o.version !== 1) return fail('BAD_CONFIG', 'chain file: version must be 1')
   if (typeof o.rpcUrl !== 'string' || !/^https?:\/\//.test(o.rpcUrl))
-    return { ok: false, error: 'chain file: rpcUrl must be an http(s) URL' }
-  if (o.chainId !== CHAIN_ID) return { ok: false, error: `chain file: chainId must be ${CHAIN_ID}` }
+    return fail('BAD_CONFIG', 'chain file: rpcUrl must be an http(s) URL')
+  if (o.chainId !== CHAIN_ID) return fail('BAD_CONFIG', `chain file: chainId must be ${CHAIN_ID}`)
   for (const f of ['identityRegistry', 'validationRegistry', 'attestorAddress'] as const) {
     if (typeof o[f] !== 'string' || !isAddress(o[f] as string, { strict: false }))
-      return { ok: false, error: `chain file: ${f} must be an address` }
+      return fail('BAD_CONFIG', `chain file: ${f} must be an address`)
   }
   if (typeof o.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(o.agentId))
-    return { ok: false, error: 'chain file: agentId must be a decimal string' }
+    return fail('BAD_CONFIG', 'chain file: agentId must be a decimal string')
   if (
     o.batchExecutor !== undefined &&
     (typeof o.batchExecutor !== 'string' || !isAddress(o.batchExecutor, { strict: false }))
   )
-    return { ok: false, error: 'chain file: batchExecutor must be an address' }
+    return fail('BAD_CONFIG', 'chain file: batchExecutor must be an address')
   if (
     o.attestorUrl !== undefined &&
     (typeof o.attestorUrl !== 'string' || !/^https?:\/\//.test(o.attestorUrl))
   ) {
-    return { ok: false, error: 'chain file: attestorUrl must be an http(s) URL' }
+    return fail('BAD_CONFIG', 'chain file: attestorUrl must be an http(s) URL')
   }
   if (o.accounts !== undefined) {
     if (typeof o.accounts !== 'object' || o.accounts === null)
-      return { ok: false, error: 'chain file: accounts must be an object' }
+      return fail('BAD_CONFIG', 'chain file: accounts must be an object')
     const acc = o.accounts as Record<string, unknown>
     for (const role of ROLES) {
       const k = acc[role] as { address?: unknown; privateKey?: unknown } | undefined
@@ -74,7 +76,7 @@ export function parseChainInfo(raw: unknown): ParseResult<ChainInfo> {
         !isHex(k.privateKey) ||
         k.privateKey.length !== 66
       ) {
-        return { ok: false, error: `chain file: accounts.${role} must be { address, privateKey }` }
+        return fail('BAD_CONFIG', `chain file: accounts.${role} must be { address, privateKey }`)
       }
     }
   }
@@ -90,21 +92,18 @@ export async function readChainFile(path: string): Promise<ParseResult<ChainInfo
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return {
-      ok: false,
-      error: `chain file ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found (run `svc chain dev`?)' : (err as Error).message}`,
-    }
+    return (err as NodeJS.ErrnoException).code === 'ENOENT'
+      ? fail('NOT_FOUND', `chain file ${path}: not found (run \`svc chain dev\`?)`)
+      : fail('IO_FAILED', `chain file ${path}: ${errorText(err)}`)
   }
   let raw: unknown
   try {
     raw = JSON.parse(text)
   } catch (err) {
-    return { ok: false, error: `chain file ${path}: not JSON (${(err as Error).message})${CHAIN_FILE_FIX}` }
+    return fail('BAD_CONFIG', `chain file ${path}: not JSON (${errorText(err)})${CHAIN_FILE_FIX}`)
   }
   const r = parseChainInfo(raw)
-  return r.ok
-    ? r
-    : { ok: false, error: r.error.replace(/^chain file/, `chain file ${path}`) + CHAIN_FILE_FIX }
+  return r.ok ? r : { ...r, error: r.error.replace(/^chain file/, `chain file ${path}`) + CHAIN_FILE_FIX }
 }
 
 /**

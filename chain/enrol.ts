@@ -9,6 +9,7 @@
 // against the estimated cost; any refusal changes nothing on chain.
 import { type Address, type Hex, formatEther, formatGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { fail, type Result } from '../errors/codes.ts'
 import { identityRegistryAbi } from './abi.generated.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import type { ChainInfo } from './chain-file.ts'
@@ -45,11 +46,14 @@ export interface EnrolStep {
   gas?: bigint
 }
 
-export type EnrolResult =
-  | { ok: true; agentId?: bigint; owner: Address; device: Address; steps: EnrolStep[]; maxFeePerGas: bigint }
-  | { ok: false; error: string }
+export type EnrolResult = Result<{
+  agentId?: bigint
+  owner: Address
+  device: Address
+  steps: EnrolStep[]
+  maxFeePerGas: bigint
+}>
 
-const fail = (error: string): EnrolResult => ({ ok: false, error })
 const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 export async function enrol(input: EnrolInput): Promise<EnrolResult> {
@@ -67,7 +71,8 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
     },
     pub,
   )
-  if (!pre.ok) return fail(`${pre.failures[0]} (nothing sent)`)
+  // Not unreachable: the network the owner named is not one to enrol on (preflight says why).
+  if (!pre.ok) return fail(pre.unreachable ? 'UNREACHABLE' : 'BAD_INPUT', `${pre.failures[0]} (nothing sent)`)
 
   try {
     const read = async <T>(functionName: string, args: unknown[]): Promise<T> =>
@@ -78,9 +83,11 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
     const steps: EnrolStep[] = []
     if (input.agentId !== undefined) {
       const o = await ownerOf(pub, id, input.agentId)
-      if (!o.ok) return fail(`agent ${input.agentId} on identity registry ${id}: ${o.error} (nothing sent)`)
+      if (!o.ok)
+        return { ...o, error: `agent ${input.agentId} on identity registry ${id}: ${o.error} (nothing sent)` }
       if (!same(o.owner, owner))
         return fail(
+          'FORBIDDEN',
           `wallet ${owner} is not the owner of agent ${input.agentId} on ${id} (its owner is ${o.owner}); use the owner's key (nothing sent)`,
         )
       agentId = input.agentId
@@ -168,6 +175,7 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
       const balance = await pub.getBalance({ address: owner })
       if (balance < knownCost)
         return fail(
+          'CONFLICT',
           `owner ${owner}: balance ${formatEther(balance)} MON is below ${formatEther(knownCost)} MON, the estimated cost at ${formatGwei(fees.maxFeePerGas)} gwei: fund it (nothing sent)`,
         )
     }
@@ -229,9 +237,9 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
     }
   } catch (err) {
     const d = describeCallError(err)
-    return fail(
-      'revert' in d ? `identity registry ${id}: ${d.revert}` : `rpc ${input.rpcUrl}: ${d.unreachable}`,
-    )
+    return 'revert' in d
+      ? fail('CHAIN_REVERTED', `identity registry ${id}: ${d.revert}`)
+      : fail('UNREACHABLE', `rpc ${input.rpcUrl}: ${d.unreachable}`)
   }
 }
 
@@ -239,7 +247,7 @@ async function ownerOf(
   pub: SvcPublicClient,
   id: Address,
   agentId: bigint,
-): Promise<{ ok: true; owner: Address } | { ok: false; error: string }> {
+): Promise<Result<{ owner: Address }>> {
   try {
     const owner = await pub.readContract({
       address: id,
@@ -251,7 +259,7 @@ async function ownerOf(
   } catch (err) {
     const d = describeCallError(err)
     if ('unreachable' in d) throw err
-    return { ok: false, error: d.revert }
+    return fail('CHAIN_REVERTED', d.revert)
   }
 }
 

@@ -4,6 +4,7 @@
 // Replacement rule: geth's txpool (and anvil's) accept a transaction with a used nonce only when
 // both maxFeePerGas and maxPriorityFeePerGas are at least 10% higher (geth `PriceBump` 10).
 // We offer 12.5% more, rounded up, so integer rounding can never land exactly on the line.
+import { fail, type Result } from '../errors/codes.ts'
 
 export interface Fees {
   maxFeePerGas: bigint
@@ -25,7 +26,11 @@ export interface FeePolicy {
   minTip?: bigint
 }
 
-export type FeeOffer = { ok: true; fees: Fees; capped: boolean } | { ok: false; error: string }
+/**
+ * A refusal is the node's (UPSTREAM_FAILED: a fee history without a base fee) or the cap's
+ * (CONFLICT: valid, but the chain asks more than the operator allows now).
+ */
+export type FeeOffer = Result<{ fees: Fees; capped: boolean }>
 
 const BUMP_NUM = 1125n
 const BUMP_DEN = 1000n
@@ -44,7 +49,7 @@ const median = (xs: bigint[]) => {
  */
 export function feesFromHistory(h: FeeHistoryLike, policy: FeePolicy = {}): FeeOffer {
   const next = h.baseFeePerGas[h.baseFeePerGas.length - 1]
-  if (next === undefined) return { ok: false, error: 'eth_feeHistory returned no base fee' }
+  if (next === undefined) return fail('UPSTREAM_FAILED', 'eth_feeHistory returned no base fee')
   const rewards = (h.reward ?? []).map((r) => r[0]).filter((x): x is bigint => x !== undefined)
   const tip = [median(rewards), policy.minTip ?? DEFAULT_MIN_TIP].reduce((a, b) => (a > b ? a : b))
   return capFees({ maxFeePerGas: 2n * next + tip, maxPriorityFeePerGas: tip }, next, policy.capPerGas)
@@ -54,10 +59,7 @@ export function feesFromHistory(h: FeeHistoryLike, policy: FeePolicy = {}): FeeO
 function capFees(f: Fees, nextBase: bigint, cap: bigint | undefined): FeeOffer {
   if (cap === undefined || f.maxFeePerGas <= cap) return { ok: true, fees: f, capped: false }
   if (cap < nextBase + 1n)
-    return {
-      ok: false,
-      error: `base fee ${gwei(nextBase)} gwei is above the fee cap ${gwei(cap)} gwei`,
-    }
+    return fail('CONFLICT', `base fee ${gwei(nextBase)} gwei is above the fee cap ${gwei(cap)} gwei`)
   const room = cap - nextBase
   let tip = f.maxPriorityFeePerGas
   if (room < tip) tip = room
@@ -73,10 +75,10 @@ export function bumpFees(prev: Fees, fresh: Fees, capPerGas?: bigint): FeeOffer 
   const tip = max(ceilMul(prev.maxPriorityFeePerGas), fresh.maxPriorityFeePerGas)
   const fee = max(max(ceilMul(prev.maxFeePerGas), fresh.maxFeePerGas), tip)
   if (capPerGas !== undefined && fee > capPerGas)
-    return {
-      ok: false,
-      error: `a replacement needs ${gwei(fee)} gwei per gas, above the fee cap ${gwei(capPerGas)} gwei`,
-    }
+    return fail(
+      'CONFLICT',
+      `a replacement needs ${gwei(fee)} gwei per gas, above the fee cap ${gwei(capPerGas)} gwei`,
+    )
   return { ok: true, fees: { maxFeePerGas: fee, maxPriorityFeePerGas: tip }, capped: false }
 }
 

@@ -11,9 +11,11 @@ import { scryptAsync as nobleScrypt } from '@noble/hashes/scrypt.js'
 import { readFile, stat } from 'node:fs/promises'
 import { type Hex, bytesToHex, concat, hexToBytes, keccak256 } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { parsePrivateKey } from './private-key.ts'
 
-export type KeyResult = { ok: true; privateKey: Hex } | { ok: false; error: string }
+export type KeyResult = Result<{ privateKey: Hex }>
 
 // A file that asks for more than this is refused before any memory is spent: 2^20 is 8x what
 // geth's "standard" scrypt uses (2^18), so every real keystore fits.
@@ -49,60 +51,60 @@ export async function decryptKeystore(
   try {
     o = JSON.parse(json) as Record<string, unknown>
   } catch (err) {
-    return { ok: false, error: `${where}: not JSON (${(err as Error).message})` }
+    return fail('BAD_CONFIG', `${where}: not JSON (${errorText(err)})`)
   }
-  if (typeof o !== 'object' || o === null) return { ok: false, error: `${where}: not a keystore object` }
-  if (o.version !== 3) return { ok: false, error: `${where}: version must be 3 (Web3 Secret Storage)` }
+  if (typeof o !== 'object' || o === null) return fail('BAD_CONFIG', `${where}: not a keystore object`)
+  if (o.version !== 3) return fail('BAD_CONFIG', `${where}: version must be 3 (Web3 Secret Storage)`)
   // geth and ethers write `crypto`; some older tools wrote `Crypto`.
   const c = (o.crypto ?? o.Crypto) as Record<string, unknown> | undefined
-  if (!c || typeof c !== 'object') return { ok: false, error: `${where}: no crypto section` }
+  if (!c || typeof c !== 'object') return fail('BAD_CONFIG', `${where}: no crypto section`)
   if (c.cipher !== 'aes-128-ctr')
-    return { ok: false, error: `${where}: cipher ${String(c.cipher)} (only aes-128-ctr)` }
+    return fail('BAD_CONFIG', `${where}: cipher ${String(c.cipher)} (only aes-128-ctr)`)
   const iv = hexField((c.cipherparams as Record<string, unknown> | undefined)?.iv)
   const ciphertext = hexField(c.ciphertext)
   const mac = hexField(c.mac)
-  if (iv?.length !== 16) return { ok: false, error: `${where}: cipherparams.iv must be 16 bytes of hex` }
-  if (ciphertext?.length !== 32) return { ok: false, error: `${where}: ciphertext must be 32 bytes of hex` }
-  if (mac?.length !== 32) return { ok: false, error: `${where}: mac must be 32 bytes of hex` }
+  if (iv?.length !== 16) return fail('BAD_CONFIG', `${where}: cipherparams.iv must be 16 bytes of hex`)
+  if (ciphertext?.length !== 32) return fail('BAD_CONFIG', `${where}: ciphertext must be 32 bytes of hex`)
+  if (mac?.length !== 32) return fail('BAD_CONFIG', `${where}: mac must be 32 bytes of hex`)
   const kp = (c.kdfparams ?? {}) as Record<string, unknown>
   const salt = hexField(kp.salt)
   const dklen = kp.dklen
-  if (!salt) return { ok: false, error: `${where}: kdfparams.salt must be hex` }
-  if (dklen !== 32) return { ok: false, error: `${where}: kdfparams.dklen must be 32` }
+  if (!salt) return fail('BAD_CONFIG', `${where}: kdfparams.salt must be hex`)
+  if (dklen !== 32) return fail('BAD_CONFIG', `${where}: kdfparams.dklen must be 32`)
   const pass = Buffer.from(passphrase.normalize('NFKC'), 'utf8')
   let derived: Buffer
   if (c.kdf === 'scrypt') {
     const { n, r, p } = kp
     if (!Number.isInteger(n) || !Number.isInteger(r) || !Number.isInteger(p) || (n as number) < 2)
-      return { ok: false, error: `${where}: kdfparams n, r, p must be integers` }
+      return fail('BAD_CONFIG', `${where}: kdfparams n, r, p must be integers`)
     if ((n as number) > MAX_SCRYPT_N || (n as number) & ((n as number) - 1))
-      return { ok: false, error: `${where}: scrypt n must be a power of two up to ${MAX_SCRYPT_N}` }
-    if ((r as number) * (p as number) > 64) return { ok: false, error: `${where}: scrypt r*p above 64` }
+      return fail('BAD_CONFIG', `${where}: scrypt n must be a power of two up to ${MAX_SCRYPT_N}`)
+    if ((r as number) * (p as number) > 64) return fail('BAD_CONFIG', `${where}: scrypt r*p above 64`)
     derived = await scryptAsync(pass, salt, 32, n as number, r as number, p as number)
   } else if (c.kdf === 'pbkdf2') {
-    if (kp.prf !== 'hmac-sha256') return { ok: false, error: `${where}: pbkdf2 prf must be hmac-sha256` }
+    if (kp.prf !== 'hmac-sha256') return fail('BAD_CONFIG', `${where}: pbkdf2 prf must be hmac-sha256`)
     const cnt = kp.c
     if (!Number.isInteger(cnt) || (cnt as number) < 1 || (cnt as number) > MAX_PBKDF2_C)
-      return { ok: false, error: `${where}: pbkdf2 c must be an integer up to ${MAX_PBKDF2_C}` }
+      return fail('BAD_CONFIG', `${where}: pbkdf2 c must be an integer up to ${MAX_PBKDF2_C}`)
     derived = pbkdf2Sync(pass, salt, cnt as number, 32, 'sha256')
-  } else return { ok: false, error: `${where}: kdf ${String(c.kdf)} (only scrypt or pbkdf2)` }
+  } else return fail('BAD_CONFIG', `${where}: kdf ${String(c.kdf)} (only scrypt or pbkdf2)`)
   // Web3 Secret Storage v3: mac = keccak256(derivedKey[16..32] ‖ ciphertext).
   const want = keccak256(concat([bytesToHex(derived.subarray(16, 32)), bytesToHex(ciphertext)]))
   if (want !== bytesToHex(mac))
-    return { ok: false, error: `${where}: wrong passphrase (the MAC does not match)` }
+    return fail('UNAUTHORIZED', `${where}: wrong passphrase (the MAC does not match)`)
   const d = createDecipheriv('aes-128-ctr', derived.subarray(0, 16), iv)
   const key = bytesToHex(Buffer.concat([d.update(ciphertext), d.final()]))
   const parsed = parsePrivateKey(key, `${where}: the decrypted key`)
-  if (!parsed.ok) return { ok: false, error: parsed.error }
+  if (!parsed.ok) return fail(parsed.code, parsed.error)
   const address = parsed.address
   if (
     typeof o.address === 'string' &&
     o.address.replace(/^0x/, '').toLowerCase() !== address.slice(2).toLowerCase()
   )
-    return {
-      ok: false,
-      error: `${where}: the key is for ${address}, but the file says 0x${o.address.replace(/^0x/, '')}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `${where}: the key is for ${address}, but the file says 0x${o.address.replace(/^0x/, '')}`,
+    )
   return { ok: true, privateKey: key }
 }
 
@@ -132,22 +134,26 @@ export async function encryptKeystore(privateKey: Hex, passphrase: string, n = 2
   })
 }
 
+/** A key file the owner named that is not there, or one that could not be read. */
+const readFailure = (err: unknown) =>
+  (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED'
+
 /** A hex key in a file only its owner may read (like ssh's private keys). */
 export async function readKeyFile(path: string): Promise<KeyResult> {
   let text: string
   try {
     const st = await stat(path)
     if (process.platform !== 'win32' && (st.mode & 0o077) !== 0)
-      return {
-        ok: false,
-        error: `key file ${path}: readable by others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${path}`,
-      }
+      return fail(
+        'BAD_CONFIG',
+        `key file ${path}: readable by others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 ${path}`,
+      )
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return { ok: false, error: `key file ${path}: ${(err as Error).message}` }
+    return fail(readFailure(err), `key file ${path}: ${errorText(err)}`)
   }
   const r = parsePrivateKey(text, `key file ${path}`)
-  return r.ok ? { ok: true, privateKey: r.key } : { ok: false, error: r.error }
+  return r.ok ? { ok: true, privateKey: r.key } : fail(r.code, r.error)
 }
 
 /** Reads and decrypts a keystore file. */
@@ -156,7 +162,7 @@ export async function readKeystoreFile(path: string, passphrase: string): Promis
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return { ok: false, error: `keystore ${path}: ${(err as Error).message}` }
+    return fail(readFailure(err), `keystore ${path}: ${errorText(err)}`)
   }
   return decryptKeystore(text, passphrase, `keystore ${path}`)
 }

@@ -3,6 +3,7 @@
 // project publishes; preflight checks them on the chain at run time, they are never trusted as
 // given (chain/README.md, "A real network").
 import { type Address, isAddress } from 'viem'
+import { fail, type Result } from '../errors/codes.ts'
 
 export interface NetworkPreset {
   name: string
@@ -41,7 +42,7 @@ export interface Network {
   name: string
 }
 
-export type NetworkResult = { ok: true; network: Network } | { ok: false; error: string }
+export type NetworkResult = Result<{ network: Network }>
 
 /** A preset with any flag given overriding it, or a custom network from the flags alone. */
 export function resolveNetwork(flags: NetworkFlags): NetworkResult {
@@ -49,23 +50,22 @@ export function resolveNetwork(flags: NetworkFlags): NetworkResult {
   if (flags.network !== undefined) {
     const p = NETWORKS[flags.network]
     if (!p)
-      return {
-        ok: false,
-        error: `--network ${flags.network}: unknown (known: ${Object.keys(NETWORKS).join(', ')}; or give --rpc-url, --identity, --validation)`,
-      }
+      return fail(
+        'BAD_INPUT',
+        `--network ${flags.network}: unknown (known: ${Object.keys(NETWORKS).join(', ')}; or give --rpc-url, --identity, --validation)`,
+      )
     base = { ...p }
   }
   const rpcUrl = flags['rpc-url'] ?? base.rpcUrl
-  if (rpcUrl === undefined) return { ok: false, error: 'no network: give --network NAME or --rpc-url URL' }
-  if (!/^https?:\/\/[^\s]+$/.test(rpcUrl))
-    return { ok: false, error: `--rpc-url ${rpcUrl}: not an http(s) URL` }
+  if (rpcUrl === undefined) return fail('BAD_INPUT', 'no network: give --network NAME or --rpc-url URL')
+  if (!/^https?:\/\/[^\s]+$/.test(rpcUrl)) return fail('BAD_INPUT', `--rpc-url ${rpcUrl}: not an http(s) URL`)
   const identity = flags.identity ?? base.identityRegistry
-  if (identity === undefined) return { ok: false, error: 'no identity registry: give --identity ADDRESS' }
+  if (identity === undefined) return fail('BAD_INPUT', 'no identity registry: give --identity ADDRESS')
   if (!isAddress(identity, { strict: false }))
-    return { ok: false, error: `--identity ${identity}: not an address` }
+    return fail('BAD_INPUT', `--identity ${identity}: not an address`)
   const validation = flags.validation ?? base.validationRegistry
   if (validation !== undefined && !isAddress(validation, { strict: false }))
-    return { ok: false, error: `--validation ${validation}: not an address` }
+    return fail('BAD_INPUT', `--validation ${validation}: not an address`)
   return {
     ok: true,
     network: {

@@ -1,6 +1,7 @@
 // The real reads behind preflight (chain/preflight.ts), over a viem client. Every failure is a
 // value: a revert (reason, or an official custom error by name) or no answer at all.
 import { type Abi, type Address, parseAbi } from 'viem'
+import { fail } from '../errors/codes.ts'
 import { identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
 import { type SvcPublicClient, publicClientFor } from './clients.ts'
 import { describeCallError, officialErrorsAbi } from './official-errors.ts'
@@ -20,7 +21,9 @@ async function read<T>(fn: () => Promise<T>): Promise<Read<T>> {
     return { ok: true, value: await fn() }
   } catch (err) {
     const d = describeCallError(err)
-    return 'revert' in d ? { ok: false, revert: d.revert } : { ok: false, unreachable: d.unreachable }
+    return 'revert' in d
+      ? { ok: false, code: 'CHAIN_REVERTED', error: d.revert, revert: d.revert }
+      : fail('UNREACHABLE', d.unreachable)
   }
 }
 

@@ -15,12 +15,14 @@
 //   7. balances cover N transactions at current fees (a warning, with the numbers); on Monad, on
 //      top of Monad's 10 MON reserve (below).
 import { type Address, formatEther, formatGwei, keccak256, stringToHex } from 'viem'
+import type { Failure } from '../errors/codes.ts'
 import { CHAIN_ID } from './chain-id.ts'
 
-export type Read<T> =
-  | { ok: true; value: T }
-  | { ok: false; revert: string }
-  | { ok: false; unreachable: string }
+/** A call the contract refused: `revert` is its reason (or official error by name), read as data. */
+export type Reverted = Failure<'CHAIN_REVERTED'> & { revert: string }
+
+/** A read's value, a revert, or no answer at all (UNREACHABLE, with why). */
+export type Read<T> = { ok: true; value: T } | Reverted | Failure<'UNREACHABLE'>
 
 /** The chain reads preflight needs; each returns a value, never throws. */
 export interface PreflightReads {
@@ -100,11 +102,9 @@ export async function preflight(target: PreflightTarget, reads: PreflightReads):
   let unreachable = false
   const rpc = target.rpcUrl
   /** An unreachable RPC ends the run: nothing else can be learnt. */
-  function need<T>(r: Read<T>, what: string): { ok: true; value: T } | { ok: false; revert: string } {
-    if (!r.ok && 'unreachable' in r) {
-      failures.push(
-        `rpc ${rpc}: no answer to ${what} (${r.unreachable}): check rpcUrl and that the node is up`,
-      )
+  function need<T>(r: Read<T>, what: string): { ok: true; value: T } | Reverted {
+    if (!r.ok && r.code === 'UNREACHABLE') {
+      failures.push(`rpc ${rpc}: no answer to ${what} (${r.error}): check rpcUrl and that the node is up`)
       unreachable = true
       throw new Stop()
     }

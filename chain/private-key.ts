@@ -4,11 +4,12 @@
 // and cli/ all read keys and all may import chain/ (README.md, "The import rules").
 import { type Address, type Hex, isHex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
+import type { Failure } from '../errors/codes.ts'
 
 export type PrivateKeyResult =
   | { ok: true; key: Hex; address: Address }
   /** problem: what is wrong; error: the same, after the label naming what and where. */
-  | { ok: false; problem: string; error: string }
+  | (Failure<'BAD_CONFIG'> & { problem: string })
 
 /**
  * `label` names the key and where it came from (`key file /etc/svc/owner.key`,
@@ -18,7 +19,13 @@ export type PrivateKeyResult =
 export function parsePrivateKey(text: string, label: string): PrivateKeyResult {
   const k = text.trim()
   const hex = (k.startsWith('0x') ? k : `0x${k}`) as Hex
-  const fail = (problem: string): PrivateKeyResult => ({ ok: false, problem, error: `${label}: ${problem}` })
+  // Every key it reads is one the operator put in place: a key file, a keystore, an environment variable.
+  const fail = (problem: string): PrivateKeyResult => ({
+    ok: false,
+    code: 'BAD_CONFIG',
+    problem,
+    error: `${label}: ${problem}`,
+  })
   if (!isHex(hex) || hex.length !== 66) return fail('expected 32 bytes of hex')
   try {
     return { ok: true, key: hex, address: privateKeyToAccount(hex).address }

@@ -2,13 +2,18 @@
 // Errors become values: `unknown` (the registry reverted "unknown": no such request) is told
 // apart from `unreachable` (RPC down), so the market can answer 404-ish vs 502.
 import { type Address, BaseError, ContractFunctionRevertedError, type Hex } from 'viem'
+import type { Failure } from '../errors/codes.ts'
 import type { ValidationRow } from '../records/verify-row.ts'
 import { identityRegistryAbi, validationRegistryAbi } from './abi.generated.ts'
 import type { SvcPublicClient } from './clients.ts'
 
-export type ReadResult<T> =
-  | { ok: true; value: T }
-  | { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string }
+/** Why a read failed: `kind` says it as the readers here always have, `code` as every result does. */
+export type ReadFailure =
+  | (Failure<'NOT_FOUND'> & { kind: 'unknown' })
+  | (Failure<'CHAIN_REVERTED'> & { kind: 'reverted' })
+  | (Failure<'UNREACHABLE'> & { kind: 'unreachable' })
+
+export type ReadResult<T> = { ok: true; value: T } | ReadFailure
 
 function revertReason(err: unknown): string | undefined {
   if (!(err instanceof BaseError)) return undefined
@@ -17,11 +22,17 @@ function revertReason(err: unknown): string | undefined {
   return undefined
 }
 
-function asFailure(err: unknown): { ok: false; kind: 'unknown' | 'reverted' | 'unreachable'; error: string } {
+function asFailure(err: unknown): ReadFailure {
   const reason = revertReason(err)
-  if (reason === 'unknown') return { ok: false, kind: 'unknown', error: 'unknown request hash' }
-  if (reason !== undefined) return { ok: false, kind: 'reverted', error: reason }
-  return { ok: false, kind: 'unreachable', error: err instanceof BaseError ? err.shortMessage : String(err) }
+  if (reason === 'unknown')
+    return { ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' }
+  if (reason !== undefined) return { ok: false, code: 'CHAIN_REVERTED', kind: 'reverted', error: reason }
+  return {
+    ok: false,
+    code: 'UNREACHABLE',
+    kind: 'unreachable',
+    error: err instanceof BaseError ? err.shortMessage : String(err),
+  }
 }
 
 /** ERC-8004 getValidationStatus(bytes32) → (validator, agentId, response, responseHash, tag, lastUpdate). */

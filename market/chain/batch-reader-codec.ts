@@ -127,11 +127,21 @@ export function decodeReadResult(data: string, count: number): Decoded {
       const reason = revertReason(buf, at + 3, dataEnd)
       reads[i] =
         reason === 'unknown'
-          ? { ok: false, kind: 'unknown', error: 'unknown request hash' }
-          : { ok: false, kind: 'reverted', error: reason ?? 'reverted without a reason' }
+          ? { ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' }
+          : {
+              ok: false,
+              code: 'CHAIN_REVERTED',
+              kind: 'reverted',
+              error: reason ?? 'reverted without a reason',
+            }
       at = dataEnd
     } else if (kind === MISSHAPEN) {
-      reads[i] = { ok: false, kind: 'reverted', error: 'the registry answered data that does not decode' }
+      reads[i] = {
+        ok: false,
+        code: 'CHAIN_REVERTED',
+        kind: 'reverted',
+        error: 'the registry answered data that does not decode',
+      }
       at += 1
     } else {
       return fail(`record ${i} has kind ${kind}`)

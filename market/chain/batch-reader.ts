@@ -18,7 +18,7 @@ async function readChunk(
   hashes: Hex[],
 ): Promise<ValidationRead[]> {
   const failAll = (error: string): ValidationRead[] =>
-    hashes.map(() => ({ ok: false, kind: 'unreachable', error }))
+    hashes.map(() => ({ ok: false, code: 'UNREACHABLE', kind: 'unreachable', error }))
   const call = encodeReadCall(registry, hashes)
   if (!call.ok) return failAll(call.error)
   try {

@@ -135,6 +135,7 @@ async function unreachableAsError<T>(read: () => Promise<T>): Promise<ReadResult
   } catch (err) {
     return {
       ok: false,
+      code: 'UNREACHABLE',
       kind: 'unreachable',
       error: err instanceof Error ? err.message.split('\n')[0]! : String(err),
     }

@@ -13,7 +13,11 @@ t.test('fees from the history: median tip, twice the next base fee plus tip', as
   t.same(r, { ok: true, fees: { maxFeePerGas: 26n * G, maxPriorityFeePerGas: 2n * G }, capped: false })
   const idle = feesFromHistory({ baseFeePerGas: [7n], reward: [[0n]] })
   t.same(idle.ok && idle.fees.maxPriorityFeePerGas, 1_000_000n, 'an idle chain still gets the floor tip')
-  t.same(feesFromHistory({ baseFeePerGas: [] }), { ok: false, error: 'eth_feeHistory returned no base fee' })
+  t.same(feesFromHistory({ baseFeePerGas: [] }), {
+    ok: false,
+    code: 'UPSTREAM_FAILED',
+    error: 'eth_feeHistory returned no base fee',
+  })
 })
 
 t.test('the cap: never more, and a base fee above it is an error that names both', async (t) => {
@@ -23,6 +27,7 @@ t.test('the cap: never more, and a base fee above it is an error that names both
   t.same(tight.ok && tight.fees.maxPriorityFeePerGas, 2n * G, 'the tip shrinks to fit under the cap')
   t.same(feesFromHistory({ baseFeePerGas: [60n * G] }, { capPerGas: 50n * G }), {
     ok: false,
+    code: 'CONFLICT',
     error: 'base fee 60 gwei is above the fee cap 50 gwei',
   })
 })
@@ -49,6 +54,7 @@ t.test(
     )
     t.same(bumpFees(prev, prev, 21n * G), {
       ok: false,
+      code: 'CONFLICT',
       error: 'a replacement needs 22.5 gwei per gas, above the fee cap 21 gwei',
     })
     t.equal(gwei(1_500_000n), '0.002')

@@ -65,6 +65,7 @@ t.test('a written keystore opens with its passphrase only', async (t) => {
   t.same(await decryptKeystore(json, 'pässwörd'), { ok: true, privateKey: KEY })
   t.match(await decryptKeystore(json, 'password'), {
     ok: false,
+    code: 'UNAUTHORIZED',
     error: 'keystore: wrong passphrase (the MAC does not match)',
   })
 })
@@ -95,7 +96,7 @@ t.test('malformed keystores: one reason each', async (t) => {
     ],
   ]
   for (const [name, json, want] of cases)
-    t.match(await decryptKeystore(json, 'pw'), { ok: false, error: want }, name)
+    t.match(await decryptKeystore(json, 'pw'), { ok: false, code: 'BAD_CONFIG', error: want }, name)
 })
 
 t.test('key files: 0600 and 32 bytes of hex, or refused', async (t) => {
@@ -106,13 +107,19 @@ t.test('key files: 0600 and 32 bytes of hex, or refused', async (t) => {
   await chmod(f, 0o640)
   t.match(await readKeyFile(f), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: `key file ${f}: readable by others (mode 640); chmod 600 ${f}`,
   })
   await writeFile(join(dir, 'short.key'), '0x1234', { mode: 0o600 })
-  t.match(await readKeyFile(join(dir, 'short.key')), { ok: false, error: /expected 32 bytes of hex/ })
-  t.match(await readKeyFile(join(dir, 'missing.key')), { ok: false, error: /ENOENT/ })
+  t.match(await readKeyFile(join(dir, 'short.key')), {
+    ok: false,
+    code: 'BAD_CONFIG',
+    error: /expected 32 bytes of hex/,
+  })
+  t.match(await readKeyFile(join(dir, 'missing.key')), { ok: false, code: 'NOT_FOUND', error: /ENOENT/ })
   t.match(await readKeystoreFile(join(dir, 'missing.json'), 'pw'), {
     ok: false,
+    code: 'NOT_FOUND',
     error: /keystore .*missing\.json: ENOENT/,
   })
 })

@@ -135,12 +135,18 @@ t.test('network presets and custom networks', async (t) => {
   })
   t.match(resolveNetwork({ network: 'mainnet' }), {
     ok: false,
+    code: 'BAD_INPUT',
     error: /--network mainnet: unknown \(known: monad-testnet/,
   })
-  t.match(resolveNetwork({}), { ok: false, error: /give --network NAME or --rpc-url URL/ })
-  t.match(resolveNetwork({ 'rpc-url': 'ftp://x' }), { ok: false, error: /not an http\(s\) URL/ })
+  t.match(resolveNetwork({}), { ok: false, code: 'BAD_INPUT', error: /give --network NAME or --rpc-url URL/ })
+  t.match(resolveNetwork({ 'rpc-url': 'ftp://x' }), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: /not an http\(s\) URL/,
+  })
   t.match(resolveNetwork({ 'rpc-url': 'http://x', identity: '0x12' }), {
     ok: false,
+    code: 'BAD_INPUT',
     error: /--identity 0x12: not an address/,
   })
 })

@@ -34,7 +34,7 @@ t.test('refuses what is not a key, naming what and where', async (t) => {
   for (const [text, problem] of cases)
     t.same(
       parsePrivateKey(text, '$SVC_ATTESTOR_KEY'),
-      { ok: false, problem, error: `$SVC_ATTESTOR_KEY: ${problem}` },
+      { ok: false, code: 'BAD_CONFIG', problem, error: `$SVC_ATTESTOR_KEY: ${problem}` },
       JSON.stringify(text),
     )
 })

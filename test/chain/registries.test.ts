@@ -108,7 +108,7 @@ t.test('validation: request by operator, response by validator, first-come, unkn
   const att = w(attestor.privateKey)
   const rh = reqHash('line-1')
   const unknown = await readValidationStatus(pub, chain.validationRegistry, reqHash('never'))
-  t.same(unknown, { ok: false, kind: 'unknown', error: 'unknown request hash' })
+  t.same(unknown, { ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' })
 
   await reverts(
     t,

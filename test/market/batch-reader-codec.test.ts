@@ -88,12 +88,23 @@ t.test('each record kind decodes to its read', async (t) => {
   })
   const first = d.reads[0]!
   t.equal(first.ok && first.row.validator, VALIDATOR, 'EIP-55 checksummed, as viem returns it')
-  t.same(d.reads[2], { ok: false, kind: 'unknown', error: 'unknown request hash' })
-  t.same(d.reads[3], { ok: false, kind: 'reverted', error: 'paused' })
-  t.same(d.reads[4], { ok: false, kind: 'reverted', error: 'reverted without a reason' })
-  t.same(d.reads[5], { ok: false, kind: 'reverted', error: 'reverted without a reason' })
+  t.same(d.reads[2], { ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' })
+  t.same(d.reads[3], { ok: false, code: 'CHAIN_REVERTED', kind: 'reverted', error: 'paused' })
+  t.same(d.reads[4], {
+    ok: false,
+    code: 'CHAIN_REVERTED',
+    kind: 'reverted',
+    error: 'reverted without a reason',
+  })
+  t.same(d.reads[5], {
+    ok: false,
+    code: 'CHAIN_REVERTED',
+    kind: 'reverted',
+    error: 'reverted without a reason',
+  })
   t.same(d.reads[6], {
     ok: false,
+    code: 'CHAIN_REVERTED',
     kind: 'reverted',
     error: 'the registry answered data that does not decode',
   })

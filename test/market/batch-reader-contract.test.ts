@@ -42,7 +42,7 @@ t.test('against the real registry: the same reads as one getValidationStatus cal
     const one = await readValidationStatus(client, dev.validationRegistry, h)
     t.same(batched[i], one.ok ? { ok: true, row: one.value } : one, `row ${i}`)
   }
-  t.same(batched[6], { ok: false, kind: 'unknown', error: 'unknown request hash' })
+  t.same(batched[6], { ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' })
 })
 
 /** Runtime code that answers every call with `blob`, returned or reverted. */
@@ -88,7 +88,12 @@ const RAW = [
   { type: 'uint256' },
 ] as const
 const validator = dev.accounts.attestor.address
-const MISSHAPEN = { ok: false, kind: 'reverted', error: 'the registry answered data that does not decode' }
+const MISSHAPEN = {
+  ok: false,
+  code: 'CHAIN_REVERTED',
+  kind: 'reverted',
+  error: 'the registry answered data that does not decode',
+}
 
 t.test('stand-in registries: well-formed answers are packed, others marked misshapen', async (t) => {
   const tag = 'ü'.repeat(200)
@@ -126,7 +131,7 @@ t.test('stand-in registries that revert: the reason is kept', async (t) => {
     await readFrom(answering(encodeErrorResult({ abi, errorName: 'Error', args: ['unknown'] }), 'revert')),
     {
       ok: true,
-      reads: [{ ok: false, kind: 'unknown', error: 'unknown request hash' }],
+      reads: [{ ok: false, code: 'NOT_FOUND', kind: 'unknown', error: 'unknown request hash' }],
     },
   )
   t.same(
@@ -134,13 +139,13 @@ t.test('stand-in registries that revert: the reason is kept', async (t) => {
     {
       ok: true,
       reads: [
-        { ok: false, kind: 'reverted', error: 'paused' },
-        { ok: false, kind: 'reverted', error: 'paused' },
+        { ok: false, code: 'CHAIN_REVERTED', kind: 'reverted', error: 'paused' },
+        { ok: false, code: 'CHAIN_REVERTED', kind: 'reverted', error: 'paused' },
       ],
     },
   )
   t.same(await readFrom(answering('0x', 'revert')), {
     ok: true,
-    reads: [{ ok: false, kind: 'reverted', error: 'reverted without a reason' }],
+    reads: [{ ok: false, code: 'CHAIN_REVERTED', kind: 'reverted', error: 'reverted without a reason' }],
   })
 })
