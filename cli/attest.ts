@@ -16,6 +16,7 @@ import { progressBar, progressLine } from './progress-bar.ts'
 import { intOption, parseOptions } from './options.ts'
 import { svcPaths } from '../hub/paths.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError, processIo } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export const ATTEST_HELP = `usage: svc attest <command> [options]
 
@@ -78,7 +79,7 @@ async function withStore<T>(
         `the attestation store ${path} is in use by the running hub, which syncs it by itself (see \`svc attest status\`); stop the hub to sync by hand`,
       )
     }
-    throw new UserError(`cannot open the attestation store ${path}: ${(err as Error).message}`)
+    throw new UserError(`cannot open the attestation store ${path}: ${errorText(err)}`)
   }
   try {
     return await fn(store)
@@ -184,7 +185,7 @@ async function syncCmd(io: CliIo, v: Values): Promise<number> {
       return r
     } catch (err) {
       if (drawn) process.stderr.write('\n')
-      throw new UserError(`sync stopped: ${(err as Error).message} (nothing is lost; run it again)`)
+      throw new UserError(`sync stopped: ${errorText(err)} (nothing is lost; run it again)`)
     }
   })
   if (v.json) io.out(JSON.stringify(report))
@@ -217,7 +218,7 @@ async function verifyCmd(io: CliIo, v: Values): Promise<number> {
       return await readFile(abs(io, p), 'utf8')
     } catch (err) {
       throw new UserError(
-        `cannot read the ${what} file ${p}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+        `cannot read the ${what} file ${p}: ${(err as NodeJS.ErrnoException).code ?? errorText(err)}`,
       )
     }
   }

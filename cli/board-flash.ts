@@ -13,6 +13,7 @@ import { callHub, fetchHub } from './hub-client.ts'
 import { type CliIo, EXIT_FAIL, EXIT_OK, processIo, UsageError, UserError } from './io.ts'
 import { intOption, parseOptions } from './options.ts'
 import { type FlashProgress, flashBar, flashLine } from './progress-bar.ts'
+import { errorText } from '../errors/text.ts'
 
 export const FLASH_HELP = `usage: svc board flash <board> <image.hex> [--downgrade] [--json]
 
@@ -92,7 +93,7 @@ async function streamHub(
     }
   } catch (err) {
     throw new UserError(
-      `the connection to the hub broke during the flash (${(err as Error).message}); the flash goes on in the hub: see \`svc board flash-history\``,
+      `the connection to the hub broke during the flash (${errorText(err)}); the flash goes on in the hub: see \`svc board flash-history\``,
     )
   }
 }

@@ -7,6 +7,7 @@ import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../bridge/co
 import { callHub } from './hub-client.ts'
 import { type CliIo, EXIT_OK, UsageError } from './io.ts'
 import { intOption, parseOptions } from './options.ts'
+import { errorText } from '../errors/text.ts'
 
 export const STATUS_HELP = `usage: svc board status [--json]
 
@@ -128,7 +129,7 @@ export async function boardSend(argv: string[], io: CliIo): Promise<number> {
       args = JSON.parse(argsText)
     } catch (err) {
       throw new UsageError(
-        `args-json: not JSON (${(err as Error).message}); e.g. '{"pin":13,"value":1}', quoted for the shell`,
+        `args-json: not JSON (${errorText(err)}); e.g. '{"pin":13,"value":1}', quoted for the shell`,
       )
     }
   }

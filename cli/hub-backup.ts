@@ -20,6 +20,7 @@ import { svcPaths } from '../hub/paths.ts'
 import { fetchHub, processAlive } from './hub-client.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
+import { errorText } from '../errors/text.ts'
 
 const HELP = `usage: svc hub backup [--out FILE] [--no-history] [--passphrase-env VAR] [--config FILE]
 
@@ -98,7 +99,7 @@ async function archiveStream(
   try {
     opened = await openStoresForBackup(c.dataDir)
   } catch (err) {
-    throw new UserError(`cannot read the stores in ${c.dataDir}: ${(err as Error).message}`)
+    throw new UserError(`cannot read the stores in ${c.dataDir}: ${errorText(err)}`)
   }
   const files = await backupFiles({
     home: paths.home,
@@ -184,7 +185,7 @@ export const command: Command = async (argv, io) => {
     stream.destroy()
     file.destroy()
     await rm(partial, { force: true })
-    throw new UserError(`backup failed, nothing written: ${(err as Error).message}`)
+    throw new UserError(`backup failed, nothing written: ${errorText(err)}`)
   }
   const size = (await stat(out)).size
   const stores = Object.entries(manifest.stores)

@@ -14,6 +14,7 @@ import type { ListingEntry } from '../hub/listing/record.ts'
 import { type ListingSyncSummary, syncListings } from '../hub/listing/sync.ts'
 import { svcPaths } from '../hub/paths.ts'
 import { type CliIo, type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export const LISTING_HELP = `usage: svc listing <command> [options]
 
@@ -74,7 +75,7 @@ async function tryStore(io: CliIo): Promise<{ store: AttestStore | null; agentId
   } catch (err) {
     const cause = (err as { cause?: { code?: string } }).cause
     if (cause?.code === 'LEVEL_LOCKED') return { store: null, agentId }
-    throw new UserError(`cannot open the attestation store ${path}: ${(err as Error).message}`)
+    throw new UserError(`cannot open the attestation store ${path}: ${errorText(err)}`)
   }
 }
 

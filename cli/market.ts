@@ -13,6 +13,7 @@ import { marketPages } from '../market/pages/index.ts'
 import { loadMarketConfig, publicUrlProblem, startMarketServer } from '../market/server.ts'
 import { svcPaths } from '../hub/paths.ts'
 import { type Command, EXIT_OK, UserError, UsageError, untilStopSignal } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export const MARKET_HELP = `usage: svc market [options]
 
@@ -92,7 +93,7 @@ export const command: Command = async (argv, io) => {
   try {
     running = await startMarketServer(config, { pages: marketPages, plugins })
   } catch (err) {
-    throw new UserError(err instanceof Error ? err.message : String(err))
+    throw new UserError(errorText(err))
   }
   io.out(
     `market listening on ${running.url} (chain ${config.chain!.rpcUrl}, data ${config.dataDir}${attestorLine})`,

@@ -2,6 +2,7 @@
 // turned into one-line usage errors.
 import { parseArgs } from 'node:util'
 import { UsageError } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export type OptionSpec = Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>
 
@@ -9,7 +10,7 @@ export function parseOptions<T extends OptionSpec>(argv: string[], spec: T, help
   try {
     return parseArgs({ args: argv, options: spec, allowPositionals: true, strict: true })
   } catch (err) {
-    throw new UsageError(`${(err as Error).message.split('\n')[0]} (see ${help})`)
+    throw new UsageError(`${errorText(err).split('\n')[0]} (see ${help})`)
   }
 }
 

@@ -1,6 +1,7 @@
 // The flags of `svc sop <run command>` (sop-runs.ts, sop-history.ts): one parser, each command
 // naming the flags it takes, so an unknown or misplaced flag is a usage error naming it.
 import { UsageError } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export interface Flags {
   positional: string[]
@@ -95,6 +96,6 @@ export function payloadFlag(f: Flags): unknown {
   try {
     return JSON.parse(f.payload)
   } catch (e) {
-    throw new UsageError(`--payload is not JSON: ${(e as Error).message}`)
+    throw new UsageError(`--payload is not JSON: ${errorText(e)}`)
   }
 }

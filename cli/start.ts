@@ -31,6 +31,7 @@ import { loadEntry } from '../hub/listing/queue.ts'
 import type { ListingSyncLoop } from '../hub/listing/sync.ts'
 import { svcPaths } from '../hub/paths.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
+import { errorText } from '../errors/text.ts'
 
 export const START_HELP = `usage: svc start [options]     (npm start)
 
@@ -179,7 +180,7 @@ export const command: Command = async (argv, io) => {
       try {
         await c.fn()
       } catch (err) {
-        io.err(`${c.name} did not stop cleanly: ${(err as Error).message}`)
+        io.err(`${c.name} did not stop cleanly: ${errorText(err)}`)
       }
     }
     process.off('SIGINT', onSignal)

@@ -10,10 +10,12 @@ import { cp, mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { build } from 'esbuild'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
-export type DistBuild = { ok: true; outDir: string; entry: string } | { ok: false; error: string }
+export type DistBuild = Result<{ outDir: string; entry: string }>
 
 /** Native addons (LevelDB, serial ports, libsecp256k1) and packages that read their own files. */
 export const EXTERNAL = [
@@ -49,7 +51,8 @@ export async function buildDist(outDir: string): Promise<DistBuild> {
       logLevel: 'silent',
     })
   } catch (err) {
-    return { ok: false, error: `esbuild failed: ${(err as Error).message}` }
+    // The repository's own sources did not bundle: a bug here, not the caller's.
+    return fail('INTERNAL', `esbuild failed: ${errorText(err)}`)
   }
   await mkdir(outDir, { recursive: true })
   await writeFile(join(outDir, 'package.json'), '{ "type": "module" }\n')

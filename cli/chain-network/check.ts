@@ -12,6 +12,7 @@ import { readDeviceKey } from '../../hub/attest/device-key.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import { type Command, EXIT_FAIL, EXIT_OK, UsageError, UserError } from '../io.ts'
 import { intOption, parseOptions } from '../options.ts'
+import { errorText } from '../../errors/text.ts'
 
 export const CHECK_HELP = `usage: svc chain check [--chain FILE] [--attestor-key-file FILE] [--transactions N] [--json]
 
@@ -57,7 +58,7 @@ export const checkCommand: Command = async (argv, io) => {
     device = k === null ? undefined : privateKeyToAccount(k).address
   } catch (err) {
     // A damaged key is said, not checked as if there were none (hub/files/README.md: Small files).
-    throw new UserError((err as Error).message)
+    throw new UserError(errorText(err))
   }
   let attestorKey: Address | undefined
   if (values['attestor-key-file'] !== undefined) {

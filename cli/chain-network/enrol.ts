@@ -15,6 +15,8 @@ import { type EnrolResult, deviceSignature, enrol, enrolledChainInfo } from '../
 import type { Network } from '../../chain/networks.ts'
 import { describeCallError } from '../../chain/official-errors.ts'
 import { runPreflight } from '../../chain/preflight-reads.ts'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { readDeviceKey, writeNewDeviceKey } from '../../hub/attest/device-key.ts'
 import { svcPaths } from '../../hub/paths.ts'
 import type { PasswordInput } from '../hub-user.ts'
@@ -191,7 +193,7 @@ async function deviceKeyFor(path: string): Promise<DeviceKey> {
   try {
     existing = await readDeviceKey(path)
   } catch (err) {
-    throw new UserError((err as Error).message)
+    throw new UserError(errorText(err))
   }
   if (existing !== null) return { key: existing, persist: async () => {} }
   const key = generatePrivateKey()
@@ -240,11 +242,7 @@ async function printSignature(
 }
 
 /** Preflight with the device and agent, plus: the device is the agent's wallet. */
-async function enrolledElsewhere(
-  net: Network,
-  agentId: bigint,
-  deviceKey: Hex,
-): Promise<{ ok: true } | { ok: false; error: string }> {
+async function enrolledElsewhere(net: Network, agentId: bigint, deviceKey: Hex): Promise<Result> {
   const device = privateKeyToAccount(deviceKey).address
   const pub = publicClientFor(net.rpcUrl, { timeout: 15_000 })
   const r = await runPreflight(
@@ -257,7 +255,8 @@ async function enrolledElsewhere(
     },
     pub,
   )
-  if (!r.ok) return { ok: false, error: r.failures[0] as string }
+  // Not unreachable: a step is not done on chain (or the network is not one to enrol on).
+  if (!r.ok) return fail(r.unreachable ? 'UNREACHABLE' : 'CONFLICT', r.failures[0] as string)
   try {
     const wallet = await pub.readContract({
       address: net.identityRegistry,
@@ -266,13 +265,15 @@ async function enrolledElsewhere(
       args: [agentId],
     })
     if (wallet.toLowerCase() !== device.toLowerCase())
-      return {
-        ok: false,
-        error: `device ${device} is not agent ${agentId}'s wallet (it is ${wallet}): the owner sets it (svc chain enrol with the owner's key, or the market's /enrol page with --print-signature)`,
-      }
+      return fail(
+        'CONFLICT',
+        `device ${device} is not agent ${agentId}'s wallet (it is ${wallet}): the owner sets it (svc chain enrol with the owner's key, or the market's /enrol page with --print-signature)`,
+      )
   } catch (err) {
     const d = describeCallError(err)
-    return { ok: false, error: 'unreachable' in d ? `rpc ${net.rpcUrl}: ${d.unreachable}` : d.revert }
+    return 'unreachable' in d
+      ? fail('UNREACHABLE', `rpc ${net.rpcUrl}: ${d.unreachable}`)
+      : fail('CHAIN_REVERTED', d.revert)
   }
   return { ok: true }
 }
