@@ -18,6 +18,7 @@
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { withNoDelay } from '../broker/no-delay.ts'
 import { availabilityTopic } from '../../mqtt/topics.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 
 export type Availability = 'online' | 'offline'
@@ -27,8 +28,6 @@ export interface BoardAvailability {
   /** Publishes `offline` for every board (clean stop) and ends the sessions it opened. */
   close(): Promise<void>
 }
-
-const errText = (err: unknown): string => (err instanceof Error ? err.message : String(err))
 
 /** Embedded broker: the hub's main session, every owned board reset to `offline` first. */
 export async function mainSessionAvailability(o: {
@@ -42,7 +41,9 @@ export async function mainSessionAvailability(o: {
     o.client
       .publishAsync(availabilityTopic(board), state, { qos: 1, retain: true })
       .then(() => undefined)
-      .catch((err: unknown) => o.log.warn({ board, state, err: errText(err) }, 'availability not published'))
+      .catch((err: unknown) =>
+        o.log.warn({ board, state, err: errorText(err) }, 'availability not published'),
+      )
   const stale = o.retainedOnline
     ? (await o.retainedOnline().catch(() => [])).filter((b) => !o.boards.includes(b))
     : []
@@ -75,7 +76,7 @@ export async function willSessionAvailability(o: {
     s.client
       .publishAsync(availabilityTopic(board), s.state, { qos: 1, retain: true })
       .catch((err: unknown) =>
-        o.log.warn({ board, state: s.state, err: errText(err) }, 'availability not published'),
+        o.log.warn({ board, state: s.state, err: errorText(err) }, 'availability not published'),
       )
   }
   try {
@@ -98,7 +99,7 @@ export async function willSessionAvailability(o: {
     }
   } catch (err) {
     await Promise.all([...sessions.values()].map((s) => s.client.endAsync(true)))
-    throw new Error(`availability session to the broker failed: ${errText(err)}`)
+    throw new Error(`availability session to the broker failed: ${errorText(err)}`)
   }
   return {
     set(board, state) {

@@ -13,6 +13,7 @@ import { connectRequestSession } from './request-session.ts'
 import { encodeCmdReply, parseCmdPayload } from '../../bridge/cmd-payload.ts'
 import type { Json, SendResult } from '../../bridge/types.ts'
 import { boardTopic } from '../../mqtt/topics.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 
 export interface BoardSender {
@@ -40,12 +41,7 @@ export async function startBoardCommands(o: {
   const reply = (board: string, payload: string): void => {
     client
       .publishAsync(boardTopic(board, 'reply'), payload, { qos: 1, retain: false })
-      .catch((err: unknown) =>
-        log.warn(
-          { board, err: err instanceof Error ? err.message : String(err) },
-          'board command reply not published',
-        ),
-      )
+      .catch((err: unknown) => log.warn({ board, err: errorText(err) }, 'board command reply not published'))
   }
 
   const onMessage = (topic: string, payload: Buffer, packet: { retain?: boolean }): void => {
@@ -69,12 +65,10 @@ export async function startBoardCommands(o: {
     const { id, cmd, args, timeoutMs } = parsed.value
     o.bridge
       .send(board, cmd, args, { timeoutMs: timeoutMs ?? o.defaultTimeoutMs })
-      .catch(
-        (err: unknown): SendResult => ({
-          ok: false,
-          error: err instanceof Error ? err.message : String(err),
-        }),
-      )
+      // A send that throws is none of the bridge's wire codes (bridge/README.md, "Availability,
+      // info, stats and commands": each names what a board or its port did): the reply says
+      // what was thrown and carries no code, as it always has.
+      .catch((err: unknown): SendResult => ({ ok: false, code: undefined, error: errorText(err) }))
       .then((r) => {
         log.info({ board, cmd, id, ok: r.ok, ...(r.ok ? {} : { error: r.error }) }, 'board command over MQTT')
         reply(board, encodeCmdReply(id, r))
@@ -86,7 +80,7 @@ export async function startBoardCommands(o: {
     await client.subscribeAsync([...topics.keys()], { qos: 1 })
   } catch (err) {
     await client.endAsync(true)
-    throw new Error(`board command session: ${err instanceof Error ? err.message : String(err)}`)
+    throw new Error(`board command session: ${errorText(err)}`)
   }
   return {
     async close() {

@@ -11,6 +11,7 @@ import type { PublishPort } from '../../tools/mqtt_publish.ts'
 import type { Principal } from '../broker/acl.ts'
 import type { Flasher } from '../flash/flasher.ts'
 import { defaultReplyTopic, flashReplies, parseFlashRequest } from '../flash/mqtt-request.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 
 export interface FlashRequests {
@@ -40,10 +41,7 @@ export async function startFlashRequests(o: {
 
   const answer = (topic: string, payload: string): void => {
     o.publish(topic, payload, { qos: 1, retain: false }).catch((err: unknown) =>
-      log.warn(
-        { topic, err: err instanceof Error ? err.message : String(err) },
-        'flash answer not published',
-      ),
+      log.warn({ topic, err: errorText(err) }, 'flash answer not published'),
     )
   }
 
@@ -108,7 +106,7 @@ export async function startFlashRequests(o: {
     await client.subscribeAsync([...topics.keys()], { qos: 1 })
   } catch (err) {
     await client.endAsync(true)
-    throw new Error(`board flash session: ${err instanceof Error ? err.message : String(err)}`)
+    throw new Error(`board flash session: ${errorText(err)}`)
   }
   return {
     async close() {

@@ -5,6 +5,7 @@ import { readFile } from 'node:fs/promises'
 import { existsSync } from 'node:fs'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import type { XStatic } from 'typebox/schema'
+import { fail, failAt, type Result } from '../../errors/codes.ts'
 import { svcPaths } from '../paths.ts'
 import type { BoardConfig } from '../../bridge/types.ts'
 import { checkFlashProfile, type FlashProfile } from '../../bridge/flash/profile.ts'
@@ -90,7 +91,8 @@ export const DEFAULTS = {
   webhookPort: S.webhook.properties.port.default,
 } as const
 
-export type ConfigResult = { ok: true; config: HubConfig } | { ok: false; error: string }
+/** A hub.toml that is wrong is BAD_CONFIG; a `--config` file that is not there NOT_FOUND, unreadable IO_FAILED. */
+export type ConfigResult = Result<{ config: HubConfig }>
 
 function timezoneError(tz: string): string | null {
   try {
@@ -117,7 +119,7 @@ export function resolveConfig(
 ): ConfigResult {
   const where = file ?? 'hub.toml'
   const errors = schemaErrors(doc)
-  if (errors.length > 0) return { ok: false, error: `${where}: ${errors.join('; ')}` }
+  if (errors.length > 0) return fail('BAD_CONFIG', `${where}: ${errors.join('; ')}`)
   const t = doc as HubToml
   const base = file ? dirname(file) : process.cwd()
   const abs = (p: string): string => (isAbsolute(p) ? p : resolve(base, p))
@@ -128,40 +130,40 @@ export function resolveConfig(
   const hub = section('hub')
   const cron = section('cron')
   const tzErr = timezoneError(cron.timezone)
-  if (tzErr) return { ok: false, error: `${where}: cron.timezone: ${tzErr}` }
+  if (tzErr) return fail('BAD_CONFIG', `${where}: cron.timezone: ${tzErr}`)
   const names = new Set<string>()
   const flashProfiles: (FlashProfile | null)[] = []
   for (const [i, b] of (t.boards ?? []).entries()) {
     if (names.has(b.name))
-      return { ok: false, error: `${where}: boards[${i}].name: board "${b.name}" is configured twice` }
+      return fail('BAD_CONFIG', `${where}: boards[${i}].name: board "${b.name}" is configured twice`)
     names.add(b.name)
     // The bridge's rule (bridge/config.ts), checked here so the message names the hub.toml key.
     if (b.heartbeat_ms !== undefined && b.heartbeat_ms > 0 && b.heartbeat_ms < 50)
-      return { ok: false, error: `${where}: boards[${i}].heartbeat_ms: must be 0 (off) or an integer >= 50` }
+      return fail('BAD_CONFIG', `${where}: boards[${i}].heartbeat_ms: must be 0 (off) or an integer >= 50`)
     const f = boardFlash(b, `boards[${i}].flash`)
-    if (typeof f === 'string') return { ok: false, error: `${where}: ${f}` }
+    if (typeof f === 'string') return fail('BAD_CONFIG', `${where}: ${f}`)
     flashProfiles.push(f)
   }
   const { tlsHost, tlsPort, wssPort, tlsCert, tlsKey, username, password, ...broker } = section('broker')
   if (broker.url !== null) {
     const target = mqttUrlOptions(broker.url)
-    if (!target.ok) return { ok: false, error: `${where}: broker.url: ${target.error}` }
+    if (!target.ok) return failAt(`${where}: broker.url: `, target)
   }
   const tls = brokerTls({ tlsHost, tlsPort, wssPort, tlsCert, tlsKey }, t.broker?.tls_host !== undefined, abs)
-  if (typeof tls === 'string') return { ok: false, error: `${where}: ${tls}` }
+  if (typeof tls === 'string') return fail('BAD_CONFIG', `${where}: ${tls}`)
   const { secrets: rawSecrets, ...webhook } = section('webhook')
   const secrets = webhookSecrets(rawSecrets, abs)
-  if (typeof secrets === 'string') return { ok: false, error: `${where}: ${secrets}` }
+  if (typeof secrets === 'string') return fail('BAD_CONFIG', `${where}: ${secrets}`)
   const amqp = t.amqp === undefined ? null : amqpSection(section('amqp'), abs)
-  if (typeof amqp === 'string') return { ok: false, error: `${where}: ${amqp}` }
+  if (typeof amqp === 'string') return fail('BAD_CONFIG', `${where}: ${amqp}`)
   const metrics = metricsSection(section('metrics'), abs)
-  if (typeof metrics === 'string') return { ok: false, error: `${where}: ${metrics}` }
+  if (typeof metrics === 'string') return fail('BAD_CONFIG', `${where}: ${metrics}`)
   const { tlsCert: consoleCert, tlsKey: consoleKey, ...consoleRest } = section('console')
   if ((consoleCert === null) !== (consoleKey === null))
-    return {
-      ok: false,
-      error: `${where}: console.tls_cert and console.tls_key: give both (PEM files) or neither`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `${where}: console.tls_cert and console.tls_key: give both (PEM files) or neither`,
+    )
   return {
     ok: true,
     config: {
@@ -328,13 +330,9 @@ export async function loadConfig(
     text = await readFile(file, 'utf8')
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code
-    return {
-      ok: false,
-      error:
-        code === 'ENOENT'
-          ? `config file ${file} does not exist`
-          : `cannot read config file ${file}: ${String(err)}`,
-    }
+    return code === 'ENOENT'
+      ? fail('NOT_FOUND', `config file ${file} does not exist`)
+      : fail('IO_FAILED', `cannot read config file ${file}: ${String(err)}`)
   }
   return parseConfig(text, resolve(file), env)
 }

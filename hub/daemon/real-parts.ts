@@ -7,6 +7,7 @@
 import type { AttestStore, AttestSync } from '../attest/index.ts'
 import { createOpenAiAgent } from '../agent/openai.ts'
 import type { AgentAdapter } from '../agent/types.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 import { svcPaths } from '../paths.ts'
 import { startService } from '../service/index.ts'
 import type { Sop } from '../../sops/types.ts'
@@ -33,7 +34,7 @@ export type ChainSection =
         maxBatchLines?: number
       } | null
     }
-  | { ok: false; error: string }
+  | Failure
 
 /** The sync's settings from `[chain]`, whose keys and types hub.toml's schema checked (config-schema.ts). */
 export function readChainSection(chain: HubConfig['chain']): ChainSection {
@@ -41,10 +42,10 @@ export function readChainSection(chain: HubConfig['chain']): ChainSection {
   const missing = SYNC_KEYS.filter((k) => chain[k] === undefined)
   if (missing.length === SYNC_KEYS.length) return { ok: true, sync: null }
   if (missing.length > 0)
-    return {
-      ok: false,
-      error: `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `chain: attestation sync needs ${SYNC_KEYS.join(', ')}; missing ${missing.join(', ')}`,
+    )
   const c = chain as Required<NonNullable<HubConfig['chain']>>
   return {
     ok: true,

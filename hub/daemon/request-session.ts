@@ -4,6 +4,7 @@
 // session does. `name` says which in errors and logs ("board command", "board flash").
 import mqtt, { type IClientOptions, type MqttClient } from 'mqtt'
 import { withNoDelay } from '../broker/no-delay.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 
 export async function connectRequestSession(
@@ -23,7 +24,7 @@ export async function connectRequestSession(
     })
     .then(withNoDelay)
     .catch((err: unknown) => {
-      throw new Error(`${name} session: ${err instanceof Error ? err.message : String(err)}`)
+      throw new Error(`${name} session: ${errorText(err)}`)
     })
   client.on('error', (err) => log.warn({ err: err.message }, `${name} session error`))
   return client

@@ -160,7 +160,8 @@ t.test('[chain] is typed: unknown keys and wrong types are named when the file i
     ],
     ['[chain]\nschema = "record.json"\n', 'hub.toml: chain.schema: must be object'],
   ]
-  for (const [text, error] of cases) t.same(parseConfig(text, null, {}), { ok: false, error }, text)
+  for (const [text, error] of cases)
+    t.same(parseConfig(text, null, {}), { ok: false, code: 'BAD_CONFIG', error }, text)
   for (const id of ['7', '"7"']) {
     const r = parseConfig(`[chain]\nagent_id = ${id}\n`, null, {})
     t.ok(r.ok, `agent_id = ${id}`)

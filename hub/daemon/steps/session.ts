@@ -9,6 +9,7 @@ import { mqttUrlOptions } from '../../broker/mqtt-url.ts'
 import { withNoDelay } from '../../broker/no-delay.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../../mqtt-state/payloads.ts'
 import { connectHeld } from '../../triggers/session-gate.ts'
+import { errorText } from '../../../errors/text.ts'
 import type { StartContext } from './context.ts'
 
 export interface HubSession {
@@ -66,16 +67,14 @@ export async function connectSession(
     retain: true,
   }
   const connectErr = (err: unknown): Error =>
-    new Error(
-      `cannot connect to the MQTT broker at ${url}: ${err instanceof Error ? err.message : String(err)}`,
-    )
+    new Error(`cannot connect to the MQTT broker at ${url}: ${errorText(err)}`)
   let svcTopicsRefused = false
   const client = await connectHeld({ ...sessionOptions, will })
     .catch(async (err: unknown) => {
       // A broker whose ACL keeps svc/ for someone else (another svc hub's embedded broker)
       // refuses the will, and with it the whole session (MQTT-3.1.2-8 ff.); the hub runs
       // without the will rather than not at all, and says what that costs.
-      if (broker || !/not authori[sz]ed/i.test(err instanceof Error ? err.message : String(err))) throw err
+      if (broker || !/not authori[sz]ed/i.test(errorText(err))) throw err
       // Publishing there would be refused too, and a refused publish closes the session
       // (MQTT-3.3.5-2): the state topics stay off on such a broker.
       svcTopicsRefused = true
