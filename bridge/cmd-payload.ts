@@ -4,7 +4,8 @@
 // the request's `id` (any string or number the sender chose, null when it gave none) so a sender
 // can match answers to questions. Pure: the hub's MQTT wiring uses it.
 import type { Json } from './codec/index.ts'
-import { type RequestId, readRequestObject } from './request-payload.ts'
+import { fail } from '../errors/codes.ts'
+import { type RequestId, type RequestRefusal, readRequestObject } from './request-payload.ts'
 import type { SendResult } from './types.ts'
 
 /** The most a command request may weigh: a board's line is 1 KiB by default, so this is plenty. */
@@ -23,7 +24,8 @@ export interface CmdRequest {
   timeoutMs?: number
 }
 
-export type ParsedCmd = { ok: true; value: CmdRequest } | { ok: false; id: CmdId; error: string }
+/** A refusal's code is for this side; its MQTT reply says `bad_command` (bridge/README.md). */
+export type ParsedCmd = { ok: true; value: CmdRequest } | RequestRefusal
 
 export function parseCmdPayload(payload: Uint8Array): ParsedCmd {
   const r = readRequestObject(payload, MAX_CMD_PAYLOAD, '{"id"?, "cmd", "args"?, "timeout_ms"?}')
@@ -31,13 +33,13 @@ export function parseCmdPayload(payload: Uint8Array): ParsedCmd {
   const { o, id: cid } = r
   const extra = Object.keys(o).find((k) => !FIELDS.has(k))
   if (extra !== undefined)
-    return { ok: false, id: cid, error: `${extra}: unknown field (allowed: id, cmd, args, timeout_ms)` }
-  if (typeof o.cmd !== 'string') return { ok: false, id: cid, error: 'cmd: missing or not a string' }
+    return { ...fail('BAD_INPUT', `${extra}: unknown field (allowed: id, cmd, args, timeout_ms)`), id: cid }
+  if (typeof o.cmd !== 'string') return { ...fail('BAD_INPUT', 'cmd: missing or not a string'), id: cid }
   if (!CMD_RE.test(o.cmd))
-    return { ok: false, id: cid, error: `cmd: "${o.cmd.slice(0, 40)}" must match [a-z][a-z0-9_]{0,31}` }
+    return { ...fail('BAD_INPUT', `cmd: "${o.cmd.slice(0, 40)}" must match [a-z][a-z0-9_]{0,31}`), id: cid }
   const t = o.timeout_ms
   if (t !== undefined && !(typeof t === 'number' && Number.isInteger(t) && t >= 1 && t <= 600_000))
-    return { ok: false, id: cid, error: 'timeout_ms: must be an integer from 1 to 600000' }
+    return { ...fail('BAD_INPUT', 'timeout_ms: must be an integer from 1 to 600000'), id: cid }
   return {
     ok: true,
     value: {

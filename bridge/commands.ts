@@ -2,6 +2,7 @@
 // (bridge/README.md, "The board line protocol"), one at a time per port, each with a timeout. A board
 // with a 64-byte UART buffer cannot take a burst, and one-at-a-time makes "which reply is
 // this" trivial for firmware that cannot queue. Timers are injected so tests can drive them.
+import { errorText } from '../errors/text.ts'
 import { encodeCommand, type Json, type Reply } from './codec/index.ts'
 import type { SendFailure, SendResult } from './types.ts'
 
@@ -64,7 +65,7 @@ export function createCommandChannel(o: CommandChannelOptions): CommandChannel {
     } catch (err) {
       finish(p, {
         ok: false,
-        error: `board ${o.board}: write failed: ${err instanceof Error ? err.message : String(err)}`,
+        error: `board ${o.board}: write failed: ${errorText(err)}`,
         code: 'write',
       })
     }

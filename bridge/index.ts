@@ -4,6 +4,7 @@
 // `boards/<board>/availability` (`online`/`offline`, retained), `boards/<board>/info` (what the
 // board's hello said, retained) and `boards/<board>/stats` (its counters, retained, rate-limited).
 import { SerialPort } from 'serialport'
+import { errorText } from '../errors/text.ts'
 import { availabilityTopic, boardTopic } from '../mqtt/topics.ts'
 import { createStatsPublisher } from './stats-publisher.ts'
 import { checkBoardConfigs } from './config.ts'
@@ -94,7 +95,7 @@ export function createBridge(opts: BridgeOptions): Bridge {
     log.warn(
       {
         topic: item.topic,
-        err: err instanceof Error ? err.message : String(err),
+        err: errorText(err),
         pending: queue.stats().pending,
       },
       'publish failed; events kept and retried',

@@ -1,6 +1,7 @@
 // The simulator's answers to commands: the same replies, byte for byte, as the companion
 // firmware's svc_commands.h (both are checked against boards/golden/replies.lines).
 import type { Json } from '../../bridge/codec/index.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 
 /** The firmware's identity as its hello and capabilities give it (svc_identity.h). */
 export const SIM_FW = 'svc-companion/0.2.0'
@@ -11,9 +12,8 @@ const MAX_PIN = 69
 const MAX_ANALOG = 15
 export const SIM_COMMANDS = ['ping', 'gpio_read', 'gpio_write', 'analog_read', 'capabilities'] as const
 
-export type Answer =
-  | { id: number; reply: { ok: true; result: Json } | { ok: false; error: string } }
-  | undefined
+/** A refusal is the hub's command that the board cannot take (`BAD_INPUT`); its line carries only the text. */
+export type Answer = { id: number; reply: { ok: true; result: Json } | Failure<'BAD_INPUT'> } | undefined
 
 function intIn(v: unknown, lo: number, hi: number): v is number {
   return typeof v === 'number' && Number.isInteger(v) && v >= lo && v <= hi
@@ -31,7 +31,7 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
   const o = v as Record<string, unknown>
   if (!intIn(o.id, 0, 0xffffffff)) return undefined
   const id = o.id
-  if (typeof o.cmd !== 'string') return { id, reply: { ok: false, error: 'cmd: missing or not a string' } }
+  if (typeof o.cmd !== 'string') return { id, reply: fail('BAD_INPUT', 'cmd: missing or not a string') }
   const args =
     typeof o.args === 'object' && o.args !== null && !Array.isArray(o.args)
       ? (o.args as Record<string, unknown>)
@@ -56,10 +56,10 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
     case 'gpio_read':
     case 'gpio_write': {
       if (!intIn(args.pin, 0, MAX_PIN))
-        return { id, reply: { ok: false, error: `args.pin: must be an integer from 0 to ${MAX_PIN}` } }
+        return { id, reply: fail('BAD_INPUT', `args.pin: must be an integer from 0 to ${MAX_PIN}`) }
       const pin = args.pin
       if (o.cmd === 'gpio_write') {
-        if (!intIn(args.value, 0, 1)) return { id, reply: { ok: false, error: 'args.value: must be 0 or 1' } }
+        if (!intIn(args.value, 0, 1)) return { id, reply: fail('BAD_INPUT', 'args.value: must be 0 or 1') }
         pins[pin] = args.value
       }
       return { id, reply: { ok: true, result: { pin, value: pins[pin] ?? 0 } } }
@@ -68,10 +68,10 @@ export function answerCommand(line: string, pins: Uint8Array): Answer {
       if (!intIn(args.pin, 0, MAX_ANALOG))
         return {
           id,
-          reply: { ok: false, error: `args.pin: must be an analog input from 0 to ${MAX_ANALOG}` },
+          reply: fail('BAD_INPUT', `args.pin: must be an analog input from 0 to ${MAX_ANALOG}`),
         }
       return { id, reply: { ok: true, result: { pin: args.pin, value: 0 } } }
     default:
-      return { id, reply: { ok: false, error: 'cmd: unknown command' } }
+      return { id, reply: fail('BAD_INPUT', 'cmd: unknown command') }
   }
 }

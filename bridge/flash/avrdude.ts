@@ -22,6 +22,8 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
+import { type Failure, fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { AvrdudeOutput, type FlashPhase, type FlashProgress } from './avrdude-output.ts'
 import { parseIntelHex } from './intel-hex.ts'
 import type { FlashProfile, ResetHow } from './profile.ts'
@@ -60,7 +62,7 @@ export type AvrdudeResult =
       /** What avrdude printed in its last session. */
       output: string
     }
-  | { ok: false; error: string; phase: FlashPhase; output: string }
+  | (Failure & { phase: FlashPhase; output: string })
 
 /** Why avrdude cannot be run, or undefined when it can. */
 export function avrdudeMissing(path = 'avrdude'): string | undefined {
@@ -79,29 +81,43 @@ const RESET_TIMEOUT_MS = 10_000
 // Lines of avrdude's output a successful result carries (an error carries its last 20).
 const KEEP = 60
 
-/** Runs a reset command (a profile's `reset.argv`); the error says which command and how it failed. */
-export async function runResetCommand(
-  argv: string[],
-  signal?: AbortSignal,
-): Promise<{ ok: true } | { ok: false; error: string }> {
+/**
+ * Runs a reset command (a profile's `reset.argv`); the error says which command and how it failed.
+ * Codes: `CANCELLED` (aborted), `UNAVAILABLE` (it could not be started), `TIMEOUT` (killed after
+ * 10 s), `UPSTREAM_FAILED` (it ran and failed).
+ */
+export async function runResetCommand(argv: string[], signal?: AbortSignal): Promise<{ ok: true } | Failure> {
   const shown = argv.join(' ')
   return new Promise((done) => {
     let stderr = ''
+    let timedOut = false
     const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'ignore', 'pipe'], signal })
     // Not spawn's own `timeout`: its timer outlives a program that could not be started.
-    const limit = setTimeout(() => child.kill('SIGKILL'), RESET_TIMEOUT_MS)
+    const limit = setTimeout(() => {
+      timedOut = true
+      child.kill('SIGKILL')
+    }, RESET_TIMEOUT_MS)
     child.stderr.on('data', (b: Buffer) => {
       if (stderr.length < 4096) stderr += b.toString('utf8')
     })
-    child.once('error', (err) => done({ ok: false, error: `reset command \`${shown}\`: ${err.message}` }))
+    child.once('error', (err) =>
+      done(
+        fail(
+          err.name === 'AbortError' ? 'CANCELLED' : 'UNAVAILABLE',
+          `reset command \`${shown}\`: ${err.message}`,
+        ),
+      ),
+    )
     child.once('close', (code, sig) => {
       clearTimeout(limit)
       if (code === 0) return done({ ok: true })
       const how = sig ? `was killed by ${sig}` : `exited with ${code}`
-      done({
-        ok: false,
-        error: `reset command \`${shown}\` ${how}${stderr.trim() ? `: ${stderr.trim()}` : ''}`,
-      })
+      done(
+        fail(
+          timedOut ? 'TIMEOUT' : 'UPSTREAM_FAILED',
+          `reset command \`${shown}\` ${how}${stderr.trim() ? `: ${stderr.trim()}` : ''}`,
+        ),
+      )
     })
   })
 }
@@ -109,8 +125,8 @@ export async function runResetCommand(
 /** Checks the ops before anything touches the board: images parse and fit, paths are absolute. */
 async function checkOps(
   o: AvrdudeOptions,
-): Promise<{ ok: true; ops: FlashOp[]; writeBytes: number } | { ok: false; error: string }> {
-  if (o.ops.length === 0) return { ok: false, error: 'nothing to do: no read or write' }
+): Promise<{ ok: true; ops: FlashOp[]; writeBytes: number } | Failure> {
+  if (o.ops.length === 0) return fail('BAD_INPUT', 'nothing to do: no read or write')
   const ops: FlashOp[] = []
   let writeBytes = 0
   for (const op of o.ops) {
@@ -121,15 +137,16 @@ async function checkOps(
       try {
         text = await readFile(path, 'utf8')
       } catch (err) {
-        return { ok: false, error: `cannot read the image ${path}: ${(err as Error).message}` }
+        const code = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED'
+        return fail(code, `cannot read the image ${path}: ${errorText(err)}`)
       }
       const max = o.profile.maxImageBytes
       const img = parseIntelHex(text, { where: path, maxSize: max ?? 256 * 1024 })
       if (!img.ok)
-        return {
-          ok: false,
-          error: max && img.tooBig ? `${img.error}: the board takes at most ${max} bytes` : img.error,
-        }
+        return fail(
+          img.code,
+          max && img.code === 'TOO_LARGE' ? `${img.error}: the board takes at most ${max} bytes` : img.error,
+        )
       writeBytes += img.value.size
     }
     ops.push({ op: op.op, path })
@@ -159,16 +176,17 @@ function argsFor(o: AvrdudeOptions, ops: FlashOp[]): string[] {
 // that words it otherwise).
 const MARKER_FALLBACK_MS = 3_000
 
-type Session = { code: number | null; out: AvrdudeOutput; resetError?: string; killedFor?: string }
+/** `killedFor`: why the session was stopped (its reset failed, aborted, too slow, avrdude not run). */
+type Session = { code: number | null; out: AvrdudeOutput; resetFailed?: Failure; killedFor?: Failure }
 
 function session(o: AvrdudeOptions, ops: FlashOp[], reset: ResetHow): Promise<Session> {
   const out = new AvrdudeOutput()
   return new Promise((done) => {
     const child = spawn(o.avrdude ?? 'avrdude', argsFor(o, ops), { stdio: ['ignore', 'pipe', 'pipe'] })
     let resetStarted = false
-    let resetError: string | undefined
-    let killedFor: string | undefined
-    const kill = (why: string): void => {
+    let resetFailed: Failure | undefined
+    let killedFor: Failure | undefined
+    const kill = (why: Failure): void => {
       killedFor ??= why
       child.kill('SIGTERM')
       setTimeout(() => child.kill('SIGKILL'), 2_000).unref()
@@ -179,17 +197,17 @@ function session(o: AvrdudeOptions, ops: FlashOp[], reset: ResetHow): Promise<Se
       out.phase = 'reset'
       void runResetCommand(reset.argv, o.signal).then((r) => {
         if (!r.ok) {
-          resetError = r.error
-          kill('reset')
+          resetFailed = r
+          kill(r)
         } else if (out.phase === 'reset') out.phase = 'connecting'
       })
     }
     const fallback = setTimeout(doReset, MARKER_FALLBACK_MS)
     const limit = setTimeout(
-      () => kill(`avrdude did not finish within ${o.timeoutMs ?? 300_000} ms`),
+      () => kill(fail('TIMEOUT', `avrdude did not finish within ${o.timeoutMs ?? 300_000} ms`)),
       o.timeoutMs ?? 300_000,
     )
-    const onAbort = (): void => kill('aborted')
+    const onAbort = (): void => kill(fail('CANCELLED', 'aborted'))
     o.signal?.addEventListener('abort', onAbort, { once: true })
     const read = (b: Buffer): void => {
       for (const e of out.feed(b.toString('utf8'))) o.onProgress?.(e)
@@ -198,13 +216,13 @@ function session(o: AvrdudeOptions, ops: FlashOp[], reset: ResetHow): Promise<Se
     child.stderr.on('data', read)
     child.stdout.on('data', read)
     child.once('error', (err) => {
-      killedFor ??= `cannot run ${o.avrdude ?? 'avrdude'}: ${err.message}`
+      killedFor ??= fail('UNAVAILABLE', `cannot run ${o.avrdude ?? 'avrdude'}: ${err.message}`)
     })
     child.once('close', (code) => {
       clearTimeout(fallback)
       clearTimeout(limit)
       o.signal?.removeEventListener('abort', onAbort)
-      done({ code, out, resetError, killedFor })
+      done({ code, out, resetFailed, killedFor })
     })
   })
 }
@@ -221,7 +239,7 @@ const PHASE_WORDS: Record<FlashPhase, string> = {
 /** One avrdude session (tried again only when a reset command missed the bootloader's window). */
 export async function runAvrdude(o: AvrdudeOptions): Promise<AvrdudeResult> {
   const checked = await checkOps(o)
-  if (!checked.ok) return { ok: false, error: checked.error, phase: 'checking', output: '' }
+  if (!checked.ok) return { ...checked, phase: 'checking', output: '' }
   const tries = o.profile.reset.kind === 'command' ? Math.max(1, o.tries ?? 3) : 1
   const t0 = performance.now()
   let last: Session | undefined
@@ -245,17 +263,19 @@ export async function runAvrdude(o: AvrdudeOptions): Promise<AvrdudeResult> {
       }
     }
     // Only a session that never reached the bootloader is tried again: nothing was written.
-    if (s.resetError || s.killedFor || s.out.phase !== 'connecting') break
+    if (s.resetFailed || s.killedFor || s.out.phase !== 'connecting') break
   }
   const s = last
-  if (!s) return { ok: false, error: 'aborted', phase: 'reset', output: '' }
-  const phase = s.resetError ? 'reset' : s.out.phase
-  const why =
-    s.resetError ?? (s.killedFor && s.killedFor !== 'reset' ? s.killedFor : undefined) ?? s.out.reason()
+  if (!s) return { ...fail('CANCELLED', 'aborted'), phase: 'reset', output: '' }
+  const phase = s.resetFailed ? 'reset' : s.out.phase
+  const stopped = s.resetFailed ?? s.killedFor
+  // avrdude's own failure: a bootloader that never answered is a board not reached; past that, the
+  // board answered and the read, write or verify failed.
+  const code = stopped?.code ?? (phase === 'connecting' ? 'UNREACHABLE' : 'UPSTREAM_FAILED')
+  const why = stopped?.error ?? s.out.reason()
   const triesNote = tries > 1 && phase === 'connecting' ? ` (${tries} tries, each after a reset)` : ''
   return {
-    ok: false,
-    error: `avrdude failed while ${PHASE_WORDS[phase]}: ${why}${triesNote}`,
+    ...fail(code, `avrdude failed while ${PHASE_WORDS[phase]}: ${why}${triesNote}`),
     phase,
     output: s.out.lastLines(20),
   }

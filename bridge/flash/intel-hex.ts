@@ -1,6 +1,7 @@
 // Intel HEX, the format avrdude and the Arduino tools read and write firmware images in: text in,
 // the image's bytes from address 0 out, and back. Pure; a bad file is an error that names the line
 // and what is wrong with it, so a user who uploads one can find the fault.
+import { type Failure, fail } from '../../errors/codes.ts'
 
 export interface HexImage {
   /** The image from address 0: every address up to the highest one with data; gaps are 0xFF (erased flash). */
@@ -11,8 +12,13 @@ export interface HexImage {
   first: number
 }
 
-/** `tooBig`: the image reaches past `maxSize` (a caller names the board's limit). */
-export type HexResult = { ok: true; value: HexImage } | { ok: false; error: string; tooBig?: true }
+/**
+ * A bad file is the user's input (`BAD_INPUT`); `TOO_LARGE`: the image reaches past `maxSize` (a
+ * caller names the board's limit). `tooBig` says the same for callers that read it instead of the code.
+ */
+export type HexResult =
+  | { ok: true; value: HexImage }
+  | (Failure<'BAD_INPUT' | 'TOO_LARGE'> & { tooBig?: true })
 
 export interface ParseOptions {
   /** Named in every error, e.g. the file's name (default `Intel HEX`). */
@@ -27,10 +33,8 @@ const RECORD = /^:([0-9A-Fa-f]{2})+$/
 export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult {
   const where = opts.where ?? 'Intel HEX'
   const maxSize = opts.maxSize ?? 256 * 1024
-  const bad = (line: number, what: string): Extract<HexResult, { ok: false }> => ({
-    ok: false,
-    error: `${where} line ${line}: ${what}`,
-  })
+  const bad = (line: number, what: string): Failure<'BAD_INPUT'> =>
+    fail('BAD_INPUT', `${where} line ${line}: ${what}`)
   // Records are gathered first and laid out once the extent is known: one allocation, no copies.
   const chunks: Array<{ at: number; data: Uint8Array }> = []
   let base = 0
@@ -63,6 +67,7 @@ export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult 
         if (at + len > maxSize)
           return {
             ...bad(n, `data at 0x${hex4(at)}-0x${hex4(at + len - 1)}, past the end (0x${hex4(maxSize - 1)})`),
+            code: 'TOO_LARGE',
             tooBig: true,
           }
         chunks.push({ at, data: new Uint8Array(data) })
@@ -87,7 +92,7 @@ export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult 
         return bad(n, `unknown record type 0x${type.toString(16).padStart(2, '0')}`)
     }
   }
-  if (size === 0) return { ok: false, error: `${where}: no data records` }
+  if (size === 0) return fail('BAD_INPUT', `${where}: no data records`)
   const bytes = new Uint8Array(size).fill(0xff)
   for (const c of chunks) bytes.set(c.data, c.at)
   return { ok: true, value: { bytes, size, first } }

@@ -1,6 +1,7 @@
 // How a board is flashed: which avrdude programmer and part, at which baud, and how the board is
 // put into its bootloader first. Pure: the profiles and the check of a `[[boards]] flash` value
 // from hub.toml; avrdude.ts runs them.
+import { type Failure, fail } from '../../errors/codes.ts'
 
 /**
  * How the bootloader is entered. `dtr`: avrdude's own DTR/RTS pulse when it opens the port, which
@@ -29,7 +30,8 @@ export const FLASH_PROFILES: Record<string, FlashProfile> = {
   uno: { programmer: 'arduino', part: 'm328p', baud: 115200, reset: { kind: 'dtr' }, maxImageBytes: 32_256 },
 }
 
-export type ProfileCheck = { ok: true; value: FlashProfile } | { ok: false; error: string }
+/** A profile comes from hub.toml (`[[boards]] flash`): a refusal is the operator's configuration. */
+export type ProfileCheck = { ok: true; value: FlashProfile } | Failure<'BAD_CONFIG'>
 
 // avrdude's ids are letters, digits, `_` and `-`; never a leading `-`, which avrdude would read as
 // an option of its own.
@@ -48,20 +50,18 @@ export function checkFlashProfile(raw: unknown, where: string): ProfileCheck {
     const p = Object.hasOwn(FLASH_PROFILES, name) ? FLASH_PROFILES[name] : undefined
     return p
       ? { ok: true, value: { ...p } }
-      : { ok: false, error: `${at}: unknown flash profile ${JSON.stringify(name)} (known: ${known})` }
+      : fail('BAD_CONFIG', `${at}: unknown flash profile ${JSON.stringify(name)} (known: ${known})`)
   }
   if (typeof raw === 'string') return named(raw, where)
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    return { ok: false, error: `${where}: must be a profile name (${known}) or a table` }
+    return fail('BAD_CONFIG', `${where}: must be a profile name (${known}) or a table`)
   const t = raw as Record<string, unknown>
   for (const k of Object.keys(t)) {
-    if (!KEYS.includes(k))
-      return { ok: false, error: `${where}.${k}: unknown key (known: ${KEYS.join(', ')})` }
+    if (!KEYS.includes(k)) return fail('BAD_CONFIG', `${where}.${k}: unknown key (known: ${KEYS.join(', ')})`)
   }
   let base: Partial<FlashProfile> = {}
   if (t.profile !== undefined) {
-    if (typeof t.profile !== 'string')
-      return { ok: false, error: `${where}.profile: must be one of ${known}` }
+    if (typeof t.profile !== 'string') return fail('BAD_CONFIG', `${where}.profile: must be one of ${known}`)
     const b = named(t.profile, `${where}.profile`)
     if (!b.ok) return b
     base = b.value
@@ -71,18 +71,18 @@ export function checkFlashProfile(raw: unknown, where: string): ProfileCheck {
     const v = t[k]
     if (v === undefined) continue
     if (typeof v !== 'string' || !ID.test(v))
-      return { ok: false, error: `${where}.${k}: must be an avrdude id (letters, digits, _ and -)` }
+      return fail('BAD_CONFIG', `${where}.${k}: must be an avrdude id (letters, digits, _ and -)`)
     out[k] = v
   }
   if (t.baud !== undefined) {
     if (!Number.isInteger(t.baud) || (t.baud as number) < 300 || (t.baud as number) > 2_000_000)
-      return { ok: false, error: `${where}.baud: must be an integer from 300 to 2000000` }
+      return fail('BAD_CONFIG', `${where}.baud: must be an integer from 300 to 2000000`)
     out.baud = t.baud as number
   }
   if (t.maxImageBytes !== undefined) {
     const m = t.maxImageBytes
     if (!Number.isInteger(m) || (m as number) < 1 || (m as number) > 256 * 1024)
-      return { ok: false, error: `${where}.maxImageBytes: must be an integer from 1 to 262144` }
+      return fail('BAD_CONFIG', `${where}.maxImageBytes: must be an integer from 1 to 262144`)
     out.maxImageBytes = m as number
   }
   if (t.reset !== undefined) {
@@ -92,34 +92,31 @@ export function checkFlashProfile(raw: unknown, where: string): ProfileCheck {
   }
   for (const k of ['programmer', 'part', 'baud'] as const) {
     if (out[k] === undefined)
-      return { ok: false, error: `${where}.${k}: missing (or name a profile to start from: profile = "uno")` }
+      return fail('BAD_CONFIG', `${where}.${k}: missing (or name a profile to start from: profile = "uno")`)
   }
   return { ok: true, value: { reset: { kind: 'dtr' }, ...out } as FlashProfile }
 }
 
-function checkReset(
-  raw: unknown,
-  where: string,
-): { ok: true; value: ResetHow } | { ok: false; error: string } {
+function checkReset(raw: unknown, where: string): { ok: true; value: ResetHow } | Failure<'BAD_CONFIG'> {
   const shape = `"dtr", { kind = "dtr" } or { kind = "command", argv = ["program", "arg", ...] }`
   if (raw === 'dtr') return { ok: true, value: { kind: 'dtr' } }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    return { ok: false, error: `${where}: must be ${shape}` }
+    return fail('BAD_CONFIG', `${where}: must be ${shape}`)
   const r = raw as Record<string, unknown>
   const extra = Object.keys(r).find((k) => k !== 'kind' && k !== 'argv')
-  if (extra) return { ok: false, error: `${where}.${extra}: unknown key (known: kind, argv)` }
+  if (extra) return fail('BAD_CONFIG', `${where}.${extra}: unknown key (known: kind, argv)`)
   if (r.kind === 'dtr') {
-    if (r.argv !== undefined) return { ok: false, error: `${where}.argv: only for kind = "command"` }
+    if (r.argv !== undefined) return fail('BAD_CONFIG', `${where}.argv: only for kind = "command"`)
     return { ok: true, value: { kind: 'dtr' } }
   }
-  if (r.kind !== 'command') return { ok: false, error: `${where}.kind: must be "dtr" or "command"` }
+  if (r.kind !== 'command') return fail('BAD_CONFIG', `${where}.kind: must be "dtr" or "command"`)
   const argv = r.argv
   if (!Array.isArray(argv) || argv.length === 0 || argv.length > 64)
-    return { ok: false, error: `${where}.argv: must be a list of 1 to 64 strings, the program first` }
+    return fail('BAD_CONFIG', `${where}.argv: must be a list of 1 to 64 strings, the program first`)
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]
     if (typeof a !== 'string' || a.length > 4096 || a.includes('\0') || (i === 0 && a === ''))
-      return { ok: false, error: `${where}.argv[${i}]: must be a string (the program: not empty)` }
+      return fail('BAD_CONFIG', `${where}.argv[${i}]: must be a string (the program: not empty)`)
   }
   return { ok: true, value: { kind: 'command', argv: [...(argv as string[])] } }
 }

@@ -94,6 +94,11 @@ t.test('golden replies: decoded by the bridge, and produced byte for byte by the
     undefined,
     'cut-off JSON is not answered',
   )
+  t.same(
+    answerCommand('{"id":2,"cmd":"reboot"}', new Uint8Array(70)),
+    { id: 2, reply: { ok: false, code: 'BAD_INPUT', error: 'cmd: unknown command' } },
+    'a refusal carries its code on this side; its line (above) only the text',
+  )
 })
 
 t.test('golden framing: the TS framer keeps and drops the same lines as the firmware', async (t) => {
@@ -205,11 +210,17 @@ t.test('bad board lines are rejected with what was wrong', async (t) => {
   for (const [line, re] of cases) {
     const d = decodeBoardLine(typeof line === 'string' ? Buffer.from(line) : line)
     t.equal(d.ok, false, String(line))
-    if (!d.ok) t.match(d.error, re, String(line))
+    if (!d.ok) {
+      t.match(d.error, re, String(line))
+      t.equal(d.code, 'BAD_INPUT', String(line))
+    }
   }
   t.same(encodeCommand(-1, 'ping', {}).ok, false)
   t.same(encodeCommand(1, 'Ping', {}).ok, false)
   t.same(encodeCommand(2 ** 32, 'ping', {}).ok, false)
-  t.equal(encodeReply(3, { ok: false, error: 'x"y' }), '{"id":3,"ok":false,"error":"x\\"y"}\n')
+  t.equal(
+    encodeReply(3, { ok: false, code: 'BAD_INPUT', error: 'x"y' }),
+    '{"id":3,"ok":false,"error":"x\\"y"}\n',
+  )
   t.throws(() => createLineFramer(0), /line cap must be a positive integer/)
 })

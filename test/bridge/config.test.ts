@@ -28,7 +28,10 @@ t.test('bad board configs say which board and which field', async (t) => {
   for (const [boards, re] of cases) {
     const r = checkBoardConfigs(boards as BoardConfig[])
     t.equal(r.ok, false, JSON.stringify(boards))
-    if (!r.ok) t.match(r.error, re)
+    if (!r.ok) {
+      t.match(r.error, re)
+      t.equal(r.code, 'BAD_CONFIG')
+    }
   }
   t.same(
     checkBoardConfigs([

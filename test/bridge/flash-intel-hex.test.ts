@@ -89,7 +89,8 @@ t.test('avr-objcopy output as Debian ships it parses (optiboot, with its version
 
 t.test('bad files are refused with the line and the fault', async (t) => {
   const good = rec(0, 0, [1, 2])
-  const cases: Array<[string, RegExp]> = [
+  // Data past maxSize is over a limit (TOO_LARGE); every other fault is a bad file (BAD_INPUT).
+  const cases: Array<[string, RegExp, 'TOO_LARGE'?]> = [
     ['hello world\n', /^x\.hex line 1: not an Intel HEX record \("hello world"\)$/],
     [`${good}\n:10000000zz\n`, /^x\.hex line 2: not an Intel HEX record/],
     [`${good}\n:0\n`, /^x\.hex line 2: not an Intel HEX record/],
@@ -102,18 +103,24 @@ t.test('bad files are refused with the line and the fault', async (t) => {
     [
       `${rec(0, 0x7ff0, new Array(16).fill(0))}\n${rec(0, 0x8000, [1])}\n`,
       /^x\.hex line 2: data at 0x8000-0x8000, past the end \(0x7fff\)$/,
+      'TOO_LARGE',
     ],
     [
       `${rec(4, 0, [0xff, 0xff])}\n${rec(0, 0, [1])}\n`,
       /^x\.hex line 2: data at 0xffff0000-0xffff0000, past the end/,
+      'TOO_LARGE',
     ],
     ['', /^x\.hex: no data records$/],
     [`${rec(1, 0, [])}\n`, /^x\.hex: no data records$/],
   ]
-  for (const [text, re] of cases) {
+  for (const [text, re, over] of cases) {
     const r = parseIntelHex(text, { where: 'x.hex', maxSize: 0x8000 })
     t.equal(r.ok, false, JSON.stringify(text))
-    if (!r.ok) t.match(r.error, re, JSON.stringify(text))
+    if (!r.ok) {
+      t.match(r.error, re, JSON.stringify(text))
+      t.equal(r.code, over ?? 'BAD_INPUT', JSON.stringify(text))
+      t.equal(r.tooBig, over ? true : undefined, JSON.stringify(text))
+    }
   }
   const long = parseIntelHex(`:${'G'.repeat(500)}`)
   t.equal(long.ok, false)

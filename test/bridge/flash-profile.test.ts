@@ -92,6 +92,9 @@ t.test('bad values are refused with the key', async (t) => {
   for (const [raw, re] of cases) {
     const r = checkFlashProfile(raw, W)
     t.equal(r.ok, false, JSON.stringify(raw))
-    if (!r.ok) t.match(r.error, re, JSON.stringify(raw))
+    if (!r.ok) {
+      t.match(r.error, re, JSON.stringify(raw))
+      t.equal(r.code, 'BAD_CONFIG', JSON.stringify(raw))
+    }
   }
 })
