@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { type ErrorCode, type Failure, fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 
 const run = promisify(execFile)
 
@@ -70,6 +72,15 @@ export function unoToolsMissing(): string | false {
   return false
 }
 
+/**
+ * A build tool's failure: `prefix` and the tool's own words (its stderr, else Node's message). A
+ * tool that is not there is `UNAVAILABLE`; one that ran and refused gets `code`.
+ */
+export function toolFailure(prefix: string, err: unknown, code: ErrorCode): Failure {
+  const e = err as { code?: unknown; stderr?: string }
+  return fail(e.code === 'ENOENT' ? 'UNAVAILABLE' : code, `${prefix}${(e.stderr || errorText(err)).trim()}`)
+}
+
 /** Parses `avr-size -A` output into flash and static RAM use. */
 export function sizesOf(sizeOutput: string): { flash: number; ram: number } {
   const section = (name: string): number => {
@@ -88,11 +99,15 @@ export interface BuildOptions {
   defines?: string[]
 }
 
-/** Builds into `outDir`; the error names the step and carries the compiler's own message. */
+/**
+ * Builds into `outDir`; the error names the step and carries the compiler's own message. The
+ * sketch's own steps (compile, link) refuse with `BAD_INPUT`: the caller chose the sketch, its
+ * includes and defines. The core, its archive and the hex should not fail: `INTERNAL`.
+ */
 export async function buildUno(
   outDir: string,
   opts: BuildOptions = {},
-): Promise<{ ok: true; build: UnoBuild } | { ok: false; error: string }> {
+): Promise<{ ok: true; build: UnoBuild } | Failure> {
   const sketch = opts.sketch ?? SKETCH
   const includes = opts.includes ?? [join(LIBRARY_DIR, 'src')]
   const core = join(ARDUINO_AVR, 'cores', 'arduino')
@@ -101,13 +116,17 @@ export async function buildUno(
   const defines = (opts.defines ?? []).map((d) => `-D${d}`)
   const coreDir = join(outDir, 'core')
   mkdirSync(coreDir, { recursive: true })
-  const step = async (what: string, cmd: string, args: string[]): Promise<string | undefined> => {
+  const step = async (
+    what: string,
+    cmd: string,
+    args: string[],
+    code: ErrorCode = 'INTERNAL',
+  ): Promise<Failure | undefined> => {
     try {
       await run(cmd, args, { maxBuffer: 16 << 20 })
       return undefined
     } catch (err) {
-      const e = err as { stderr?: string; message: string }
-      return `${what}: ${(e.stderr || e.message).trim()}`
+      return toolFailure(`${what}: `, err, code)
     }
   }
   // The core, one object per source, into core.a (the linker then takes only what is used).
@@ -124,12 +143,12 @@ export async function buildUno(
       args = ['-c', '-g', '-x', 'assembler-with-cpp', '-flto', ...MCU, ...inc, src, '-o', obj]
     else continue
     const err = await step(`core ${f}`, f.endsWith('.c') || f.endsWith('.S') ? 'avr-gcc' : 'avr-g++', args)
-    if (err) return { ok: false, error: err }
+    if (err) return err
     objs.push(obj)
   }
   const archive = join(outDir, 'core.a')
   const arErr = await step('core archive', 'avr-gcc-ar', ['rcs', archive, ...objs])
-  if (arErr) return { ok: false, error: arErr }
+  if (arErr) return arErr
 
   // The sketch: what the Arduino builder does to an .ino that declares before it uses.
   const name = basename(sketch, '.ino')
@@ -137,43 +156,53 @@ export async function buildUno(
   writeFileSync(cpp, `#include <Arduino.h>\n#line 1 "${sketch}"\n${readFileSync(sketch, 'utf8')}`)
   const sketchObj = `${cpp}.o`
   const incs = includes.flatMap((i) => ['-I', i])
-  const ccErr = await step('sketch', 'avr-g++', [
-    '-c',
-    ...COMMON,
-    '-Wall',
-    '-Wextra',
-    ...CXX,
-    ...MCU,
-    ...CORE_FIX,
-    ...defines,
-    ...inc,
-    ...incs,
-    cpp,
-    '-o',
-    sketchObj,
-  ])
-  if (ccErr) return { ok: false, error: ccErr }
+  const ccErr = await step(
+    'sketch',
+    'avr-g++',
+    [
+      '-c',
+      ...COMMON,
+      '-Wall',
+      '-Wextra',
+      ...CXX,
+      ...MCU,
+      ...CORE_FIX,
+      ...defines,
+      ...inc,
+      ...incs,
+      cpp,
+      '-o',
+      sketchObj,
+    ],
+    'BAD_INPUT',
+  )
+  if (ccErr) return ccErr
   const elf = join(outDir, `${name}.elf`)
-  const ldErr = await step('link', 'avr-gcc', [
-    '-w',
-    '-Os',
-    '-g',
-    '-flto',
-    '-fuse-linker-plugin',
-    '-Wl,--gc-sections',
-    '-mmcu=atmega328p',
-    '-o',
-    elf,
-    sketchObj,
-    archive,
-    '-L',
-    outDir,
-    '-lm',
-  ])
-  if (ldErr) return { ok: false, error: ldErr }
+  const ldErr = await step(
+    'link',
+    'avr-gcc',
+    [
+      '-w',
+      '-Os',
+      '-g',
+      '-flto',
+      '-fuse-linker-plugin',
+      '-Wl,--gc-sections',
+      '-mmcu=atmega328p',
+      '-o',
+      elf,
+      sketchObj,
+      archive,
+      '-L',
+      outDir,
+      '-lm',
+    ],
+    'BAD_INPUT',
+  )
+  if (ldErr) return ldErr
   const hex = join(outDir, `${name}.hex`)
   const hexErr = await step('hex', 'avr-objcopy', ['-O', 'ihex', '-R', '.eeprom', elf, hex])
-  if (hexErr) return { ok: false, error: hexErr }
+  if (hexErr) return hexErr
   const { stdout } = await run('avr-size', ['-A', elf])
   return { ok: true, build: { elf, hex, ...sizesOf(stdout) } }
 }

@@ -5,6 +5,7 @@
 import { SerialPortStream } from '@serialport/stream'
 import { SerialPort } from 'serialport'
 import { withHangupDetection } from '../../bridge/serial/hangup-binding.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 import { createSimulatedBoard, type SimulatedBoard, type SimulatorOptions } from './board.ts'
 import type { Device } from './device-binding.ts'
 
@@ -14,7 +15,8 @@ export interface PlayedDevice {
   stop(): Promise<void>
 }
 
-export type PlayResult = { ok: true; played: PlayedDevice } | { ok: false; error: string }
+/** The serial bindings' open error carries no errno code, so any failure to open is `IO_FAILED`. */
+export type PlayResult = { ok: true; played: PlayedDevice } | Failure<'IO_FAILED'>
 
 /** Opens `path` through the hangup-aware binding and connects `device` to it until the port closes. */
 export function playOnPort(path: string, device: Device, baud: number): Promise<PlayResult> {
@@ -29,7 +31,7 @@ export function playOnPort(path: string, device: Device, baud: number): Promise<
     const closed = new Promise<void>((r) => (resolveClosed = r))
     port.on('error', () => undefined) // reported through open() or as a close
     port.open((err) => {
-      if (err) return resolve({ ok: false, error: `cannot open ${path}: ${err.message}` })
+      if (err) return resolve(fail('IO_FAILED', `cannot open ${path}: ${err.message}`))
       port.on('data', (chunk: Buffer) => device.received(chunk))
       port.once('close', () => {
         device.closed()
@@ -56,7 +58,7 @@ export interface RunningSimulator extends PlayedDevice {
   board: SimulatedBoard
 }
 
-export type OpenResult = { ok: true; sim: RunningSimulator } | { ok: false; error: string }
+export type OpenResult = { ok: true; sim: RunningSimulator } | Failure<'IO_FAILED'>
 
 export async function runSimulatorOnPort(
   path: string,

@@ -209,6 +209,7 @@ t.test(
     const g = await runAvrdude({ port: link, profile, ops: [{ op: 'write', path: garbage }] })
     t.match(g, {
       ok: false,
+      code: 'BAD_INPUT',
       phase: 'checking',
       error: `${garbage} line 2: not an Intel HEX record ("this is not hex")`,
     })
@@ -218,6 +219,7 @@ t.test(
     const b = await runAvrdude({ port: link, profile, ops: [{ op: 'write', path: big }] })
     t.match(b, {
       ok: false,
+      code: 'TOO_LARGE',
       phase: 'checking',
       error: /line \d+: data at 0x7e00-0x7e00, past the end \(0x7dff\): the board takes at most 32256 bytes$/,
     })
@@ -229,6 +231,7 @@ t.test(
     })
     t.match(f, {
       ok: false,
+      code: 'UPSTREAM_FAILED',
       phase: 'reset',
       error: 'avrdude failed while resetting the board: reset command `false` exited with 1',
     })
@@ -242,6 +245,7 @@ t.test(
     })
     t.match(n, {
       ok: false,
+      code: 'UNREACHABLE',
       phase: 'connecting',
       error:
         /^avrdude failed while connecting to the bootloader: stk500_recv\(\) error: programmer is not responding$/,

@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path'
 import { createInterface } from 'node:readline'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { unoToolsMissing } from '../uno-build.ts'
+import type { Failure } from '../../../errors/codes.ts'
+import { toolFailure, unoToolsMissing } from '../uno-build.ts'
 
 const HARNESS_SRC = join(dirname(fileURLToPath(import.meta.url)), 'uno_harness.c')
 const SIMAVR_INCLUDE = '/usr/include/simavr'
@@ -25,10 +26,11 @@ export function emulatedUnoMissing(): string | false {
   return false
 }
 
-/** Compiles uno_harness.c against libsimavr; the error carries gcc's message. */
-export async function buildHarness(
-  outDir: string,
-): Promise<{ ok: true; exe: string } | { ok: false; error: string }> {
+/**
+ * Compiles uno_harness.c against libsimavr; the error carries gcc's message. Our own source that
+ * does not build where emulatedUnoMissing() found everything is `INTERNAL`.
+ */
+export async function buildHarness(outDir: string): Promise<{ ok: true; exe: string } | Failure> {
   const exe = join(outDir, 'uno_harness')
   try {
     await promisify(execFile)('gcc', [
@@ -46,8 +48,7 @@ export async function buildHarness(
     ])
     return { ok: true, exe }
   } catch (err) {
-    const e = err as { stderr?: string; message: string }
-    return { ok: false, error: `uno_harness: ${(e.stderr || e.message).trim()}` }
+    return toolFailure('uno_harness: ', err, 'INTERNAL')
   }
 }
 

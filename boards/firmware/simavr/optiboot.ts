@@ -18,7 +18,8 @@ import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { parseIntelHex } from '../../../bridge/flash/intel-hex.ts'
-import { ARDUINO_AVR } from '../uno-build.ts'
+import { type Failure, fail } from '../../../errors/codes.ts'
+import { ARDUINO_AVR, toolFailure } from '../uno-build.ts'
 
 export const OPTIBOOT_DIR = join(ARDUINO_AVR, 'bootloaders', 'optiboot')
 export const OPTIBOOT_HEX = join(OPTIBOOT_DIR, 'optiboot_atmega328.hex')
@@ -70,9 +71,7 @@ export interface Optiboot {
 }
 
 /** Where a hex's data lies, or an error naming the file and line. */
-async function extent(
-  path: string,
-): Promise<{ ok: true; first: number; size: number } | { ok: false; error: string }> {
+async function extent(path: string): Promise<{ ok: true; first: number; size: number } | Failure> {
   const r = parseIntelHex(await readFile(path, 'utf8'), { where: path, maxSize: 1 << 20 })
   return r.ok ? { ok: true, first: r.value.first, size: r.value.size } : r
 }
@@ -80,12 +79,14 @@ async function extent(
 const fits = (e: { first: number; size: number }): boolean => e.first >= BOOT_START && e.size <= FLASH_SIZE
 const hex4 = (n: number): string => `0x${n.toString(16).padStart(4, '0')}`
 
-/** Debian's optiboot for the Uno's boot section; rebuilt from its source into `outDir` when the file does not fit. */
-export async function optibootForUno(
-  outDir: string,
-): Promise<{ ok: true; value: Optiboot } | { ok: false; error: string }> {
+/**
+ * Debian's optiboot for the Uno's boot section; rebuilt from its source into `outDir` when the file
+ * does not fit. A rebuild that fails is `INTERNAL` (its flags are ours), one that still does not
+ * fit `TOO_LARGE`.
+ */
+export async function optibootForUno(outDir: string): Promise<{ ok: true; value: Optiboot } | Failure> {
   const missing = optibootMissing()
-  if (missing) return { ok: false, error: missing }
+  if (missing) return fail('UNAVAILABLE', missing)
   const shipped = await extent(OPTIBOOT_HEX)
   if (!shipped.ok) return shipped
   if (fits(shipped))
@@ -117,11 +118,10 @@ export async function optibootForUno(
       hex,
     ])
   } catch (err) {
-    const e = err as { stderr?: string; message: string }
-    return { ok: false, error: `${note}, and that failed: ${(e.stderr || e.message).trim()}` }
+    return toolFailure(`${note}, and that failed: `, err, 'INTERNAL')
   }
   const built = await extent(hex)
   if (!built.ok) return built
-  if (!fits(built)) return { ok: false, error: `${note}, and that still runs to ${hex4(built.size - 1)}` }
+  if (!fits(built)) return fail('TOO_LARGE', `${note}, and that still runs to ${hex4(built.size - 1)}`)
   return { ok: true, value: { hex, from: 'rebuilt', size: built.size - built.first, note } }
 }
