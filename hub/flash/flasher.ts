@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto'
 import type { ImageIdentity } from '../../bridge/flash/identity.ts'
 import type { BridgeStats, HandoverResult } from '../../bridge/types.ts'
+import { type Failure, fail, type Result } from '../../errors/codes.ts'
 import type { Log } from '../log.ts'
 import { type FlashHistory, type FlashOutcome, type FlashRecord, newFlashId } from './history.ts'
 import type { ImageStore } from './images.ts'
@@ -43,7 +44,8 @@ export interface ProgramRequest<P> {
   onProgress(p: { phase: 'reading' | 'writing' | 'verifying'; percent: number }): void
 }
 
-export type ProgramResult = { ok: true } | { ok: false; error: string; phase?: string }
+/** A failure keeps the programmer's code (avrdude's: bridge/flash/avrdude.ts) and the phase it failed in. */
+export type ProgramResult = { ok: true } | (Failure & { phase?: string })
 
 export interface FlashBridge extends HelloSource {
   release(board: string): Promise<HandoverResult>
@@ -68,7 +70,7 @@ export interface FlasherDeps<P> {
    */
   restart?(board: string, profile: P): Promise<void>
   /** The image's bytes from address 0; `board`: whose profile bounds the image (below its bootloader). */
-  parseImage(text: string, board: string): { ok: true; value: ParsedImage } | { ok: false; error: string }
+  parseImage(text: string, board: string): Result<{ value: ParsedImage }>
   identity(bytes: Uint8Array): ImageIdentity | undefined
   /**
    * Makes the image just read back (at `path`) what a rollback writes and a person flashes by hand:
@@ -114,9 +116,12 @@ export interface FlashResult {
   record: FlashRecord
 }
 
+/** A flash refused before anything is touched: its code and status are the local API's (REFUSAL_STATUS). */
+export type FlashRefusal = { ok: false; code: RefusalCode; status: number; error: string }
+
 export type Begun =
   | { ok: true; id: string; identity: ImageIdentity | null; sha256: string; done: Promise<FlashResult> }
-  | { ok: false; code: RefusalCode; status: number; error: string }
+  | FlashRefusal
 
 /** What an image will do to a board, checked before anything is touched. */
 export interface FlashPlan {
@@ -132,7 +137,7 @@ export interface Flasher {
   /** Checks the request (answered at once when refused) and starts the flash. */
   begin(req: FlashRequest, listener?: (e: FlashEvent) => void): Begun
   /** The checks of `begin` alone: what the image is and what it would replace (the console's confirmation). */
-  plan(req: Omit<FlashRequest, 'who' | 'via'>): { ok: true; plan: FlashPlan } | Extract<Begun, { ok: false }>
+  plan(req: Omit<FlashRequest, 'who' | 'via'>): { ok: true; plan: FlashPlan } | FlashRefusal
   /** The latest event of the board's flash under way, or null. */
   current(board: string): Extract<FlashEvent, { kind: 'phase' }> | null
   history(board: string | null, limit?: number): Promise<FlashRecord[]>
@@ -146,7 +151,7 @@ interface Running {
   last: Extract<FlashEvent, { kind: 'phase' }> | null
 }
 
-function refuse(code: RefusalCode, error: string): Extract<Begun, { ok: false }> {
+function refuse(code: RefusalCode, error: string): FlashRefusal {
   return { ok: false, code, status: REFUSAL_STATUS[code], error }
 }
 
@@ -275,7 +280,7 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
       const back = await bridge.reclaim(board)
       if (!back.ok) {
         watch?.cancel()
-        return { ok: false, error: `the port could not be taken back: ${back.error}` }
+        return fail('UNAVAILABLE', `the port could not be taken back: ${back.error}`)
       }
       if (!watch) return { ok: true, fw: null, proto: null, by: 'hello' }
       if (deps.restart) {

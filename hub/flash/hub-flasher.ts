@@ -7,6 +7,7 @@ import { avrdudeMissing, runAvrdude, runResetCommand } from '../../bridge/flash/
 import { type ImageIdentity, imageIdentity } from '../../bridge/flash/identity.ts'
 import { parseIntelHex, toIntelHex } from '../../bridge/flash/intel-hex.ts'
 import type { FlashProfile } from '../../bridge/flash/profile.ts'
+import { fail } from '../../errors/codes.ts'
 import type { HubConfig } from '../daemon/config.ts'
 import type { Log } from '../log.ts'
 import { type FlashBridge, type FlashEvent, type Flasher, createFlasher } from './flasher.ts'
@@ -83,7 +84,7 @@ export function createHubFlasher(o: {
         return { ok: true }
       }
       log.warn({ board: r.board, op: r.op, phase: done.phase, output: done.output }, 'avrdude failed')
-      return { ok: false, error: done.error, phase: done.phase }
+      return { ok: false, code: done.code, error: done.error, phase: done.phase }
     },
     // A board reset by a command is not reset by its port opening (DTR does that on an Uno): the
     // new firmware already runs, and its hello went out to a closed port. One more reset makes it
@@ -100,13 +101,12 @@ export function createHubFlasher(o: {
         ...(max !== undefined ? { maxSize: max } : {}),
       })
       if (!parsed.ok)
-        return {
-          ok: false,
-          error:
-            max !== undefined && parsed.tooBig
-              ? `${parsed.error}: ${board} takes at most ${max} bytes below its bootloader`
-              : parsed.error,
-        }
+        return fail(
+          parsed.code,
+          max !== undefined && parsed.code === 'TOO_LARGE'
+            ? `${parsed.error}: ${board} takes at most ${max} bytes below its bootloader`
+            : parsed.error,
+        )
       return { ok: true, value: { bytes: parsed.value.bytes } }
     },
     identity: imageIdentity,

@@ -4,6 +4,7 @@
 // firmware"). Who may publish the request is the broker's decision (admin accounts on the embedded
 // one, hub/broker/acl.ts). Pure: the payload in, the request or why not out; the lines to answer.
 import { type RequestId, readRequestObject } from '../../bridge/request-payload.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 import { mayPublish } from '../broker/acl.ts'
 import { topicError } from '../../mqtt/topics.ts'
 import type { FlashEvent } from './flasher.ts'
@@ -36,21 +37,21 @@ export function parseFlashRequest(
   payload: Uint8Array,
   board: string,
   hubOwned: ReadonlySet<string>,
-): { ok: true; value: FlashRequestPayload } | { ok: false; id: RequestId; error: string } {
+): { ok: true; value: FlashRequestPayload } | (Failure & { id: RequestId }) {
   const r = readRequestObject(payload, FLASH_PAYLOAD_MAX, '{"id"?, "hex", "downgrade"?, "reply_to"?}')
   if (!r.ok) return r
   const { o, id } = r
   const extra = Object.keys(o).find((k) => !FIELDS.has(k))
-  if (extra !== undefined) return { ok: false, id, error: `${extra.slice(0, 64)}: unknown field` }
+  if (extra !== undefined) return { ...fail('BAD_INPUT', `${extra.slice(0, 64)}: unknown field`), id }
   if (typeof o.hex !== 'string' || o.hex.length === 0)
-    return { ok: false, id, error: 'hex: must be the image as Intel HEX text' }
+    return { ...fail('BAD_INPUT', 'hex: must be the image as Intel HEX text'), id }
   if (o.downgrade !== undefined && typeof o.downgrade !== 'boolean')
-    return { ok: false, id, error: 'downgrade: must be true or false' }
+    return { ...fail('BAD_INPUT', 'downgrade: must be true or false'), id }
   let replyTo = defaultReplyTopic(board)
   if (o.reply_to !== undefined) {
-    if (typeof o.reply_to !== 'string') return { ok: false, id, error: 'reply_to: must be a topic' }
+    if (typeof o.reply_to !== 'string') return { ...fail('BAD_INPUT', 'reply_to: must be a topic'), id }
     const bad = topicError(o.reply_to)
-    if (bad) return { ok: false, id, error: `reply_to: ${bad}` }
+    if (bad) return { ...fail('BAD_INPUT', `reply_to: ${bad}`), id }
     const may = mayPublish(
       { kind: 'account', name: 'requester', role: 'admin', board: null },
       o.reply_to,
@@ -58,7 +59,7 @@ export function parseFlashRequest(
     )
     if (!may.ok)
       return {
-        ok: false,
+        ...may,
         id,
         error: `reply_to: ${may.error.replace(/account "requester" \(role admin\)/, 'an admin')}`,
       }

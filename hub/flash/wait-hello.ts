@@ -5,6 +5,7 @@
 // has answered at all. A hello naming other firmware than expected ends the wait at once.
 import { splitFirmware } from '../../bridge/codec/protocol.ts'
 import type { BridgeStats, HelloInfo, Json, SendResult } from '../../bridge/types.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 
 export interface HelloSource {
   onHello(fn: (board: string, info: HelloInfo) => void): () => void
@@ -12,9 +13,13 @@ export interface HelloSource {
   send(board: string, cmd: string, args: Json, opts: { timeoutMs: number }): Promise<SendResult>
 }
 
+/**
+ * A failure: `UPSTREAM_FAILED` the board names other firmware, `TIMEOUT` no word from it in time,
+ * `CANCELLED` the wait was called off; `UNAVAILABLE` (the flasher's) the port did not come back.
+ */
 export type HelloOutcome =
   | { ok: true; fw: string | null; proto: number | null; by: 'hello' | 'capabilities' }
-  | { ok: false; error: string }
+  | Failure<'UPSTREAM_FAILED' | 'TIMEOUT' | 'CANCELLED' | 'UNAVAILABLE'>
 
 export interface HelloWatch {
   /** Waits up to `timeoutMs` for firmware `expect` (`name/version`; null: any firmware). */
@@ -62,21 +67,21 @@ export function watchHello(src: HelloSource, board: string): HelloWatch {
       const judge = (fw: string | null, proto: number | null, by: 'hello' | 'capabilities'): HelloOutcome =>
         expect === null || sameFirmware(fw, expect)
           ? { ok: true, fw, proto, by }
-          : {
-              ok: false,
-              error: `the board ${by === 'hello' ? 'said hello as' : 'reports'} ${fw ?? 'no firmware name'}, not ${expect}`,
-            }
+          : fail(
+              'UPSTREAM_FAILED',
+              `the board ${by === 'hello' ? 'said hello as' : 'reports'} ${fw ?? 'no firmware name'}, not ${expect}`,
+            )
       try {
         for (;;) {
           const h = heard.shift()
           if (h) return judge(h.fw, h.proto, 'hello')
-          if (cancelled) return { ok: false, error: 'cancelled' }
+          if (cancelled) return fail('CANCELLED', 'cancelled')
           const left = deadline - Date.now()
           if (left <= 0)
-            return {
-              ok: false,
-              error: `no hello${expect ? ` from ${expect}` : ''} within ${Math.round(timeoutMs / 100) / 10} s`,
-            }
+            return fail(
+              'TIMEOUT',
+              `no hello${expect ? ` from ${expect}` : ''} within ${Math.round(timeoutMs / 100) / 10} s`,
+            )
           const state = src.stats().boards[board]?.state
           if (state === 'online' && Date.now() - lastAsk >= ASK_EVERY_MS) {
             lastAsk = Date.now()

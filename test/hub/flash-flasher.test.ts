@@ -32,7 +32,7 @@ function image(fw: string | null, proto = 1, extra = ''): string {
 const parseImage = (text: string) =>
   text.startsWith(':')
     ? { ok: true as const, value: { bytes: new TextEncoder().encode(text.slice(1)) } }
-    : { ok: false as const, error: 'line 1: a record starts with ":"' }
+    : { ok: false as const, code: 'BAD_INPUT' as const, error: 'line 1: a record starts with ":"' }
 
 /** A board that runs the image last written to it, and resets (says hello) when its port opens. */
 function flashableBoard(first: string, opts: { helloOnOpen: boolean }) {
@@ -133,9 +133,11 @@ async function world(
     async program(r: ProgramRequest<{ part: string }>) {
       programmed.push({ op: r.op, path: r.path })
       // The programmer needs the port to itself: the bridge must have let it go.
-      if (bridge.stats().boards.vend1!.state !== 'updating') return { ok: false, error: 'port busy' }
+      if (bridge.stats().boards.vend1!.state !== 'updating')
+        return { ok: false, code: 'UNAVAILABLE', error: 'port busy' }
       if (r.op === 'read') {
-        if (programmer.failRead) return { ok: false, error: programmer.failRead, phase: 'reading' }
+        if (programmer.failRead)
+          return { ok: false, code: 'UPSTREAM_FAILED', error: programmer.failRead, phase: 'reading' }
         r.onProgress({ phase: 'reading', percent: 50 })
         await writeFile(r.path, board.flash)
         r.onProgress({ phase: 'reading', percent: 100 })
@@ -143,7 +145,12 @@ async function world(
       }
       const fail = programmer.writes.shift() ?? null
       if (fail)
-        return { ok: false, error: fail, phase: fail.startsWith('verification') ? 'verifying' : 'writing' }
+        return {
+          ok: false,
+          code: 'UPSTREAM_FAILED',
+          error: fail,
+          phase: fail.startsWith('verification') ? 'verifying' : 'writing',
+        }
       r.onProgress({ phase: 'writing', percent: 0 })
       board.flash = await readFile(r.path, 'utf8')
       r.onProgress({ phase: 'writing', percent: 100 })
