@@ -2,9 +2,11 @@
 // an SSH key they must be mode 0600 or stricter, so one others can read or change is refused,
 // not used; and they are replaced whole, so a reader sees the old file or the new, never half.
 import { readFile, stat } from 'node:fs/promises'
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { writeFileAtomic } from '../files/atomic-file.ts'
 
-export type SecretRead = { ok: true; text: string | null } | { ok: false; error: string }
+export type SecretRead = Result<{ text: string | null }>
 
 /**
  * The file's text, or null when there is no file. `what` names what it holds, for the error
@@ -14,21 +16,21 @@ export async function readSecretFile(file: string, what: string): Promise<Secret
   let mode: number
   try {
     const s = await stat(file)
-    if (!s.isFile()) return { ok: false, error: `${file}: not a regular file` }
+    if (!s.isFile()) return fail('BAD_CONFIG', `${file}: not a regular file`)
     mode = s.mode & 0o777
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, text: null }
-    return { ok: false, error: `cannot read ${file}: ${(err as Error).message}` }
+    return fail('IO_FAILED', `cannot read ${file}: ${errorText(err)}`)
   }
   if ((mode & 0o077) !== 0)
-    return {
-      ok: false,
-      error: `${file}: mode ${mode.toString(8).padStart(4, '0')} lets other users read or change ${what}; run chmod 600 ${file}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `${file}: mode ${mode.toString(8).padStart(4, '0')} lets other users read or change ${what}; run chmod 600 ${file}`,
+    )
   try {
     return { ok: true, text: await readFile(file, 'utf8') }
   } catch (err) {
-    return { ok: false, error: `cannot read ${file}: ${(err as Error).message}` }
+    return fail('IO_FAILED', `cannot read ${file}: ${errorText(err)}`)
   }
 }
 

@@ -1,6 +1,7 @@
 // Reading and writing the broker accounts file. It holds password hashes, so like an SSH key it
 // must be mode 0600 (or stricter): a file others can read or write is refused, not used.
 import { join } from 'node:path'
+import { fail } from '../../errors/codes.ts'
 import { readSecretFile, replaceSecretFile } from '../secret-file.ts'
 import { type AccountsResult, type Account, formatAccounts, parseAccounts } from './accounts.ts'
 
@@ -21,9 +22,9 @@ export async function readAccountsFile(file: string): Promise<AccountsResult> {
   if (!r.ok) return r
   if (r.text === null) return { ok: true, accounts: [] }
   // Every write starts with a header, so 0 bytes is a file cut short, not one with no accounts.
-  if (r.text.length === 0) return { ok: false, error: `${file}: empty (0 bytes); ${ACCOUNTS_FIX}` }
+  if (r.text.length === 0) return fail('BAD_CONFIG', `${file}: empty (0 bytes); ${ACCOUNTS_FIX}`)
   const parsed = parseAccounts(r.text, file)
-  return parsed.ok ? parsed : { ok: false, error: `${parsed.error}; ${ACCOUNTS_FIX}` }
+  return parsed.ok ? parsed : { ...parsed, error: `${parsed.error}; ${ACCOUNTS_FIX}` }
 }
 
 /** Replaces the file whole and atomically: a reader (the running hub) sees the old accounts or the new. */

@@ -2,6 +2,7 @@
 // Mosquitto's password file): one account a line, `name:role:board:hash`, `#` comments. Pure:
 // text in, accounts or the first error (with its line) out; hub/broker/accounts-file.ts does the I/O.
 import { NAME_RE } from '../../bridge/codec/names.ts'
+import { fail, failAt, type Result } from '../../errors/codes.ts'
 import { ROLES, type Role } from './acl.ts'
 import { parseScryptHash, type ScryptHash } from './password.ts'
 
@@ -36,18 +37,19 @@ export function boardFor(
   name: string,
   role: Role,
   board: string | undefined,
-): { ok: true; board: string | null } | { ok: false; error: string } {
+): Result<{ board: string | null }> {
   if (role !== 'board') {
-    if (board !== undefined) return { ok: false, error: `--board applies to role board only (not ${role})` }
+    if (board !== undefined) return fail('BAD_INPUT', `--board applies to role board only (not ${role})`)
     return { ok: true, board: null }
   }
   const b = board ?? name
   if (!NAME_RE.test(b))
-    return { ok: false, error: `board name ${JSON.stringify(b)} must match [A-Za-z0-9_.-]{1,64}` }
+    return fail('BAD_INPUT', `board name ${JSON.stringify(b)} must match [A-Za-z0-9_.-]{1,64}`)
   return { ok: true, board: b }
 }
 
-export type AccountsResult = { ok: true; accounts: CheckedAccount[] } | { ok: false; error: string }
+/** A file that does not parse is BAD_CONFIG: the operator's secret file (errors/README.md, Codes). */
+export type AccountsResult = Result<{ accounts: CheckedAccount[] }>
 
 export function parseAccounts(text: string, file: string): AccountsResult {
   const accounts: CheckedAccount[] = []
@@ -58,7 +60,7 @@ export function parseAccounts(text: string, file: string): AccountsResult {
     if (line.trim() === '' || line.startsWith('#')) continue
     const at = `${file}:${i + 1}`
     const parts = line.split(':')
-    if (parts.length !== 4) return { ok: false, error: `${at}: expected name:role:board:hash` }
+    if (parts.length !== 4) return fail('BAD_CONFIG', `${at}: expected name:role:board:hash`)
     const [name, role, board, hash] = parts as [string, string, string, string]
     const bad =
       userNameError(name) ??
@@ -67,11 +69,11 @@ export function parseAccounts(text: string, file: string): AccountsResult {
         ? `account "${name}": role board needs a board name`
         : null) ??
       (role !== 'board' && board !== '' ? `account "${name}": only role board names a board` : null)
-    if (bad) return { ok: false, error: `${at}: ${bad}` }
-    if (seen.has(name)) return { ok: false, error: `${at}: account "${name}" appears twice` }
+    if (bad) return fail('BAD_CONFIG', `${at}: ${bad}`)
+    if (seen.has(name)) return fail('BAD_CONFIG', `${at}: account "${name}" appears twice`)
     seen.add(name)
     const scrypt = parseScryptHash(hash)
-    if (!scrypt.ok) return { ok: false, error: `${at}: account "${name}": ${scrypt.error}` }
+    if (!scrypt.ok) return failAt(`${at}: account "${name}": `, scrypt)
     accounts.push({
       name,
       role: role as Role,

@@ -4,6 +4,7 @@
 // hub/DESIGN.md, "Security defaults": boards that speak MQTT themselves get `board` accounts
 // confined to `boards/<name>/`; the topics of boards the hub owns, and every `availability`, are
 // the hub's alone, whoever asks (an admin, an anonymous loopback client).
+import { type Failure, fail } from '../../errors/codes.ts'
 
 export const ROLES = ['admin', 'reader', 'board'] as const
 export type Role = (typeof ROLES)[number]
@@ -51,10 +52,12 @@ export function rightsOf(p: Principal): Rights | 'all' {
   return ROLE_RIGHTS[p.role]
 }
 
-export type Verdict = { ok: true } | { ok: false; error: string }
+/** A refusal is FORBIDDEN (who may not use the topic), or BAD_INPUT (a topic no one may use). */
+export type Verdict = { ok: true } | Failure<'FORBIDDEN' | 'BAD_INPUT'>
 
 const OK: Verdict = { ok: true }
-const no = (error: string): Verdict => ({ ok: false, error })
+const no = (error: string): Verdict => fail('FORBIDDEN', error)
+const malformed = (error: string): Verdict => fail('BAD_INPUT', error)
 // MQTT-1.5.3-2: a string carrying U+0000 is malformed; Aedes lets it through, so the ACL stops it.
 const NUL = 'a topic must not contain U+0000'
 
@@ -73,7 +76,7 @@ export function isFlashRequestTopic(levels: readonly string[]): boolean {
  */
 export function mayPublish(who: Principal, topic: string, hubOwned: ReadonlySet<string>): Verdict {
   if (who.kind === 'hub') return OK
-  if (topic.includes('\u0000')) return no(NUL)
+  if (topic.includes('\u0000')) return malformed(NUL)
   // MQTT 3.1.1 §4.7.2: topics starting with `$` are the server's ($SYS).
   if (topic.startsWith('$')) return no(`${topic}: topics starting with $ are the broker's`)
   const levels = topic.split('/')
@@ -98,7 +101,7 @@ export function mayPublish(who: Principal, topic: string, hubOwned: ReadonlySet<
 /** May `who` subscribe to `filter`? A `board` account stays inside its own `boards/<name>/`. */
 export function maySubscribe(who: Principal, filter: string): Verdict {
   if (who.kind === 'hub') return OK
-  if (filter.includes('\u0000')) return no(NUL)
+  if (filter.includes('\u0000')) return malformed(NUL)
   const rights = rightsOf(who) as Rights
   if (rights.subscribe === 'any') return OK
   return underOwnBoard(who, filter.split('/'))

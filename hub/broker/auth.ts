@@ -10,6 +10,7 @@ import { basename, dirname } from 'node:path'
 import type { AuthenticateError, Client, PublishPacket, Subscription } from 'aedes'
 import type { Log } from '../log.ts'
 import { createRateLimitedWarn } from '../../bridge/log-limit.ts'
+import { fail, type Result } from '../../errors/codes.ts'
 import { mayPublish, maySubscribe, type Principal } from './acl.ts'
 import type { CheckedAccount } from './accounts.ts'
 import { readAccountsFile } from './accounts-file.ts'
@@ -95,7 +96,7 @@ export interface BrokerAuth {
   close(): void
 }
 
-export type BrokerAuthResult = { ok: true; auth: BrokerAuth } | { ok: false; error: string }
+export type BrokerAuthResult = Result<{ auth: BrokerAuth }>
 
 const HUB: Principal = { kind: 'hub' }
 const ANONYMOUS: Principal = { kind: 'anonymous' }
@@ -109,7 +110,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
   let accounts = new Map<string, CheckedAccount>()
   if (opts.accountsFile !== null) {
     const read = await readAccountsFile(opts.accountsFile)
-    if (!read.ok) return { ok: false, error: read.error }
+    if (!read.ok) return read
     accounts = new Map(read.accounts.map((a) => [a.name, a]))
   }
   const hubOwned = new Set(opts.hubBoards)
@@ -247,7 +248,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
 
     authorizeSubscribe(client, sub, done) {
       const p = principals.get(client)
-      const v = p === undefined ? { ok: false as const, error: 'not logged in' } : maySubscribe(p, sub.topic)
+      const v = p === undefined ? fail('UNAUTHORIZED', 'not logged in') : maySubscribe(p, sub.topic)
       if (v.ok) return done(null, sub)
       // MQTT-3.9.3: a refused filter gets return code 0x80 in the SUBACK; the connection stays.
       refused(

@@ -2,6 +2,7 @@
 // mqtt.js 5.16 (the latest) parses it with the legacy url.parse(), which Node 24 reports on
 // stderr as deprecated (DEP0169); given options, it parses nothing. Pure.
 import type { MqttProtocol } from 'mqtt'
+import { fail, type Result } from '../../errors/codes.ts'
 
 /**
  * The schemes broker.url may use: TCP, TLS and WebSocket brokers. `tls:` is what mqtt.js treats
@@ -26,23 +27,24 @@ export interface MqttUrlOptions {
   password?: string
 }
 
-export type MqttUrlResult = { ok: true; value: MqttUrlOptions } | { ok: false; error: string }
+/** A URL that is not a broker's is BAD_CONFIG: it comes from hub.toml's broker.url. */
+export type MqttUrlResult = Result<{ value: MqttUrlOptions }>
 
 export function mqttUrlOptions(url: string): MqttUrlResult {
   let u: URL
   try {
     u = new URL(url)
   } catch {
-    return { ok: false, error: `not a URL: ${JSON.stringify(url)}` }
+    return fail('BAD_CONFIG', `not a URL: ${JSON.stringify(url)}`)
   }
-  if (!u.hostname) return { ok: false, error: `no host in ${JSON.stringify(url)}` }
+  if (!u.hostname) return fail('BAD_CONFIG', `no host in ${JSON.stringify(url)}`)
   const scheme = u.protocol.replace(/:$/, '')
   const protocol = Object.hasOwn(SCHEMES, scheme) ? SCHEMES[scheme] : undefined
   if (!protocol)
-    return {
-      ok: false,
-      error: `${JSON.stringify(scheme)} is not a broker scheme (${Object.keys(SCHEMES).join(', ')})`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `${JSON.stringify(scheme)} is not a broker scheme (${Object.keys(SCHEMES).join(', ')})`,
+    )
   const opts: MqttUrlOptions = {
     protocol,
     // WHATWG keeps the brackets of an IPv6 host; sockets want the bare address.

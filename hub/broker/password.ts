@@ -2,6 +2,7 @@
 // carries its own parameters and salt (`$scrypt$ln=14,r=8,p=1$<salt>$<hash>`, base64 without
 // padding), so the cost can be raised later without breaking the hashes already stored.
 import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto'
+import { fail, type Result } from '../../errors/codes.ts'
 
 /**
  * N = 2^14, r = 8, p = 1: libsodium's "interactive" scrypt limits (16 MiB, tens of ms here), a
@@ -27,25 +28,27 @@ export interface ScryptHash {
 const MAX_MEMORY = 256 * 1024 * 1024
 const B64 = /^[A-Za-z0-9+/]+$/
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string }
+// A stored hash is read from a secret file the operator keeps (the broker accounts, the console
+// owner's password): one that does not parse is BAD_CONFIG.
+export type Parsed<T> = Result<{ value: T }>
 
 export function parseScryptHash(text: string): Parsed<ScryptHash> {
   const m = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([^$]+)\$([^$]+)$/.exec(text)
-  if (!m) return { ok: false, error: 'not a $scrypt$ln=…,r=…,p=…$salt$hash string' }
+  if (!m) return fail('BAD_CONFIG', 'not a $scrypt$ln=…,r=…,p=…$salt$hash string')
   const [ln, r, p] = [Number(m[1]), Number(m[2]), Number(m[3])]
   if (ln < 10 || ln > 20 || r < 1 || r > 32 || p < 1 || p > 16)
-    return {
-      ok: false,
-      error: `scrypt parameters out of range (ln 10–20, r 1–32, p 1–16): ln=${ln},r=${r},p=${p}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `scrypt parameters out of range (ln 10–20, r 1–32, p 1–16): ln=${ln},r=${r},p=${p}`,
+    )
   if (128 * 2 ** ln * r > MAX_MEMORY)
-    return { ok: false, error: `scrypt ln=${ln},r=${r} needs more than 256 MiB` }
+    return fail('BAD_CONFIG', `scrypt ln=${ln},r=${r} needs more than 256 MiB`)
   if (!B64.test(m[4] as string) || !B64.test(m[5] as string))
-    return { ok: false, error: 'salt and hash must be base64 (no padding)' }
+    return fail('BAD_CONFIG', 'salt and hash must be base64 (no padding)')
   const salt = Buffer.from(m[4] as string, 'base64')
   const hash = Buffer.from(m[5] as string, 'base64')
-  if (salt.length < 16) return { ok: false, error: 'salt shorter than 16 bytes' }
-  if (hash.length < 32 || hash.length > 64) return { ok: false, error: 'hash must be 32 to 64 bytes' }
+  if (salt.length < 16) return fail('BAD_CONFIG', 'salt shorter than 16 bytes')
+  if (hash.length < 32 || hash.length > 64) return fail('BAD_CONFIG', 'hash must be 32 to 64 bytes')
   return { ok: true, value: { ln, r, p, salt, hash } }
 }
 

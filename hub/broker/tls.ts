@@ -3,33 +3,40 @@
 // certificate stops the start with the field named instead of failing each client's handshake.
 import { readFile } from 'node:fs/promises'
 import { createSecureContext } from 'node:tls'
+import { type Failure, fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface TlsFiles {
   cert: string
   key: string
 }
 
-export type TlsResult = { ok: true; cert: Buffer; key: Buffer } | { ok: false; error: string }
+export type TlsResult = Result<{ cert: Buffer; key: Buffer }>
 
 export async function readTlsFiles(files: TlsFiles): Promise<TlsResult> {
-  const read = async (field: string, path: string): Promise<Buffer | string> => {
+  const read = async (field: string, path: string): Promise<Buffer | Failure> => {
     try {
       return await readFile(path)
     } catch (err) {
-      return `broker.${field}: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`
+      const code = (err as NodeJS.ErrnoException).code
+      // A path hub.toml names that is not there is NOT_FOUND; any other failure to read, IO_FAILED.
+      return fail(
+        code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED',
+        `broker.${field}: cannot read ${path}: ${code ?? String(err)}`,
+      )
     }
   }
   const cert = await read('tls_cert', files.cert)
-  if (typeof cert === 'string') return { ok: false, error: cert }
+  if (!Buffer.isBuffer(cert)) return cert
   const key = await read('tls_key', files.key)
-  if (typeof key === 'string') return { ok: false, error: key }
+  if (!Buffer.isBuffer(key)) return key
   try {
     createSecureContext({ cert, key })
   } catch (err) {
-    return {
-      ok: false,
-      error: `broker.tls_cert / broker.tls_key: not a PEM certificate with its matching key (${(err as Error).message})`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `broker.tls_cert / broker.tls_key: not a PEM certificate with its matching key (${errorText(err)})`,
+    )
   }
   return { ok: true, cert, key }
 }

@@ -7,10 +7,13 @@
 //   naming the file, what is wrong and the fix. Such a file is never moved or replaced here.
 import { readFile, rename } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { Log } from '../log.ts'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { syncDir } from '../../files/atomic-file.ts'
+import type { Log } from '../log.ts'
 
-export type Parsed<T> = { ok: true; value: T } | { ok: false; error: string }
+/** A state file's value, or why it is damaged (IO_FAILED: what the hub wrote did not survive). */
+export type Parsed<T> = Result<{ value: T }>
 
 /** `20250101T120000.123Z`: UTC, sortable, and safe in a file name on every filesystem. */
 export function damagedStamp(now: Date): string {
@@ -47,7 +50,7 @@ export async function readOrSetAside<T>(
     )
     return null
   }
-  const r: Parsed<T> = text.length === 0 ? { ok: false, error: 'empty (0 bytes)' } : parseSafely(parse, text)
+  const r: Parsed<T> = text.length === 0 ? fail('IO_FAILED', 'empty (0 bytes)') : parseSafely(parse, text)
   if (r.ok) return r.value
   const problem = r.error
   const aside = `${file}.damaged-${damagedStamp((o.now ?? (() => new Date()))())}`
@@ -56,8 +59,8 @@ export async function readOrSetAside<T>(
     await syncDir(dirname(file))
   } catch (err) {
     o.log.warn(
-      { file, problem, instead: o.instead, renameError: (err as Error).message },
-      `${file} is damaged (${problem}); ${o.instead}; it could not be renamed aside (${(err as Error).message}) and will be overwritten`,
+      { file, problem, instead: o.instead, renameError: errorText(err) },
+      `${file} is damaged (${problem}); ${o.instead}; it could not be renamed aside (${errorText(err)}) and will be overwritten`,
     )
     return null
   }
@@ -72,7 +75,7 @@ function parseSafely<T>(parse: (text: string) => Parsed<T>, text: string): Parse
   try {
     return parse(text)
   } catch (err) {
-    return { ok: false, error: (err as Error).message }
+    return fail('IO_FAILED', errorText(err))
   }
 }
 
@@ -81,7 +84,7 @@ export function parseJson(text: string): Parsed<unknown> {
   try {
     return { ok: true, value: JSON.parse(text) as unknown }
   } catch (err) {
-    return { ok: false, error: `not JSON: ${(err as Error).message}` }
+    return fail('IO_FAILED', `not JSON: ${errorText(err)}`)
   }
 }
 

@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { fail } from '../../errors/codes.ts'
 import { loadOrCreateDeviceKey } from '../../hub/attest/device-key.ts'
 import { readAccountsFile } from '../../hub/broker/accounts-file.ts'
 import { readOwnerFile } from '../../hub/console/auth/owner-file.ts'
@@ -38,7 +39,7 @@ const isObject = (text: string) => {
   if (!r.ok) return r
   return typeof r.value === 'object' && r.value !== null && !Array.isArray(r.value)
     ? { ok: true as const, value: r.value }
-    : { ok: false as const, error: 'not a JSON object' }
+    : fail('IO_FAILED', 'not a JSON object')
 }
 
 t.test('go on: each kind of damage is renamed aside with one warning that says it all', async (t) => {
@@ -123,19 +124,29 @@ t.test('refuse: a damaged device key, accounts or owner file names the file and 
   await writeFile(accounts, '', { mode: 0o600 })
   t.match(await readAccountsFile(accounts), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: new RegExp(`^${accounts}: empty \\(0 bytes\\); .*svc hub user add`),
   })
   await writeFile(accounts, '# svc hub broker accounts\nops:admin::$scry', { mode: 0o600 })
-  t.match(await readAccountsFile(accounts), { ok: false, error: /broker-accounts:2: .*svc hub user add/ })
+  t.match(await readAccountsFile(accounts), {
+    ok: false,
+    code: 'BAD_CONFIG',
+    error: /broker-accounts:2: .*svc hub user add/,
+  })
 
   const owner = join(dir, 'console-owner')
   await writeFile(owner, '# svc hub console owner password (scrypt)\n', { mode: 0o600 })
   t.match(await readOwnerFile(owner), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: /console-owner: no password hash in it; .*svc hub console-password/,
   })
   await writeFile(owner, '', { mode: 0o600 })
-  t.match(await readOwnerFile(owner), { ok: false, error: /console-owner: empty \(0 bytes\)/ })
+  t.match(await readOwnerFile(owner), {
+    ok: false,
+    code: 'BAD_CONFIG',
+    error: /console-owner: empty \(0 bytes\)/,
+  })
 })
 
 /** A home whose hub needs nothing but loopback ports; `[chain]` loads the device key. */

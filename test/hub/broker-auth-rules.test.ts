@@ -58,9 +58,17 @@ t.test('mayPublish', async (t) => {
   }
   t.match(mayPublish(esp, 'boards/esp2/t', owned), {
     ok: false,
+    code: 'FORBIDDEN',
     error: /may publish only under boards\/esp1\//,
   })
-  t.match(mayPublish(admin, 'boards/vend1/coin', owned), { ok: false, error: /hub's own port/ })
+  t.match(mayPublish(admin, 'boards/vend1/coin', owned), {
+    ok: false,
+    code: 'FORBIDDEN',
+    error: /hub's own port/,
+  })
+  // A topic no one may use is the publisher's mistake, not a right it lacks.
+  t.match(mayPublish(admin, 'a\u0000', owned), { ok: false, code: 'BAD_INPUT' })
+  t.match(maySubscribe(admin, 'a\u0000'), { ok: false, code: 'BAD_INPUT' })
 })
 
 t.test('maySubscribe', async (t) => {
@@ -115,6 +123,7 @@ t.test('passwords: scrypt PHC strings, per-user salt, bounded parameters', async
   t.equal(await verifyPassword(Buffer.from('correct horse batterY'), parsed.value), false)
   t.match(parseScryptHash('$scrypt$ln=30,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA$' + 'A'.repeat(43)), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: /out of range/,
   })
   t.match(parseScryptHash('$scrypt$ln=20,r=32,p=1$AAAAAAAAAAAAAAAAAAAAAA$' + 'A'.repeat(43)), {
@@ -159,7 +168,7 @@ t.test('the accounts file: round trip, and the first bad line named', async (t) 
     ['just garbage', /f:1: expected name:role:board:hash/],
   ]
   for (const [body, err] of bad)
-    t.match(parseAccounts(body, 'f'), { ok: false, error: err }, body.slice(0, 30))
+    t.match(parseAccounts(body, 'f'), { ok: false, code: 'BAD_CONFIG', error: err }, body.slice(0, 30))
 })
 
 t.test('hub.toml: the TLS listener keys', async (t) => {

@@ -57,14 +57,16 @@ t.test('tls: is mqtts: (mqtt.js treats them alike; its types know only mqtts)', 
 })
 
 t.test('what is not a broker URL says why', async (t) => {
-  t.same(mqttUrlOptions('not a url'), { ok: false, error: 'not a URL: "not a url"' })
+  t.same(mqttUrlOptions('not a url'), { ok: false, code: 'BAD_CONFIG', error: 'not a URL: "not a url"' })
   t.same(mqttUrlOptions('http://x:1'), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: '"http" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)',
   })
-  t.same(mqttUrlOptions('mqtt://'), { ok: false, error: 'no host in "mqtt://"' })
+  t.same(mqttUrlOptions('mqtt://'), { ok: false, code: 'BAD_CONFIG', error: 'no host in "mqtt://"' })
   t.same(mqttUrlOptions('constructor://x'), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: '"constructor" is not a broker scheme (mqtt, tcp, mqtts, tls, ws, wss)',
   })
 })

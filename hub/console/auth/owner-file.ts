@@ -4,6 +4,7 @@
 // identity with topic rights, and a console role there would be one more role the broker's ACL
 // has to refuse; the hashing (hub/broker/password.ts) is the same.
 import { join } from 'node:path'
+import { fail, type Result } from '../../../errors/codes.ts'
 import { readSecretFile, replaceSecretFile } from '../../secret-file.ts'
 import { parseScryptHash, type ScryptHash } from '../../broker/password.ts'
 
@@ -13,7 +14,7 @@ export function ownerPath(dataDir: string): string {
   return join(dataDir, OWNER_FILE)
 }
 
-export type OwnerRead = { ok: true; hash: ScryptHash | null } | { ok: false; error: string }
+export type OwnerRead = Result<{ hash: ScryptHash | null }>
 
 // A damaged file stops the start (hub/files/README.md: Small files): read as "no password" it
 // would change who may sign in, and the owner mends it with one command.
@@ -28,12 +29,12 @@ export async function readOwnerFile(file: string): Promise<OwnerRead> {
   const line = r.text.split('\n').find((l) => l.trim() !== '' && !l.startsWith('#'))
   // `--clear` removes the file, so a file without a hash line is one cut short, not "no password".
   if (line === undefined)
-    return {
-      ok: false,
-      error: `${file}: ${r.text.length === 0 ? 'empty (0 bytes)' : 'no password hash in it'}; ${OWNER_FIX}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `${file}: ${r.text.length === 0 ? 'empty (0 bytes)' : 'no password hash in it'}; ${OWNER_FIX}`,
+    )
   const parsed = parseScryptHash(line.trim())
-  if (!parsed.ok) return { ok: false, error: `${file}: ${parsed.error}; ${OWNER_FIX}` }
+  if (!parsed.ok) return { ...parsed, error: `${file}: ${parsed.error}; ${OWNER_FIX}` }
   return { ok: true, hash: parsed.value }
 }
 
