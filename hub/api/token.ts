@@ -3,10 +3,16 @@
 // CLI reads them. Paths default to svcPaths() (SVC_HOME overrides the home).
 import { randomBytes } from 'node:crypto'
 import { readFile, rm, stat } from 'node:fs/promises'
+import { fail, type Result } from '../../errors/codes.ts'
 import { replaceSecretFile } from '../secret-file.ts'
 import { svcPaths } from '../paths.ts'
 
-export type Read<T> = { ok: true; value: T } | { ok: false; error: string }
+/**
+ * A credential file's value, or why not: UNAVAILABLE when no hub is running (it writes both at
+ * start), BAD_CONFIG for a token file others can read, IO_FAILED for one that does not hold what
+ * the hub writes.
+ */
+export type Read<T> = Result<{ value: T }>
 
 /** A fresh token for this hub's life, written 0600; the previous one stops working. */
 export async function issueApiToken(path = svcPaths().apiToken): Promise<string> {
@@ -21,23 +27,20 @@ export async function readApiToken(path = svcPaths().apiToken): Promise<Read<str
   try {
     st = await stat(path)
   } catch {
-    return {
-      ok: false,
-      error: `no hub is running (no token file at ${path}); start one with \`svc hub run\``,
-    }
+    return fail('UNAVAILABLE', `no hub is running (no token file at ${path}); start one with \`svc hub run\``)
   }
   if ((st.mode & 0o077) !== 0)
-    return {
-      ok: false,
-      error: `the token file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `the token file ${path} is readable by others (mode ${(st.mode & 0o777).toString(8)}); refusing to use it`,
+    )
   const token = (await readFile(path, 'utf8')).trim()
   if (!/^[0-9a-f]{64}$/.test(token))
     // Never read by the hub, only written at each start: a damaged one is mended by a restart.
-    return {
-      ok: false,
-      error: `the token file ${path} does not hold a token; the hub writes a new one at each start: restart it`,
-    }
+    return fail(
+      'IO_FAILED',
+      `the token file ${path} does not hold a token; the hub writes a new one at each start: restart it`,
+    )
   return { ok: true, value: token }
 }
 
@@ -64,7 +67,7 @@ export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<ApiIn
   try {
     text = await readFile(path, 'utf8')
   } catch {
-    return { ok: false, error: `no hub is running (no ${path}); start one with \`svc hub run\`` }
+    return fail('UNAVAILABLE', `no hub is running (no ${path}); start one with \`svc hub run\``)
   }
   try {
     const v = JSON.parse(text) as { url?: unknown; pid?: unknown; sopsDir?: unknown; dataDir?: unknown }
@@ -81,8 +84,8 @@ export async function readApiInfo(path = svcPaths().apiInfo): Promise<Read<ApiIn
   } catch {
     // fall through
   }
-  return {
-    ok: false,
-    error: `${path} does not hold a loopback API url; the hub writes it at each start: restart it`,
-  }
+  return fail(
+    'IO_FAILED',
+    `${path} does not hold a loopback API url; the hub writes it at each start: restart it`,
+  )
 }

@@ -53,11 +53,15 @@ t.test('token and info files: 0600, fresh per issue, refused when others can rea
   const b = await issueApiToken(p)
   t.not(a, b)
   await chmod(p, 0o644)
-  t.match(await readApiToken(p), { ok: false, error: /readable by others \(mode 644\)/ })
+  t.match(await readApiToken(p), { ok: false, code: 'BAD_CONFIG', error: /readable by others \(mode 644\)/ })
   await chmod(p, 0o600)
   await writeFile(p, 'nope', { mode: 0o600 })
   t.match(await readApiToken(p), { ok: false, error: /does not hold a token/ })
-  t.match(await readApiToken(join(dir, 'missing')), { ok: false, error: /no hub is running/ })
+  t.match(await readApiToken(join(dir, 'missing')), {
+    ok: false,
+    code: 'UNAVAILABLE',
+    error: /no hub is running/,
+  })
   const info = join(dir, 'info.json')
   await writeApiInfo('http://127.0.0.1:5555', info)
   t.same(await readApiInfo(info), { ok: true, value: { url: 'http://127.0.0.1:5555', pid: process.pid } })

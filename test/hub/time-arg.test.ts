@@ -14,7 +14,7 @@ t.test('spans back from now, ISO dates and times, epoch ms; anything else named'
   for (const bad of ['yesterday', '2026-13-45', '30x', '-5m', '1', 'March 7', ''])
     t.match(
       parseTimeArg(bad, now),
-      { ok: false, error: /is not a time: give an ISO date/ },
+      { ok: false, code: 'BAD_INPUT', error: /is not a time: give an ISO date/ },
       JSON.stringify(bad),
     )
 })
