@@ -5,6 +5,8 @@
 //   "<op> number"      the whole payload (trimmed) must be a number
 // Anything that cannot be evaluated does not match; parse errors are values, never throws.
 
+import { fail, type Result } from '../errors/codes.ts'
+
 export const OPERATORS = ['>=', '<=', '!=', '==', '>', '<'] as const
 export type Operator = (typeof OPERATORS)[number]
 
@@ -17,7 +19,8 @@ export type Condition =
 /** The right-hand side: a number when it reads as one, else text (quotes stripped). */
 export type Comparand = { kind: 'number'; value: number; text: string } | { kind: 'text'; value: string }
 
-export type ParseResult = { ok: true; condition: Condition } | { ok: false; error: string }
+/** A condition that does not parse is its author's to fix: BAD_INPUT. */
+export type ParseResult = Result<{ condition: Condition }>
 
 /** A finite number written the way JSON or a human would write it (`3`, `-2.5`, `1e3`). */
 function asNumber(text: string): number | undefined {
@@ -33,10 +36,10 @@ function operatorAt(src: string, i: number): Operator | undefined {
   return undefined
 }
 
-function comparand(raw: string): { ok: true; value: Comparand } | { ok: false; error: string } {
+function comparand(raw: string): Result<{ value: Comparand }> {
   const text = raw.trim()
-  if (text === '') return { ok: false, error: 'missing the value to compare with after the operator' }
-  if (/^[=<>!]/.test(text)) return { ok: false, error: `malformed operator before "${text}"` }
+  if (text === '') return fail('BAD_INPUT', 'missing the value to compare with after the operator')
+  if (/^[=<>!]/.test(text)) return fail('BAD_INPUT', `malformed operator before "${text}"`)
   const quoted = /^"(.*)"$/s.exec(text) ?? /^'(.*)'$/s.exec(text)
   if (quoted) return { ok: true, value: { kind: 'text', value: quoted[1] ?? '' } }
   const n = asNumber(text)
@@ -62,20 +65,20 @@ export function parseCondition(src: string): ParseResult {
       }
     }
     if (!op || at < 0)
-      return { ok: false, error: `no operator in "${s}" (expected one of ${OPERATORS.join(' ')})` }
+      return fail('BAD_INPUT', `no operator in "${s}" (expected one of ${OPERATORS.join(' ')})`)
     const pathText = s.slice(1, at).trim()
     if (/[=!]$/.test(pathText))
-      return {
-        ok: false,
-        error: `malformed operator "${pathText.slice(-1)}${op}" (expected one of ${OPERATORS.join(' ')})`,
-      }
+      return fail(
+        'BAD_INPUT',
+        `malformed operator "${pathText.slice(-1)}${op}" (expected one of ${OPERATORS.join(' ')})`,
+      )
     let path: string[] = []
     if (pathText !== '') {
       if (!pathText.startsWith('.'))
-        return { ok: false, error: `path must be written $.field.field, got "$${pathText}"` }
+        return fail('BAD_INPUT', `path must be written $.field.field, got "$${pathText}"`)
       path = pathText.slice(1).split('.')
       const bad = path.findIndex((seg) => seg === '' || /\s/.test(seg))
-      if (bad >= 0) return { ok: false, error: `empty or spaced segment in path "$${pathText}"` }
+      if (bad >= 0) return fail('BAD_INPUT', `empty or spaced segment in path "$${pathText}"`)
     }
     const rhs = comparand(s.slice(at + op.length))
     if (!rhs.ok) return rhs
@@ -84,14 +87,14 @@ export function parseCondition(src: string): ParseResult {
 
   const op = operatorAt(s, 0)
   if (!op)
-    return {
-      ok: false,
-      error: `condition must start with "$" or an operator (${OPERATORS.join(' ')}), got "${s}"`,
-    }
+    return fail(
+      'BAD_INPUT',
+      `condition must start with "$" or an operator (${OPERATORS.join(' ')}), got "${s}"`,
+    )
   const rest = s.slice(op.length).trim()
-  if (rest === '') return { ok: false, error: 'missing the number to compare with after the operator' }
+  if (rest === '') return fail('BAD_INPUT', 'missing the number to compare with after the operator')
   const n = asNumber(rest)
-  if (n === undefined) return { ok: false, error: `bare comparison needs a number, got "${rest}"` }
+  if (n === undefined) return fail('BAD_INPUT', `bare comparison needs a number, got "${rest}"`)
   return { ok: true, condition: { kind: 'bare', op, value: n } }
 }
 

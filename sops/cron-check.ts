@@ -2,6 +2,7 @@
 // cron-parser checks the values; the field count is checked here because cron-parser also
 // accepts six fields (seconds) and `@daily`-style macros, which the format does not allow (sops/FORMAT.md, "Triggers").
 import { CronExpressionParser } from 'cron-parser'
+import { errorText } from '../errors/text.ts'
 
 export function cronProblem(expression: string): string | undefined {
   const fields = expression
@@ -13,7 +14,7 @@ export function cronProblem(expression: string): string | undefined {
   try {
     CronExpressionParser.parse(fields.join(' '), { strict: false })
   } catch (e) {
-    return e instanceof Error ? e.message : String(e)
+    return errorText(e)
   }
   return undefined
 }

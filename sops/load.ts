@@ -4,6 +4,8 @@
 // skipped silently (sops/FORMAT.md, "Where SOPs live"): it becomes an error diagnostic.
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { hasErrors, parseSop, type ParsedSop, sortDiagnostics } from './parse.ts'
 import type { Diagnostic, Sop } from './types.ts'
 
@@ -15,22 +17,16 @@ export interface LoadedSop {
   diagnostics: Diagnostic[]
 }
 
-async function readText(path: string): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
+async function readText(path: string): Promise<Result<{ text: string }>> {
   try {
     // A UTF-8 byte order mark (some editors write one) is not part of the text.
     const text = await readFile(path, 'utf8')
     return { ok: true, text: text.charCodeAt(0) === 0xfeff ? text.slice(1) : text }
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code
-    return {
-      ok: false,
-      error:
-        code === 'ENOENT'
-          ? 'file is missing'
-          : code === 'EISDIR'
-            ? 'is a directory, not a file'
-            : `cannot read: ${(e as Error).message}`,
-    }
+    if (code === 'ENOENT') return fail('NOT_FOUND', 'file is missing')
+    if (code === 'EISDIR') return fail('BAD_INPUT', 'is a directory, not a file')
+    return fail('IO_FAILED', `cannot read: ${errorText(e)}`)
   }
 }
 

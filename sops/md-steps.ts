@@ -1,6 +1,8 @@
 // SOP.md → steps. Pure: takes the text and its file name, returns steps and located diagnostics.
 // micromark finds the `## Steps` section and each numbered item (md-outline.ts); the lines of an
 // item are then read as title, body and property bullets (sops/FORMAT.md, "Reading the steps" and "Step bullets").
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { parseCondition } from './conditions.ts'
 import { outline } from './md-outline.ts'
 import { blankStep } from './blank-step.ts'
@@ -241,11 +243,11 @@ export function contractProblem(schema: Json, at = ''): string | undefined {
   return undefined
 }
 
-function parseJson(value: string): { ok: true; value: Json } | { ok: false; error: string } {
+function parseJson(value: string): Result<{ value: Json }> {
   try {
     return { ok: true, value: JSON.parse(value) as Json }
   } catch (e) {
-    return { ok: false, error: e instanceof Error ? e.message : String(e) }
+    return fail('BAD_INPUT', errorText(e))
   }
 }
 

@@ -4,6 +4,7 @@
 // could never put the event's own fields (a slot, an amount) into a call or an attested record.
 // Pure. The validator uses `scanTemplates` to check references; the engine uses `resolveArgs`
 // when the step runs, so template text never reaches a tool.
+import { fail, type Result } from '../errors/codes.ts'
 import type { Json } from './types.ts'
 
 export interface TemplateRef {
@@ -94,28 +95,28 @@ export interface TemplateScope {
   trigger?: Json
 }
 
-type Lookup = { ok: true; value: Json } | { ok: false; error: string }
+// A template that names what is not there is the SOP author's to fix: BAD_INPUT throughout.
+type Lookup = Result<{ value: Json }>
 
 function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
   let base: Json | undefined
   if (ref.kind === 'steps') {
     if (!Object.hasOwn(scope.steps, ref.index)) {
-      return {
-        ok: false,
-        error: `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)`,
-      }
+      return fail(
+        'BAD_INPUT',
+        `${ref.raw}: step ${ref.index} has no output (it has not completed in this run)`,
+      )
     }
     base = scope.steps[ref.index]
   } else if (ref.kind === 'trigger') {
-    if (scope.trigger === undefined)
-      return { ok: false, error: `${ref.raw}: this run has no trigger payload` }
+    if (scope.trigger === undefined) return fail('BAD_INPUT', `${ref.raw}: this run has no trigger payload`)
     base = scope.trigger
   } else {
     if (ref.index >= scope.calls.length) {
-      return {
-        ok: false,
-        error: `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)`,
-      }
+      return fail(
+        'BAD_INPUT',
+        `${ref.raw}: call ${ref.index} has not run yet in this step (${scope.calls.length} earlier calls)`,
+      )
     }
     base = scope.calls[ref.index]
   }
@@ -132,7 +133,7 @@ function lookup(ref: TemplateRef, scope: TemplateScope): Lookup {
         ref.kind === 'trigger'
           ? 'the trigger payload'
           : `the output of ${ref.kind === 'steps' ? 'step' : 'call'} ${ref.index}`
-      return { ok: false, error: `${ref.raw}: no "${where}" in ${of}` }
+      return fail('BAD_INPUT', `${ref.raw}: no "${where}" in ${of}`)
     }
   }
   return { ok: true, value: cur === undefined ? null : cur }
@@ -179,7 +180,7 @@ function resolveString(s: string, scope: TemplateScope): Lookup {
     c = compileString(s)
     if (compiledStrings.size < MAX_COMPILED) compiledStrings.set(s, c)
   }
-  if (c.kind === 'error') return { ok: false, error: c.error }
+  if (c.kind === 'error') return fail('BAD_INPUT', c.error)
   // An argument that is exactly one template keeps the referenced JSON type.
   if (c.kind === 'whole') return lookup(c.ref, scope)
   let text = ''
@@ -188,7 +189,7 @@ function resolveString(s: string, scope: TemplateScope): Lookup {
       text += part
       continue
     }
-    if ('error' in part) return { ok: false, error: part.error }
+    if ('error' in part) return fail('BAD_INPUT', part.error)
     const found = lookup(part, scope)
     if (!found.ok) return found
     text += typeof found.value === 'string' ? found.value : JSON.stringify(found.value)
@@ -196,10 +197,7 @@ function resolveString(s: string, scope: TemplateScope): Lookup {
   return { ok: true, value: text }
 }
 
-export function resolveArgs(
-  args: Json,
-  scope: TemplateScope,
-): { ok: true; value: Json } | { ok: false; error: string } {
+export function resolveArgs(args: Json, scope: TemplateScope): Lookup {
   if (typeof args === 'string') return resolveString(args, scope)
   if (Array.isArray(args)) {
     const out: Json[] = []

@@ -2,6 +2,7 @@
 // diagnostics out. Every field has its type, default and allowed values from sops/FORMAT.md, "Settings";
 // unknown keys are errors (sops/FORMAT.md, "Settings").
 import { parse as parseToml, TomlError } from 'smol-toml'
+import { errorText } from '../errors/text.ts'
 import { parseCondition } from './conditions.ts'
 import { cronProblem } from './cron-check.ts'
 import { tomlLines, type TableLines } from './toml-lines.ts'
@@ -114,7 +115,7 @@ export function parseSopToml(text: string, file: string): TomlResult {
     doc = parseToml(text) as Table
   } catch (e) {
     if (e instanceof TomlError) err(e.line || 1, `TOML syntax error: ${e.message.split('\n')[0]}`)
-    else err(1, `TOML syntax error: ${e instanceof Error ? e.message : String(e)}`)
+    else err(1, `TOML syntax error: ${errorText(e)}`)
     return result
   }
   const at = tomlLines(text)

@@ -8,6 +8,8 @@
 //   waiting_approval | paused_checkpoint ──deny─────▶ cancelled
 //   running ──end─────▶ completed        running ──fail──▶ failed
 //   pending | running | waiting_approval | paused_checkpoint ──cancel──▶ cancelled
+import { fail, type Result } from '../../errors/codes.ts'
+
 export const RUN_STATES = [
   'pending',
   'running',
@@ -57,12 +59,12 @@ const TABLE: Record<RunState, Partial<Record<RunEvent, RunState>>> = {
   cancelled: {},
 }
 
-export type TransitionResult = { ok: true; state: RunState } | { ok: false; error: string }
+export type TransitionResult = Result<{ state: RunState }>
 
 /** The state `event` moves a run in `from` to, or why it cannot. */
 export function transition(from: RunState, event: RunEvent): TransitionResult {
   const to = TABLE[from][event]
-  if (to === undefined) return { ok: false, error: `a run that is ${from} cannot ${event}` }
+  if (to === undefined) return fail('CONFLICT', `a run that is ${from} cannot ${event}`)
   return { ok: true, state: to }
 }
 
