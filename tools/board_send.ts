@@ -1,6 +1,9 @@
 // board_send: send one command to a board through the bridge and wait for its answer (the
 // reply with the same id, bridge/README.md, "The board line protocol"). The bridge is injected as a port.
 import type { XStatic } from 'typebox/schema'
+import type { SendFailure } from '../bridge/types.ts'
+import { type ErrorCode, fail } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
@@ -21,11 +24,25 @@ export const BoardSendArgs = {
 } as const
 export type BoardSendArgs = XStatic<typeof BoardSendArgs>
 
-/** What the bridge answers: the board's reply (`ok`, `result`, `error`). */
+/** What the bridge answers: the board's reply (`ok`, `result`, `error`), and why it failed (`code`). */
 export interface BoardAnswer {
   ok: boolean
   result?: Json
   error?: string
+  code?: SendFailure
+}
+
+/** The bridge's reason for a failed command as a result's code (bridge/types.ts, SendFailure). */
+const CODE_OF: Record<SendFailure, ErrorCode> = {
+  unknown_board: 'NOT_FOUND',
+  offline: 'UNREACHABLE',
+  write: 'UNREACHABLE',
+  closed: 'CANCELLED',
+  updating: 'UNAVAILABLE',
+  busy: 'RATE_LIMITED',
+  bad_command: 'BAD_INPUT',
+  board_error: 'UPSTREAM_FAILED',
+  timeout: 'TIMEOUT',
 }
 
 export interface BoardPort {
@@ -39,22 +56,19 @@ export function createBoardSend(boards: BoardPort, defaults: { timeoutMs: number
     schema: BoardSendArgs,
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as BoardSendArgs
-      if (ctx.signal.aborted) return { ok: false, error: 'board_send: cancelled' }
+      if (ctx.signal.aborted) return fail('CANCELLED', 'board_send: cancelled')
       try {
         const answer = await boards.send(args.board, args.cmd, (args.args ?? {}) as Json, {
           timeoutMs: args.timeout_ms ?? defaults.timeoutMs,
         })
         if (!answer.ok)
-          return {
-            ok: false,
-            error: `board ${args.board} answered ${args.cmd} with an error: ${answer.error ?? 'no reason given'}`,
-          }
+          return fail(
+            answer.code ? CODE_OF[answer.code] : 'UPSTREAM_FAILED',
+            `board ${args.board} answered ${args.cmd} with an error: ${answer.error ?? 'no reason given'}`,
+          )
         return { ok: true, output: answer.result ?? null }
       } catch (err) {
-        return {
-          ok: false,
-          error: `board_send ${args.board} ${args.cmd}: ${err instanceof Error ? err.message : String(err)}`,
-        }
+        return fail('UNREACHABLE', `board_send ${args.board} ${args.cmd}: ${errorText(err)}`)
       }
     },
   }

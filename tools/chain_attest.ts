@@ -6,6 +6,8 @@
 // signer are ports (attest-ports.ts) the hub implements.
 import { readFile } from 'node:fs/promises'
 import { Ajv, type ErrorObject } from 'ajv'
+import { fail, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { tryCanonicalLine } from '../records/canonical.ts'
 import { lineHash } from '../records/hash.ts'
 import type { Json } from '../sops/types.ts'
@@ -68,25 +70,23 @@ function output(rec: StoredLine): Json {
 
 function checkArgs(
   args: Json,
-):
-  | { ok: true; action: string; requestUri: string; params: { [k: string]: Json } }
-  | { ok: false; error: string } {
+): Result<{ action: string; requestUri: string; params: { [k: string]: Json } }> {
   if (typeof args !== 'object' || args === null || Array.isArray(args))
-    return { ok: false, error: 'chain_attest: arguments must be an object' }
+    return fail('BAD_INPUT', 'chain_attest: arguments must be an object')
   const { action, request_uri: requestUri, params } = args
   for (const k of Object.keys(args))
     if (!['action', 'request_uri', 'params'].includes(k))
-      return { ok: false, error: `chain_attest: unknown argument "${k}"` }
+      return fail('BAD_INPUT', `chain_attest: unknown argument "${k}"`)
   if (typeof action !== 'string' || action.length === 0 || action.length > MAX_ACTION)
-    return { ok: false, error: `chain_attest: action must be a string of 1-${MAX_ACTION} characters` }
+    return fail('BAD_INPUT', `chain_attest: action must be a string of 1-${MAX_ACTION} characters`)
   if (typeof requestUri !== 'string' || requestUri.length > MAX_URI)
-    return { ok: false, error: `chain_attest: request_uri must be a string of at most ${MAX_URI} characters` }
+    return fail('BAD_INPUT', `chain_attest: request_uri must be a string of at most ${MAX_URI} characters`)
   if (typeof params !== 'object' || params === null || Array.isArray(params))
-    return { ok: false, error: 'chain_attest: params must be an object' }
+    return fail('BAD_INPUT', 'chain_attest: params must be an object')
   return { ok: true, action, requestUri, params }
 }
 
-export type SchemaLoad = { ok: true; schema: object } | { ok: false; error: string }
+export type SchemaLoad = Result<{ schema: object }>
 
 /**
  * Reads and compiles a record schema file (JSON Schema, as ajv accepts it), so a bad schema is
@@ -97,23 +97,22 @@ export async function loadRecordSchema(path: string): Promise<SchemaLoad> {
   try {
     text = await readFile(path, 'utf8')
   } catch (err) {
-    return {
-      ok: false,
-      error: `record schema ${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}`,
-    }
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      return fail('NOT_FOUND', `record schema ${path}: not found`)
+    return fail('IO_FAILED', `record schema ${path}: ${errorText(err)}`)
   }
   let schema: unknown
   try {
     schema = JSON.parse(text)
   } catch (err) {
-    return { ok: false, error: `record schema ${path}: not JSON (${(err as Error).message})` }
+    return fail('BAD_CONFIG', `record schema ${path}: not JSON (${errorText(err)})`)
   }
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema))
-    return { ok: false, error: `record schema ${path}: must be a JSON object` }
+    return fail('BAD_CONFIG', `record schema ${path}: must be a JSON object`)
   try {
     new Ajv({ strict: false }).compile(schema)
   } catch (err) {
-    return { ok: false, error: `record schema ${path}: ${(err as Error).message}` }
+    return fail('BAD_CONFIG', `record schema ${path}: ${errorText(err)}`)
   }
   return { ok: true, schema }
 }
@@ -141,15 +140,12 @@ export function createChainAttestTool(deps: ChainAttestDeps): Tool {
         params: a.params,
         request_uri: a.requestUri,
       }
-      if (validate && !validate(record)) return { ok: false, error: schemaReason(validate.errors) }
+      if (validate && !validate(record)) return fail('BAD_INPUT', schemaReason(validate.errors))
       const canon = tryCanonicalLine(record)
       if (!canon.ok)
-        return {
-          ok: false,
-          error: `chain_attest: params ${canon.error.replace(/^\$/, '')} cannot be recorded`,
-        }
+        return fail('BAD_INPUT', `chain_attest: params ${canon.error.replace(/^\$/, '')} cannot be recorded`)
       if (Buffer.byteLength(canon.line) > MAX_LINE_BYTES)
-        return { ok: false, error: `chain_attest: the record is over ${MAX_LINE_BYTES} bytes` }
+        return fail('TOO_LARGE', `chain_attest: the record is over ${MAX_LINE_BYTES} bytes`)
       const paramsHash = lineHash(canon.line)
       const signature = await deps.signer.signLine(canon.line)
       try {
@@ -164,7 +160,7 @@ export function createChainAttestTool(deps: ChainAttestDeps): Tool {
         })
         return { ok: true, output: output(rec) }
       } catch (err) {
-        return { ok: false, error: `chain_attest: could not store the line: ${(err as Error).message}` }
+        return fail('IO_FAILED', `chain_attest: could not store the line: ${errorText(err)}`)
       }
     },
   }

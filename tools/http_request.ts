@@ -3,6 +3,8 @@
 // says JSON, else returned as text. A non-2xx status is a result, not a failure: the SOP's
 // `when:`/`switch:` decide what it means.
 import type { XStatic } from 'typebox/schema'
+import { fail, failAt, type Result } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
 
@@ -38,10 +40,7 @@ export interface HttpRequestOptions {
   fetch?: typeof fetch
 }
 
-async function readCapped(
-  res: Response,
-  cap: number,
-): Promise<{ ok: true; text: string } | { ok: false; error: string }> {
+async function readCapped(res: Response, cap: number): Promise<Result<{ text: string }>> {
   if (!res.body) return { ok: true, text: '' }
   const reader = res.body.getReader()
   const chunks: Uint8Array[] = []
@@ -52,7 +51,7 @@ async function readCapped(
     size += value.byteLength
     if (size > cap) {
       await reader.cancel()
-      return { ok: false, error: `response is larger than ${cap} bytes` }
+      return fail('TOO_LARGE', `response is larger than ${cap} bytes`)
     }
     chunks.push(value)
   }
@@ -73,16 +72,16 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
       try {
         url = new URL(args.url)
       } catch {
-        return { ok: false, error: `http_request: url "${args.url}" is not a valid URL` }
+        return fail('BAD_INPUT', `http_request: url "${args.url}" is not a valid URL`)
       }
       if (url.protocol !== 'http:' && url.protocol !== 'https:')
-        return { ok: false, error: `http_request: url scheme ${url.protocol} is not http or https` }
+        return fail('BAD_INPUT', `http_request: url scheme ${url.protocol} is not http or https`)
       const method = args.method ?? (args.body === undefined ? 'GET' : 'POST')
       const headers = new Headers(args.headers ?? {})
       let body: string | undefined
       if (args.body !== undefined) {
         if (method === 'GET' || method === 'HEAD')
-          return { ok: false, error: `http_request: a ${method} request cannot have a body` }
+          return fail('BAD_INPUT', `http_request: a ${method} request cannot have a body`)
         if (typeof args.body === 'string') body = args.body
         else {
           body = JSON.stringify(args.body)
@@ -100,7 +99,7 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
           redirect: 'follow',
         })
         const read = await readCapped(res, cap)
-        if (!read.ok) return { ok: false, error: `http_request ${method} ${url.href}: ${read.error}` }
+        if (!read.ok) return failAt(`http_request ${method} ${url.href}: `, read)
         let parsed: Json = read.text
         if ((res.headers.get('content-type') ?? '').includes('json') && read.text.trim() !== '') {
           try {
@@ -116,16 +115,13 @@ export function createHttpRequest(opts: HttpRequestOptions): Tool {
         return { ok: true, output: { status: res.status, headers: outHeaders, body: parsed } }
       } catch (err) {
         if (timeout.aborted)
-          return {
-            ok: false,
-            error: `http_request ${method} ${url.href}: no answer within ${args.timeout_ms ?? opts.timeoutMs} ms`,
-          }
-        if (ctx.signal.aborted) return { ok: false, error: `http_request ${method} ${url.href}: cancelled` }
+          return fail(
+            'TIMEOUT',
+            `http_request ${method} ${url.href}: no answer within ${args.timeout_ms ?? opts.timeoutMs} ms`,
+          )
+        if (ctx.signal.aborted) return fail('CANCELLED', `http_request ${method} ${url.href}: cancelled`)
         const cause = err instanceof Error && err.cause instanceof Error ? `: ${err.cause.message}` : ''
-        return {
-          ok: false,
-          error: `http_request ${method} ${url.href}: ${err instanceof Error ? err.message : String(err)}${cause}`,
-        }
+        return fail('UNREACHABLE', `http_request ${method} ${url.href}: ${errorText(err)}${cause}`)
       }
     },
   }

@@ -1,6 +1,8 @@
 // mqtt_publish: publish one message on the hub's broker (embedded or external). The client is
 // injected as a port: the same tool publishes through whatever the hub connected to.
 import type { XStatic } from 'typebox/schema'
+import { fail } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import type { Tool, ToolResult } from './types.ts'
 import { topicError } from '../mqtt/topics.ts'
 
@@ -45,11 +47,11 @@ export function createMqttPublish(publish: PublishPort): Tool {
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as MqttPublishArgs
       const bad = topicError(args.topic)
-      if (bad) return { ok: false, error: `mqtt_publish: topic "${args.topic}" ${bad}` }
+      if (bad) return fail('BAD_INPUT', `mqtt_publish: topic "${args.topic}" ${bad}`)
       const text = typeof args.payload === 'string' ? args.payload : JSON.stringify(args.payload ?? null)
       const bytes = Buffer.byteLength(text)
       if (bytes > MAX_PUBLISH_BYTES)
-        return { ok: false, error: `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}` }
+        return fail('TOO_LARGE', `mqtt_publish: payload is ${bytes} bytes, more than ${MAX_PUBLISH_BYTES}`)
       try {
         const repeat = ctx?.repeat === true
         await publish(args.topic, text, {
@@ -59,10 +61,7 @@ export function createMqttPublish(publish: PublishPort): Tool {
         })
         return { ok: true, output: { topic: args.topic, bytes, ...(repeat ? { repeat } : {}) } }
       } catch (err) {
-        return {
-          ok: false,
-          error: `mqtt_publish ${args.topic}: ${err instanceof Error ? err.message : String(err)}`,
-        }
+        return fail('UNREACHABLE', `mqtt_publish ${args.topic}: ${errorText(err)}`)
       }
     },
   }

@@ -1,6 +1,7 @@
 // The ToolRegistry the hub hands to the engine. Built from injected ports, so tests wire real
 // services. Seam for parts that land later: `extra` takes ready tools (chain_attest from the
 // attestation factory, sop_* tools), and a later tool never silently replaces an earlier one.
+import { fail, type Result } from '../errors/codes.ts'
 import { createBoardSend, type BoardPort } from './board_send.ts'
 import { createHttpRequest } from './http_request.ts'
 import { createMqttPublish, type PublishPort } from './mqtt_publish.ts'
@@ -19,7 +20,7 @@ export interface RegistryPorts {
   extra?: readonly Tool[]
 }
 
-export type RegistryResult = { ok: true; tools: ToolRegistry } | { ok: false; error: string }
+export type RegistryResult = Result<{ tools: ToolRegistry }>
 
 export function buildToolRegistry(ports: RegistryPorts): RegistryResult {
   const list: Tool[] = [createMqttPublish(ports.publish), createWait()]
@@ -28,7 +29,7 @@ export function buildToolRegistry(ports: RegistryPorts): RegistryResult {
   list.push(...(ports.extra ?? []))
   const tools = new Map<string, Tool>()
   for (const tool of list) {
-    if (tools.has(tool.name)) return { ok: false, error: `tool "${tool.name}" is registered twice` }
+    if (tools.has(tool.name)) return fail('INTERNAL', `tool "${tool.name}" is registered twice`)
     tools.set(tool.name, tool)
   }
   return { ok: true, tools }

@@ -4,6 +4,7 @@
 // a gate carrying operator questions it records the request on the run and fails, saying the
 // operator must approve (`svc sop approve`, local API).
 import type { XStatic } from 'typebox/schema'
+import { fail, failAt } from '../errors/codes.ts'
 import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Tool, ToolResult } from './types.ts'
 
@@ -24,14 +25,14 @@ export function createSopApproveTool(getEngine: () => HubEngine | undefined): To
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as SopApproveArgs
       const engine = getEngine()
-      if (!engine) return { ok: false, error: 'sop_approve: the SOP engine is not running' }
-      if (args.run_id === ctx.runId) return { ok: false, error: 'sop_approve: a run cannot approve itself' }
+      if (!engine) return fail('UNAVAILABLE', 'sop_approve: the SOP engine is not running')
+      if (args.run_id === ctx.runId) return fail('FORBIDDEN', 'sop_approve: a run cannot approve itself')
       const r = await engine.approve(args.run_id, {
         by: `agent (run ${ctx.runId})`,
         via: 'agent',
         ...(args.note !== undefined ? { note: args.note } : {}),
       })
-      if (!r.ok) return { ok: false, error: `sop_approve: ${r.error}` }
+      if (!r.ok) return failAt('sop_approve: ', r)
       return { ok: true, output: { run_id: r.run.id, state: r.run.state } }
     },
   }

@@ -1,6 +1,7 @@
 // sop_execute: the agent starts a manual run of a SOP (sops/FORMAT.md, "Triggers": manual). The answer is the
 // admission decision: started (with the run id), deferred, held, coalesced, dropped, cooldown.
 import type { XStatic } from 'typebox/schema'
+import { fail } from '../errors/codes.ts'
 import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
@@ -21,14 +22,14 @@ export function createSopExecuteTool(getEngine: () => HubEngine | undefined): To
     async run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as SopExecuteArgs
       const engine = getEngine()
-      if (!engine) return { ok: false, error: 'sop_execute: the SOP engine is not running' }
+      if (!engine) return fail('UNAVAILABLE', 'sop_execute: the SOP engine is not running')
       const d = await engine.trigger(args.sop, {
         type: 'manual',
         source: `sop_execute from run ${ctx.runId} step ${ctx.step}`,
         payload: (args.payload ?? {}) as Json,
         at: Date.now(),
       })
-      if (d.code === 'SOP_NOT_LOADED') return { ok: false, error: `sop_execute: ${d.reason}` }
+      if (d.code === 'SOP_NOT_LOADED') return fail(d.code, `sop_execute: ${d.reason}`)
       return {
         ok: true,
         output: {

@@ -1,6 +1,7 @@
 // sop_status: the agent checks runs: one run by id (state, current step, gate, error, step
 // statuses), or the latest runs of a SOP, or the latest runs of all SOPs.
 import type { XStatic } from 'typebox/schema'
+import { fail } from '../errors/codes.ts'
 import type { HubEngine } from '../sops/hub-engine.ts'
 import type { Json } from '../sops/types.ts'
 import type { Tool, ToolResult } from './types.ts'
@@ -25,10 +26,10 @@ export function createSopStatusTool(getEngine: () => HubEngine | undefined): Too
     async run(raw): Promise<ToolResult> {
       const args = raw as unknown as SopStatusArgs
       const engine = getEngine()
-      if (!engine) return { ok: false, error: 'sop_status: the SOP engine is not running' }
+      if (!engine) return fail('UNAVAILABLE', 'sop_status: the SOP engine is not running')
       if (args.run_id !== undefined) {
         const r = await engine.getRun(args.run_id)
-        if (!r) return { ok: false, error: `sop_status: no run with id "${args.run_id}"` }
+        if (!r) return fail('RUN_NOT_FOUND', `sop_status: no run with id "${args.run_id}"`)
         const steps = Object.values(r.steps).map((s) => ({
           step: s.number,
           status: s.status,

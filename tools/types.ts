@@ -6,6 +6,7 @@
 // ~300 files and ~2.4 MB of heap that `svc hub` would load at start for seven small objects
 // (hub/DESIGN.md, "Keeping idle memory down"), while typebox/schema, which checks the arguments, is loaded by the engine anyway.
 import type { TSchema } from 'typebox'
+import type { Failure } from '../errors/codes.ts'
 import type { Json } from '../sops/types.ts'
 
 export interface ToolContext {
@@ -28,7 +29,8 @@ export interface ToolContext {
   signal: AbortSignal
 }
 
-export type ToolResult = { ok: true; output: Json } | { ok: false; error: string }
+/** A failure's code says what went wrong (errors/README.md, "Codes"); a run record keeps only its message. */
+export type ToolResult = { ok: true; output: Json } | Failure
 
 export interface Tool {
   name: string

@@ -1,6 +1,7 @@
 // wait: pause a run for a while (debounce a machine, let a motor settle). Cancelling the run
 // ends the wait at once.
 import type { XStatic } from 'typebox/schema'
+import { fail } from '../errors/codes.ts'
 import type { Tool, ToolResult } from './types.ts'
 
 export const MAX_WAIT_MS = 24 * 60 * 60 * 1000
@@ -23,10 +24,10 @@ export function createWait(): Tool {
     run(raw, ctx): Promise<ToolResult> {
       const args = raw as unknown as WaitArgs
       if ((args.ms === undefined) === (args.seconds === undefined)) {
-        return Promise.resolve({ ok: false, error: 'wait: give exactly one of "ms" or "seconds"' })
+        return Promise.resolve(fail('BAD_INPUT', 'wait: give exactly one of "ms" or "seconds"'))
       }
       const ms = args.ms ?? Math.round((args.seconds ?? 0) * 1000)
-      if (ctx.signal.aborted) return Promise.resolve({ ok: false, error: 'wait: cancelled' })
+      if (ctx.signal.aborted) return Promise.resolve(fail('CANCELLED', 'wait: cancelled'))
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
           ctx.signal.removeEventListener('abort', onAbort)
@@ -34,7 +35,7 @@ export function createWait(): Tool {
         }, ms)
         const onAbort = (): void => {
           clearTimeout(timer)
-          resolve({ ok: false, error: 'wait: cancelled' })
+          resolve(fail('CANCELLED', 'wait: cancelled'))
         }
         ctx.signal.addEventListener('abort', onAbort, { once: true })
       })

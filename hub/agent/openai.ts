@@ -2,6 +2,8 @@
 // Ollama's /v1, LocalAI…) configured by URL (sops/RUNTIME.md, "Steps that need a model"). The model may call the step's
 // tools (function calling); every call goes back through the engine's checks. Replies never
 // pass gates: they only become a step output or a yes/no answer.
+import { fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Json } from '../../sops/types.ts'
 import type { AgentAdapter, AgentDecideRequest, AgentResult, AgentStepRequest } from './types.ts'
 
@@ -61,21 +63,21 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
         signal: AbortSignal.any([signal, timeout]),
       })
     } catch (err) {
-      return {
-        ok: false,
-        error: `agent endpoint ${endpoint} unreachable: ${err instanceof Error ? err.message : String(err)}`,
-      }
+      const code = timeout.aborted ? 'TIMEOUT' : signal.aborted ? 'CANCELLED' : 'UNREACHABLE'
+      return fail(code, `agent endpoint ${endpoint} unreachable: ${errorText(err)}`)
     }
     const text = await res.text().catch(() => '')
-    if (!res.ok) return { ok: false, error: `agent endpoint answered ${res.status}: ${text.slice(0, 200)}` }
+    if (!res.ok)
+      return fail('UPSTREAM_FAILED', `agent endpoint answered ${res.status}: ${text.slice(0, 200)}`)
     let parsed: unknown
     try {
       parsed = JSON.parse(text)
     } catch {
-      return { ok: false, error: 'agent endpoint sent a reply that is not JSON' }
+      return fail('UPSTREAM_FAILED', 'agent endpoint sent a reply that is not JSON')
     }
     const msg = (parsed as { choices?: { message?: ChatMessage }[] }).choices?.[0]?.message
-    if (!msg || typeof msg !== 'object') return { ok: false, error: 'agent reply has no choices[0].message' }
+    if (!msg || typeof msg !== 'object')
+      return fail('UPSTREAM_FAILED', 'agent reply has no choices[0].message')
     return { ok: true, value: msg }
   }
 
@@ -132,7 +134,7 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
           })
         }
       }
-      return { ok: false, error: `the model was still calling tools after ${maxRounds} rounds` }
+      return fail('UPSTREAM_FAILED', `the model was still calling tools after ${maxRounds} rounds`)
     },
 
     async decide(req: AgentDecideRequest): Promise<AgentResult<boolean>> {
@@ -155,7 +157,7 @@ export function createOpenAiAgent(opts: OpenAiAgentOptions): AgentAdapter {
       const text = (typeof r.value.content === 'string' ? r.value.content : '').trim()
       if (/^(yes|true)\b/i.test(text)) return { ok: true, value: true }
       if (/^(no|false)\b/i.test(text)) return { ok: true, value: false }
-      return { ok: false, error: `the model's answer was neither yes nor no: "${text.slice(0, 80)}"` }
+      return fail('UPSTREAM_FAILED', `the model's answer was neither yes nor no: "${text.slice(0, 80)}"`)
     },
   }
 }

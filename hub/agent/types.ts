@@ -1,11 +1,13 @@
 // The boundary between the engine and a model (sops/RUNTIME.md, "Steps that need a model"). The engine
 // never lets an agent's reply move a run past a gate: the adapter only produces a step output or
 // a yes/no answer, and every tool it calls goes through the engine's allow/deny and schema checks.
+import type { Result } from '../../errors/codes.ts'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json } from '../../sops/types.ts'
 import type { ToolResult } from '../../tools/types.ts'
 
-export type AgentResult<T> = { ok: true; value: T } | { ok: false; error: string }
+/** The model's answer, or why there is none (an endpoint down, a reply that is not one). */
+export type AgentResult<T> = Result<{ value: T }>
 
 export interface AgentToolSpec {
   name: string

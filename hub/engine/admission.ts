@@ -3,6 +3,7 @@
 // admission record; and the release of kept triggers once a slot frees, a run finishes or a
 // cooldown ends.
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger, TriggerEvent } from '../../sops/engine-api.ts'
+import { errorText } from '../../errors/text.ts'
 import { type AdmissionVerdict, admit, cooldownLeft, mayRelease } from '../../sops/run/admission.ts'
 import { MAX_COALESCED_KEPT } from '../../sops/run/record.ts'
 import { holdsSlot } from '../../sops/run/states.ts'
@@ -183,10 +184,7 @@ export class Admission {
           return ctx.closed ? undefined : this.driver.drive(run)
         })
         .catch((err: unknown) => {
-          ctx.log.error(
-            { run: run.id, err: err instanceof Error ? err.message : String(err) },
-            'run driver crashed',
-          )
+          ctx.log.error({ run: run.id, err: errorText(err) }, 'run driver crashed')
         })
       ctx.track(p)
     }

@@ -1,6 +1,8 @@
 // Running a step's tool calls (sops/RUNTIME.md, "Tool calls"): allow/deny lists, template resolution,
 // schema checks, then the tool. Every refusal names the step, the call and the reason; template
 // text never reaches a tool (sops/RUNTIME.md, "Templates at run time").
+import { ERROR_STATUS, type ErrorCode, fail, failAt } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { resolveArgs } from '../../sops/templates.ts'
 import type { Json, Step } from '../../sops/types.ts'
 import type { Tool, ToolRegistry, ToolResult } from '../../tools/types.ts'
@@ -37,11 +39,11 @@ export async function callTool(
   args: Json,
 ): Promise<ToolResult> {
   const refused = toolRefusal(scope.step, name)
-  if (refused) return { ok: false, error: refused }
+  if (refused) return fail('FORBIDDEN', refused)
   const tool: Tool | undefined = tools.get(name)
-  if (!tool) return { ok: false, error: `no tool named "${name}"` }
+  if (!tool) return fail('NOT_FOUND', `no tool named "${name}"`)
   const bad = schemaProblem(tool.schema as object, args)
-  if (bad) return { ok: false, error: `arguments for ${name} do not match its schema: ${bad}` }
+  if (bad) return fail('BAD_INPUT', `arguments for ${name} do not match its schema: ${bad}`)
   let r: ToolResult
   try {
     r = await tool.run(args, {
@@ -57,23 +59,29 @@ export async function callTool(
       },
     })
   } catch (err) {
-    return { ok: false, error: `${name} threw: ${err instanceof Error ? err.message : String(err)}` }
+    return fail('INTERNAL', `${name} threw: ${errorText(err)}`)
   }
   // A plugin tool may break its contract; the run records that instead of storing garbage.
   if (typeof r !== 'object' || r === null || typeof r.ok !== 'boolean')
-    return { ok: false, error: `${name} returned no { ok, output } result` }
+    return fail('INTERNAL', `${name} returned no { ok, output } result`)
   if (!r.ok)
-    return {
-      ok: false,
-      error: typeof r.error === 'string' && r.error !== '' ? r.error : `${name} failed without saying why`,
-    }
+    return fail(
+      knownCode(r.code),
+      typeof r.error === 'string' && r.error !== '' ? r.error : `${name} failed without saying why`,
+    )
   if (r.output === undefined) return { ok: true, output: null }
   return r
 }
 
+/** A tool's failure code as it gave it; one that is not a code breaks the tool's contract. */
+function knownCode(code: unknown): ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_STATUS, code) ? (code as ErrorCode) : 'INTERNAL'
+}
+
+/** The step's output, or why it failed: the run record keeps the message, the code stays in process. */
 export type CallsOutcome =
   | { ok: true; output: Json; calls: Json[] }
-  | { ok: false; error: string; calls: Json[] }
+  | { ok: false; code: ErrorCode; error: string; calls: Json[] }
 
 /** Runs the planned calls in order; the step output is the last call's output. */
 export async function runPlannedCalls(tools: ToolRegistry, scope: CallScope): Promise<CallsOutcome> {
@@ -83,11 +91,11 @@ export async function runPlannedCalls(tools: ToolRegistry, scope: CallScope): Pr
     const call = step.calls[k]!
     const where = `call ${k} (${call.tool})`
     const refused = toolRefusal(step, call.tool)
-    if (refused) return { ok: false, error: `${where}: ${refused}`, calls: outputs }
+    if (refused) return { ...fail('FORBIDDEN', `${where}: ${refused}`), calls: outputs }
     const args = resolveArgs(call.args, { steps: scope.steps, calls: outputs, trigger: scope.trigger })
-    if (!args.ok) return { ok: false, error: `${where}: ${args.error}`, calls: outputs }
+    if (!args.ok) return { ...failAt(`${where}: `, args), calls: outputs }
     const r = await callTool(tools, scope, k, call.tool, args.value)
-    if (!r.ok) return { ok: false, error: `${where}: ${r.error}`, calls: outputs }
+    if (!r.ok) return { ...failAt(`${where}: `, r), calls: outputs }
     outputs.push(r.output)
   }
   return { ok: true, output: outputs.length > 0 ? outputs[outputs.length - 1]! : null, calls: outputs }

@@ -1,5 +1,6 @@
 // A run's record reaching the store: every part that moves a run (the driver, approvals, the
 // release of a kept trigger) writes it through here.
+import { errorText } from '../../errors/text.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { isStoreIoError } from '../disk/errors.ts'
 import type { EngineContext } from './context.ts'
@@ -39,7 +40,7 @@ export async function durable(
       if (ctx.closed || !isStoreIoError(err)) throw err
       if (tries === 0)
         ctx.log[ctx.disk ? 'debug' : 'error']?.(
-          { run: runId, err: (err as Error).message },
+          { run: runId, err: errorText(err) },
           'cannot write the run checkpoint (disk full?); retrying until it can',
         )
       await new Promise((r) => setTimeout(r, wait).unref())

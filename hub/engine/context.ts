@@ -2,6 +2,7 @@
 // the unfinished runs and the SOPs they run, the kept triggers, the watchers, and the small
 // bookkeeping every part does on a run (its log line, its state move, the news of it). One
 // instance per engine, passed to each part; the parts never import each other's state.
+import { errorText } from '../../errors/text.ts'
 import type { KeptTrigger } from '../../sops/engine-api.ts'
 import type { EngineChange } from '../../sops/hub-engine.ts'
 import type { AdmissionView } from '../../sops/run/admission.ts'
@@ -75,7 +76,7 @@ export class EngineContext {
       try {
         w(change)
       } catch (err) {
-        this.log.error({ err: err instanceof Error ? err.message : String(err) }, 'engine watcher failed')
+        this.log.error({ err: errorText(err) }, 'engine watcher failed')
       }
     }
   }

@@ -2,6 +2,8 @@
 // A contract is JSON Schema; as a shorthand, an object whose values are all JSON type names
 // (`{ "sku": "string", "qty": "integer" }`) means an object with those required fields.
 import { Compile } from 'typebox/schema'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Contract, Json } from '../../sops/types.ts'
 
 type Validator = {
@@ -41,18 +43,17 @@ export function contractSchema(contract: Contract): Json {
   }
 }
 
-const cache = new WeakMap<object, { ok: true; v: Validator } | { ok: false; error: string }>()
+type Compiled = Result<{ v: Validator }>
 
-function compiled(
-  schema: object,
-  source: object = schema,
-): { ok: true; v: Validator } | { ok: false; error: string } {
+const cache = new WeakMap<object, Compiled>()
+
+function compiled(schema: object, source: object = schema): Compiled {
   let c = cache.get(source)
   if (!c) {
     try {
       c = { ok: true, v: Compile(schema as never) as unknown as Validator }
     } catch (err) {
-      c = { ok: false, error: `not a valid schema: ${err instanceof Error ? err.message : String(err)}` }
+      c = fail('BAD_INPUT', `not a valid schema: ${errorText(err)}`)
     }
     cache.set(source, c)
   }

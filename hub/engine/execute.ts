@@ -1,6 +1,7 @@
 // What one step does once the driver has let it run (run-driver.ts): its planned calls, or, in a
 // step that has none, the agent with the tools the step offers. The result is the step's output
 // or why it failed; routing on it is the driver's.
+import { fail, failAt } from '../../errors/codes.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { effectiveMode } from '../../sops/run/gates.ts'
 import type { Json, Sop, Step } from '../../sops/types.ts'
@@ -22,13 +23,15 @@ export async function executeStep(
     // (sops/RUNTIME.md, "Deterministic runs").
     if (step.kind === 'checkpoint') return { ok: true, output: input, calls: [] }
     return {
-      ok: false,
-      error: `step ${step.number} has no call: and a deterministic run makes no model round-trips`,
+      ...fail(
+        'BAD_INPUT',
+        `step ${step.number} has no call: and a deterministic run makes no model round-trips`,
+      ),
       calls: [],
     }
   }
   const agent = ctx.agent
-  if (!agent) return { ok: false, error: 'no agent configured', calls: [] }
+  if (!agent) return { ...fail('UNAVAILABLE', 'no agent configured'), calls: [] }
   const offered = [...ctx.tools.values()].filter(
     (t) => toolRefusal(step, t.name) === null && (step.tools.length === 0 || step.tools.includes(t.name)),
   )
@@ -58,7 +61,7 @@ export async function executeStep(
     },
     signal: scope.signal,
   })
-  return r.ok ? { ok: true, output: r.value, calls } : { ok: false, error: `agent: ${r.error}`, calls }
+  return r.ok ? { ok: true, output: r.value, calls } : { ...failAt('agent: ', r), calls }
 }
 
 /** The agent alias a step asks for (its own, else its SOP's), when any. */

@@ -4,6 +4,8 @@
 // parks it at a gate and finishes it. Freed slots go back to admission through `release`.
 import { randomUUID } from 'node:crypto'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
+import { fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { planDecisions } from '../../sops/run/decisions.ts'
 import { effectiveMode, gateBefore } from '../../sops/run/gates.ts'
 import { type RunRecord, type StepRecord, newRun, payloadAsInput } from '../../sops/run/record.ts'
@@ -59,10 +61,7 @@ export class RunDriver {
 
   spawn(run: RunRecord): void {
     const p = this.drive(run).catch((err: unknown) => {
-      this.ctx.log.error(
-        { run: run.id, err: err instanceof Error ? err.message : String(err) },
-        'run driver crashed',
-      )
+      this.ctx.log.error({ run: run.id, err: errorText(err) }, 'run driver crashed')
     })
     this.ctx.track(p)
   }
@@ -315,8 +314,7 @@ export class RunDriver {
         const bad = contractProblem(step.output, outcome.output)
         if (bad !== null)
           outcome = {
-            ok: false,
-            error: `output does not match its output contract: ${bad}`,
+            ...fail('UPSTREAM_FAILED', `output does not match its output contract: ${bad}`),
             calls: outcome.calls,
           }
       }

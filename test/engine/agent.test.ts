@@ -67,7 +67,7 @@ t.test('endpoint errors fail the step with what went wrong', async (t) => {
     trigger: event(),
     signal: new AbortController().signal,
   })
-  t.match(r1, { ok: false, error: /answered 500: overloaded/ })
+  t.match(r1, { ok: false, code: 'UPSTREAM_FAILED', error: /answered 500: overloaded/ })
   const junk = await fakeOpenAi(t, [{ body: 'not json' }, { body: { nothing: 1 } }, message('maybe')])
   const a = createOpenAiAgent({ url: junk.url + '/chat/completions', model: 'm' })
   const req = {
@@ -76,11 +76,11 @@ t.test('endpoint errors fail the step with what went wrong', async (t) => {
     trigger: event(),
     signal: new AbortController().signal,
   }
-  t.match(await a.decide(req), { ok: false, error: /not JSON/ })
-  t.match(await a.decide(req), { ok: false, error: /no choices\[0\]\.message/ })
-  t.match(await a.decide(req), { ok: false, error: /neither yes nor no: "maybe"/ })
+  t.match(await a.decide(req), { ok: false, code: 'UPSTREAM_FAILED', error: /not JSON/ })
+  t.match(await a.decide(req), { ok: false, code: 'UPSTREAM_FAILED', error: /no choices\[0\]\.message/ })
+  t.match(await a.decide(req), { ok: false, code: 'UPSTREAM_FAILED', error: /neither yes nor no: "maybe"/ })
   const down = createOpenAiAgent({ url: 'http://127.0.0.1:1/v1', model: 'm' })
-  t.match(await down.decide(req), { ok: false, error: /unreachable/ })
+  t.match(await down.decide(req), { ok: false, code: 'UNREACHABLE', error: /unreachable/ })
   t.equal(completionsUrl('http://h/v1/'), 'http://h/v1/chat/completions')
 })
 

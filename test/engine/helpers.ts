@@ -1,6 +1,7 @@
 // Small builders for SOPs and in-memory tools, so each engine test states only what it tests.
 import { randomBytes } from 'node:crypto'
 import { Type } from 'typebox'
+import { fail } from '../../errors/codes.ts'
 import { blankStep } from '../../sops/blank-step.ts'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
 import type { Json, Sop, Step } from '../../sops/types.ts'
@@ -83,7 +84,7 @@ export function memoryTools(opts: { flakyFailures?: number; countdownFrom?: numb
       name: 'fail',
       description: 'always fails',
       schema: Type.Any(),
-      run: async (args, ctx) => (rec('fail', args, ctx), { ok: false, error: 'it broke' }),
+      run: async (args, ctx) => (rec('fail', args, ctx), fail('UPSTREAM_FAILED', 'it broke')),
     },
     {
       name: 'throws',
@@ -101,7 +102,7 @@ export function memoryTools(opts: { flakyFailures?: number; countdownFrom?: numb
         rec('flaky', args, ctx)
         if (flaky > 0) {
           flaky--
-          return { ok: false, error: 'flaky failure' }
+          return fail('UPSTREAM_FAILED', 'flaky failure')
         }
         return { ok: true, output: args }
       },

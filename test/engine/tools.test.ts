@@ -63,6 +63,7 @@ t.test('sop_execute starts a manual run and reports the admission decision', asy
   t.match(run?.trigger, { type: 'manual', payload: { x: 1 }, source: /sop_execute from run agent-run/ })
   t.match(await w.exec.run({ sop: 'nope' }, ctx), {
     ok: false,
+    code: 'SOP_NOT_LOADED',
     error: 'sop_execute: no SOP named "nope" is loaded',
   })
 })
@@ -85,7 +86,11 @@ t.test("sop_status: one run, a SOP's runs, unknown ids", async (t) => {
   })
   t.match(await w.status.run({ sop: 'supervised' }, ctx), { ok: true, output: { runs: [{ id: d.runId }] } })
   t.match(await w.status.run({}, ctx), { ok: true, output: { runs: [{ id: d.runId }] } })
-  t.match(await w.status.run({ run_id: 'nope' }, ctx), { ok: false, error: /no run with id "nope"/ })
+  t.match(await w.status.run({ run_id: 'nope' }, ctx), {
+    ok: false,
+    code: 'RUN_NOT_FOUND',
+    error: /no run with id "nope"/,
+  })
 })
 
 t.test(
@@ -105,6 +110,7 @@ t.test(
     const refused = await w.approve.run({ run_id: conf.runId! }, ctx)
     t.match(refused, {
       ok: false,
+      code: 'NEEDS_OPERATOR',
       error: /waits at step 1 for an operator \(requires_confirmation.*\); the request is recorded/,
     })
     await w.engine.idle()
@@ -124,7 +130,19 @@ t.test(
 
 t.test('the tools refuse cleanly when the engine is not up', async (t) => {
   const none = () => undefined
-  t.match(await createSopExecuteTool(none).run({ sop: 'x' }, ctx), { ok: false, error: /not running/ })
-  t.match(await createSopStatusTool(none).run({}, ctx), { ok: false, error: /not running/ })
-  t.match(await createSopApproveTool(none).run({ run_id: 'x' }, ctx), { ok: false, error: /not running/ })
+  t.match(await createSopExecuteTool(none).run({ sop: 'x' }, ctx), {
+    ok: false,
+    code: 'UNAVAILABLE',
+    error: /not running/,
+  })
+  t.match(await createSopStatusTool(none).run({}, ctx), {
+    ok: false,
+    code: 'UNAVAILABLE',
+    error: /not running/,
+  })
+  t.match(await createSopApproveTool(none).run({ run_id: 'x' }, ctx), {
+    ok: false,
+    code: 'UNAVAILABLE',
+    error: /not running/,
+  })
 })

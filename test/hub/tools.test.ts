@@ -45,7 +45,7 @@ t.test(
   'the registry never lets a later tool replace an earlier one; http_request can be left out',
   async (t) => {
     const dup = buildToolRegistry({ publish: async () => undefined, extra: [createWait()] })
-    t.same(dup, { ok: false, error: 'tool "wait" is registered twice' })
+    t.same(dup, { ok: false, code: 'INTERNAL', error: 'tool "wait" is registered twice' })
     const offline = buildToolRegistry({ publish: async () => undefined, http: false })
     t.ok(offline.ok && !offline.tools.has('http_request') && !offline.tools.has('board_send'))
   },
@@ -71,9 +71,14 @@ t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refu
     output: { topic: 'out/vend1', bytes: 10 },
   })
   t.same(await got, ['out/vend1', '{"slot":3}'])
-  t.match(await tool.run({ topic: 'out/+', payload: 'x' }, ctx()), { ok: false, error: /wildcard/ })
+  t.match(await tool.run({ topic: 'out/+', payload: 'x' }, ctx()), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: /wildcard/,
+  })
   t.match(await tool.run({ topic: 'out/big', payload: 'x'.repeat(300 * 1024) }, ctx()), {
     ok: false,
+    code: 'TOO_LARGE',
     error: /more than/,
   })
   const failing = createMqttPublish(async () => {
@@ -81,6 +86,7 @@ t.test('mqtt_publish publishes on a real broker; wildcards and oversize are refu
   })
   t.same(await failing.run({ topic: 'a', payload: 'x' }, ctx()), {
     ok: false,
+    code: 'UNREACHABLE',
     error: 'mqtt_publish a: client disconnecting',
   })
 })
@@ -110,6 +116,7 @@ t.test("board_send: the board's reply is the output; errors and timeouts are val
     async send(board, cmd, args, opts) {
       seen.push([board, cmd, args, opts.timeoutMs])
       if (cmd === 'fail') return { ok: false, error: 'slot empty' }
+      if (cmd === 'late') return { ok: false, error: 'no answer', code: 'timeout' }
       if (cmd === 'slow') throw new Error(`no reply within ${opts.timeoutMs} ms`)
       return { ok: true, result: { vended: (args as { slot: number }).slot } }
     },
@@ -121,15 +128,24 @@ t.test("board_send: the board's reply is the output; errors and timeouts are val
   })
   t.same(await tool.run({ board: 'vend1', cmd: 'fail' }, ctx()), {
     ok: false,
+    code: 'UPSTREAM_FAILED',
     error: 'board vend1 answered fail with an error: slot empty',
+  })
+  // The bridge's own reason becomes the code (bridge/types.ts, SendFailure).
+  t.same(await tool.run({ board: 'vend1', cmd: 'late' }, ctx()), {
+    ok: false,
+    code: 'TIMEOUT',
+    error: 'board vend1 answered late with an error: no answer',
   })
   t.same(await tool.run({ board: 'vend1', cmd: 'slow', timeout_ms: 5 }, ctx()), {
     ok: false,
+    code: 'UNREACHABLE',
     error: 'board_send vend1 slow: no reply within 5 ms',
   })
   t.same(seen, [
     ['vend1', 'vend', { slot: 3 }, 1234],
     ['vend1', 'fail', {}, 1234],
+    ['vend1', 'late', {}, 1234],
     ['vend1', 'slow', {}, 5],
   ])
 })
@@ -143,7 +159,7 @@ t.test('wait: exactly one of ms/seconds, and a cancelled run stops waiting', asy
   const ac = new AbortController()
   const p = tool.run({ ms: 60_000 }, ctx(ac.signal))
   ac.abort()
-  t.same(await p, { ok: false, error: 'wait: cancelled' })
+  t.same(await p, { ok: false, code: 'CANCELLED', error: 'wait: cancelled' })
 })
 
 t.test('http_request against a real server: JSON, text, status as a result, caps and timeouts', async (t) => {
@@ -168,17 +184,35 @@ t.test('http_request against a real server: JSON, text, status as a result, caps
     ok: true,
     output: { status: 404, body: { error: 'nope' } },
   })
-  t.match(await tool.run({ url: `${base}/big` }, ctx()), { ok: false, error: /larger than 1024 bytes/ })
+  t.match(await tool.run({ url: `${base}/big` }, ctx()), {
+    ok: false,
+    code: 'TOO_LARGE',
+    error: /larger than 1024 bytes/,
+  })
   t.match(await tool.run({ url: `${base}/slow`, timeout_ms: 50 }, ctx()), {
     ok: false,
+    code: 'TIMEOUT',
     error: /no answer within 50 ms/,
   })
-  t.match(await tool.run({ url: 'file:///etc/passwd' }, ctx()), { ok: false, error: /not http or https/ })
-  t.match(await tool.run({ url: 'not a url' }, ctx()), { ok: false, error: /not a valid URL/ })
+  t.match(await tool.run({ url: 'file:///etc/passwd' }, ctx()), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: /not http or https/,
+  })
+  t.match(await tool.run({ url: 'not a url' }, ctx()), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: /not a valid URL/,
+  })
   t.match(await tool.run({ url: `${base}/text`, method: 'GET', body: 'x' }, ctx()), {
     ok: false,
+    code: 'BAD_INPUT',
     error: /cannot have a body/,
   })
   const dead = await tool.run({ url: 'http://127.0.0.1:1/' }, ctx())
-  t.match(dead, { ok: false, error: /http_request GET http:\/\/127.0.0.1:1\/: fetch failed/ })
+  t.match(dead, {
+    ok: false,
+    code: 'UNREACHABLE',
+    error: /http_request GET http:\/\/127.0.0.1:1\/: fetch failed/,
+  })
 })
