@@ -2,7 +2,8 @@
 // log"): not one record rewritten at every change but deltas appended to the log, each the run's
 // small state whole with the step records and log lines that changed, the first also the run's
 // head. Reading a run folds its deltas in order; retention carries an unfinished run on as one
-// delta. What the store remembers of each live run's last write (`Written`) lives here too.
+// delta. Here too are the operations a run's checkpoint and finish hand in (`runOps`,
+// `finishOps`), which compare against what was last written of the run (`Written`).
 import type { BatchOp } from './group-commit.ts'
 import {
   MAX_LOG_ENTRIES,
@@ -11,8 +12,9 @@ import {
   payloadAsInput,
   startState,
 } from '../../sops/run/record.ts'
-import { indexKeys } from './run-index.ts'
-import { OPEN, deltaKey } from './store-layout.ts'
+import { finishedKeys, indexKeys } from './run-index.ts'
+import type { StoreContext } from './store-context.ts'
+import { FIN, OPEN, deltaKey } from './store-layout.ts'
 
 /** What never changes after a run is created. */
 export type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
@@ -136,5 +138,70 @@ export function carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
     { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },
     { type: 'put', key: OPEN + run.id, value: '', local: true },
     ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
+  ]
+}
+
+/**
+ * The write that brings the stored run up to `run`: one appended delta (bench: a sync batch
+ * costs by its operations and bytes, so a state change is one small put, and the bytes a run
+ * writes grow linearly with its steps, not with the square). A new run also gets an `open!`
+ * marker, so a restart finds unfinished runs without reading the history. The delta's JSON is
+ * assembled from its parts so a changed step is serialised once (compared and written).
+ */
+export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
+  const ops: BatchOp[] = []
+  let w = ctx.written.get(run.id)
+  const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
+  let json = '{'
+  if (!w) {
+    // Until retention next reads it: the first run of an empty history is the oldest.
+    if (ctx.oldest === null) ctx.oldest = run.createdAt
+    w = { seq: 0, steps: new Map(), logSeq: 0 }
+    ctx.written.set(run.id, w)
+    for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '', local: true })
+    json += `"head":${JSON.stringify(headOf(run))},`
+    ops.push({ type: 'put', key: OPEN + run.id, value: '', local: true })
+  }
+  json += `"st":${JSON.stringify(storedState(st))}`
+  let changed = ''
+  for (const k in steps) {
+    const rec = steps[k]!
+    // A step just entered is implied by `current`; its record is written once it has a result
+    // (restart.ts `recover` re-enters it after a restart).
+    if (rec.status === 'running' && rec.attempts === 0) continue
+    const n = Number(k)
+    const prev = w.steps.get(n)
+    if (prev !== undefined && prev.rec === rec && prev.settled) continue
+    const v = JSON.stringify(rec)
+    if (prev !== undefined && prev.json === v) {
+      prev.rec = rec
+      prev.settled = settled(rec)
+      continue
+    }
+    w.steps.set(n, { rec, json: v, settled: settled(rec) })
+    changed += `${changed === '' ? '' : ','}${JSON.stringify(String(n))}:${v}`
+  }
+  if (changed !== '') json += `,"steps":{${changed}}`
+  if (run.logSeq > w.logSeq)
+    json += `,"log":${JSON.stringify(log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq))))}`
+  w.logSeq = run.logSeq
+  json += '}'
+  ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: json })
+  return ops
+}
+
+/**
+ * With the final delta: a summary for listings, the run's keys in the index by its final state
+ * (run-index.ts), and the `open!` marker removed.
+ */
+export function finishOps(ctx: StoreContext, run: RunRecord, summary: object): BatchOp[] {
+  // Only a pass of retention asks (`dropSegment`): kept while one runs, or it would hold
+  // every finished run's id.
+  if (ctx.pruning) ctx.finishedSince.add(run.id)
+  return [
+    ...runOps(ctx, run),
+    ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
+    { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
+    { type: 'del', key: OPEN + run.id, local: true },
   ]
 }

@@ -1,0 +1,51 @@
+// What a backup reads of the engine store (`exportRecords`): apart from the other reads because
+// it stops retention while it runs and reads the whole store, not a run or a page.
+import { INDEX } from './run-index.ts'
+import type { StoreContext } from './store-context.ts'
+import { ADM, FIN, OPEN, RUN } from './store-layout.ts'
+
+/**
+ * What a backup keeps (hub/backup/README.md, "What an archive holds"), as the store kept it
+ * before the history log (a key and its JSON value): a restore loads them into a fresh
+ * LevelDB, and the open after it moves them into a log of its own (`migrate`). One LevelDB
+ * snapshot, once everything logged is applied to it; no retention pass runs while it is read,
+ * so every segment a locator points into stays. Left out: what the log or a migration makes
+ * again (the index, `meta!`). `history: false` also leaves out finished runs and admission
+ * records: what stays is what the hub would go on with.
+ */
+export async function* exportRecords(
+  ctx: StoreContext,
+  opts: { history: boolean },
+): AsyncGenerator<[string, string]> {
+  ctx.exporting++
+  try {
+    if (ctx.pruning) await ctx.pruning
+    await ctx.settle()
+    // In key order `open!` comes before `run!`: the unfinished runs are known by then.
+    const open = new Set<string>()
+    // Values read from the log a few hundred at a time, not one after another.
+    let chunk: [string, string][] = []
+    const read = async () => {
+      const texts = await Promise.all(chunk.map(([, v]) => ctx.valueOf(v)))
+      const out = chunk.flatMap(([key], i) =>
+        texts[i] === undefined ? [] : [[key, texts[i]!] as [string, string]],
+      )
+      chunk = []
+      return out
+    }
+    for await (const [key, v] of ctx.db.iterator()) {
+      if (key.startsWith('meta!') || key.startsWith(INDEX)) continue
+      if (!opts.history) {
+        if (key.startsWith(FIN) || key.startsWith(ADM)) continue
+        if (key.startsWith(OPEN)) open.add(key.slice(OPEN.length))
+        if (key.startsWith(RUN) && !open.has(key.slice(RUN.length, key.lastIndexOf('!')))) continue
+      }
+      chunk.push([key, v])
+      // A value in a segment retention dropped before (an old admission record) is gone.
+      if (chunk.length >= 256) yield* await read()
+    }
+    yield* await read()
+  } finally {
+    ctx.exporting--
+  }
+}

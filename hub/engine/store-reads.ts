@@ -1,0 +1,177 @@
+// What the engine store answers (hub/engine/README.md, "The history log"): a run replayed from
+// its deltas, pages of the run index, the unfinished runs a start takes up, the kept triggers,
+// the admission records, the once-only marks. Each read first waits for what is staged to reach
+// LevelDB (`settle`), and the run reads for a reopen under way; values LevelDB holds as
+// locators are read from the log.
+import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
+import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
+import type { RunRecord } from '../../sops/run/record.ts'
+import { fold, writtenOf } from './run-deltas.ts'
+import { checkFilter, cursorAt, idOf, indexedState, position, prefixFor } from './run-index.ts'
+import type { OnceMark } from './store.ts'
+import type { StoreContext } from './store-context.ts'
+import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN } from './store-layout.ts'
+import { summary } from './summary.ts'
+
+/** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
+export async function marks(ctx: StoreContext): Promise<Map<string, OnceMark[]>> {
+  await ctx.settle()
+  const out = new Map<string, OnceMark[]>()
+  for await (const [k, v] of ctx.db.iterator({ gt: MARK, lt: MARK + '\xff' })) {
+    // A mark in a segment retention dropped is far older than the 30 s a mark is kept for.
+    const text = await ctx.valueOf(v)
+    if (text !== undefined) out.set(k.slice(MARK.length), JSON.parse(text) as OnceMark[])
+  }
+  return out
+}
+
+export async function onceDecision(ctx: StoreContext, key: string): Promise<AdmissionDecision | undefined> {
+  const staged = ctx.staged.get(ONCE + key)
+  const v = staged !== undefined ? (staged ?? undefined) : await ctx.db.get(ONCE + key)
+  return v === undefined ? undefined : (JSON.parse(v) as AdmissionDecision)
+}
+
+/**
+ * Replays a run's deltas; also returns the next delta's number and the keys it read, which are
+ * exactly the records the run is replayed from.
+ */
+export async function replay(
+  ctx: StoreContext,
+  id: string,
+): Promise<{ run: RunRecord; deltas: number; keys: string[] } | undefined> {
+  if (ctx.reopening) await ctx.reopening
+  await ctx.settle()
+  const stored: string[] = []
+  const keys: string[] = []
+  for await (const [k, v] of ctx.db.iterator({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) {
+    stored.push(v)
+    keys.push(k)
+  }
+  return fold(keys, await Promise.all(stored.map((v) => ctx.valueOf(v))))
+}
+
+export async function getRun(ctx: StoreContext, id: string): Promise<RunRecord | undefined> {
+  return (await replay(ctx, id))?.run
+}
+
+/**
+ * A newest-first page from the run index. `live` are the runs not finished: the engine's
+ * memory, which may be ahead of the store (their index entries are skipped and the memory's
+ * version merged in); without it, the runs with an `open!` marker, from their records (a store
+ * read with no engine). A run indexed but neither live nor finished (its finish being written)
+ * is replayed from its deltas.
+ */
+export async function queryRuns(
+  ctx: StoreContext,
+  filter: RunFilter,
+  live?: readonly RunSummary[],
+): Promise<RunPage> {
+  const { limit, lower, upper } = checkFilter(filter)
+  if (ctx.reopening) await ctx.reopening
+  await ctx.settle()
+  live ??= await openSummaries(ctx)
+  const prefix = prefixFor(filter)
+  const liveIds = new Set<string>()
+  const page: { pos: string; run?: RunSummary; id: string }[] = []
+  for (const r of live) {
+    liveIds.add(r.id)
+    if (filter.sop !== undefined && r.sop !== filter.sop) continue
+    if (filter.state !== undefined && r.state !== filter.state) continue
+    const pos = position(r)
+    if (pos >= lower && pos < upper) page.push({ pos, run: r, id: r.id })
+  }
+  let fromStore = 0
+  // A state the index does not hold (not finished) is served by the live runs alone.
+  const keys =
+    filter.state !== undefined && !indexedState(filter.state)
+      ? []
+      : ctx.db.keys({ gte: prefix + lower, lt: prefix + upper, reverse: true })
+  for await (const k of keys) {
+    const id = idOf(k)
+    if (liveIds.has(id)) continue
+    page.push({ pos: k.slice(prefix.length), id })
+    if (++fromStore > limit) break
+  }
+  page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))
+  page.length = Math.min(page.length, limit + 1)
+  const wanted = page.filter((p) => !p.run)
+  const fin = await Promise.all(
+    (await ctx.db.getMany(wanted.map((p) => FIN + p.id))).map((v) => ctx.valueOf(v)),
+  )
+  for (let i = 0; i < wanted.length; i++) {
+    const v = fin[i]
+    if (v !== undefined) wanted[i]!.run = JSON.parse(v) as RunSummary
+    else {
+      const r = await getRun(ctx, wanted[i]!.id)
+      if (r) wanted[i]!.run = summary(r)
+    }
+  }
+  const runs = page
+    .slice(0, limit)
+    .map((p) => p.run)
+    .filter((r): r is RunSummary => r !== undefined)
+  return { runs, next: page.length > limit ? cursorAt(page[limit - 1]!.pos) : null }
+}
+
+/** Summaries of the runs not finished, from their records (what the engine would hold in memory). */
+export async function openSummaries(ctx: StoreContext): Promise<RunSummary[]> {
+  await ctx.settle()
+  const out: RunSummary[] = []
+  for await (const k of ctx.db.keys({ gt: OPEN, lt: `${OPEN}\xff` })) {
+    const r = await getRun(ctx, k.slice(OPEN.length))
+    if (r) out.push(summary(r))
+  }
+  return out
+}
+
+/** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
+export async function* finished(ctx: StoreContext): AsyncGenerator<unknown> {
+  await ctx.settle()
+  for await (const v of ctx.db.values({ gt: FIN, lt: FIN + '\xff' })) {
+    const text = await ctx.valueOf(v)
+    if (text !== undefined) yield JSON.parse(text)
+  }
+}
+
+/**
+ * Full records of the runs that had not finished, remembered as written (after a restart);
+ * `known` are left out (runs the engine holds, after a reopen).
+ */
+export async function unfinished(ctx: StoreContext, known?: ReadonlySet<string>): Promise<RunRecord[]> {
+  await ctx.settle()
+  const out: RunRecord[] = []
+  for await (const k of ctx.db.keys({ gt: OPEN, lt: OPEN + '\xff' })) {
+    if (known?.has(k.slice(OPEN.length))) continue
+    const r = await replay(ctx, k.slice(OPEN.length))
+    if (!r) continue
+    out.push(r.run)
+    ctx.written.set(r.run.id, writtenOf(r.run, r.deltas))
+  }
+  return out
+}
+
+export async function kept(ctx: StoreContext): Promise<KeptTrigger[]> {
+  await ctx.settle()
+  const out: KeptTrigger[] = []
+  for await (const v of ctx.db.values({ gt: KEPT, lt: KEPT + '\xff' })) out.push(JSON.parse(v) as KeptTrigger)
+  return out
+}
+
+export async function admissions(ctx: StoreContext, limit = 1000): Promise<AdmissionRecord[]> {
+  await ctx.settle()
+  const out: AdmissionRecord[] = []
+  const stored: string[] = []
+  for await (const v of ctx.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit })) stored.push(v)
+  // A record in a segment dropped for size before its age came: gone with it.
+  for (const text of await Promise.all(stored.map((v) => ctx.valueOf(v))))
+    if (text !== undefined) out.push(JSON.parse(text) as AdmissionRecord)
+  return out.reverse()
+}
+
+export async function lastFinished(ctx: StoreContext): Promise<Map<string, number>> {
+  await ctx.settle()
+  const out = new Map<string, number>()
+  for await (const [k, v] of ctx.db.iterator({ gt: LAST, lt: LAST + '\xff' }))
+    out.set(k.slice(LAST.length), Number(v))
+  return out
+}

@@ -1,0 +1,183 @@
+// What the engine store forgets (hub/engine/README.md, "Retention"): a pass every
+// `retentionEveryMs` drops the history log's segments past the bounds (log/retention.ts picks
+// them), removing the finished runs whose first record was in one and carrying the unfinished
+// ones on, and deletes the admission records past the age bound; once-only marks are forgotten
+// when the engine asks (`pruneOnce`). Also how far back the history reaches, which a pass reads.
+import type { HistoryReach, RunSummary } from '../../sops/hub-engine.ts'
+import type { BatchOp } from './group-commit.ts'
+import { retentionEveryMs, segmentsToDrop } from './log/retention.ts'
+import { carryOps } from './run-deltas.ts'
+import { INDEX, indexKeys } from './run-index.ts'
+import type { StoreContext } from './store-context.ts'
+import {
+  ADM,
+  DROPPED,
+  FIN,
+  FIRST,
+  ONCE,
+  ONCE_AT,
+  OPEN,
+  RUN,
+  SEGTIME,
+  deltaKey,
+  parseLocator,
+  seqKey,
+} from './store-layout.ts'
+import { replay } from './store-reads.ts'
+import { write } from './store-writes.ts'
+
+/** Forgets once-only marks written before `before` (epoch ms); returns how many. */
+export async function pruneOnce(ctx: StoreContext, before: number): Promise<number> {
+  await ctx.settle()
+  const ops: { type: 'del'; key: string }[] = []
+  const lt = `${ONCE_AT}${before.toString(36).padStart(10, '0')}`
+  for await (const k of ctx.db.keys({ gt: ONCE_AT, lt })) {
+    ops.push({ type: 'del', key: k }, { type: 'del', key: ONCE + k.slice(ONCE_AT.length + 11) })
+  }
+  if (ops.length > 0) await write(ctx, ops)
+  return ops.length / 2
+}
+
+/** How far back the history reaches and what it takes on disk (`svc hub status`, the console). */
+export function history(ctx: StoreContext): HistoryReach {
+  return {
+    oldestAt: ctx.oldest,
+    logBytes: ctx.log.bytes(),
+    segments: ctx.log.segments().length,
+    maxAgeMs: ctx.bounds.maxAgeMs,
+    maxBytes: ctx.bounds.maxBytes,
+  }
+}
+
+async function readOldest(ctx: StoreContext): Promise<void> {
+  await ctx.settle()
+  ctx.oldest = null
+  for await (const k of ctx.db.keys({ gt: `${INDEX}a!`, lt: `${INDEX}a!\xff`, limit: 1 }))
+    ctx.oldest = Number.parseInt(k.slice(`${INDEX}a!`.length, `${INDEX}a!`.length + 10), 36)
+}
+
+export function schedulePrune(ctx: StoreContext): void {
+  if (ctx.opts.retention === false) {
+    void prune(ctx).catch(() => undefined)
+    return
+  }
+  const every = retentionEveryMs(ctx.bounds)
+  ctx.pruneTimer = setInterval(() => void prune(ctx).catch(() => undefined), every)
+  ctx.pruneTimer.unref()
+  void prune(ctx).catch(() => undefined)
+}
+
+/**
+ * One pass of retention: drops the segments past the bounds (log/retention.ts), and the admission
+ * records older than the age bound. Runs beside the event path: its writes go through the
+ * group committer like any other. A pass already under way is waited for, not doubled.
+ */
+export function prune(ctx: StoreContext): Promise<void> {
+  ctx.pruning ??= prunePass(ctx).finally(() => {
+    ctx.pruning = null
+    ctx.finishedSince.clear()
+  })
+  return ctx.pruning
+}
+
+async function prunePass(ctx: StoreContext): Promise<void> {
+  if (ctx.opts.retention === false || ctx.exporting > 0) return readOldest(ctx)
+  if (ctx.broken || ctx.reopening) return
+  const now = ctx.now()
+  for (const n of segmentsToDrop(ctx.log.segments(), ctx.log.position().seg, now, ctx.bounds))
+    if (!(await dropSegment(ctx, n))) break
+  const before = seqKey(ADM, Math.max(0, now - ctx.bounds.maxAgeMs), 0)
+  await ctx.settle()
+  let ops: BatchOp[] = []
+  for await (const key of ctx.db.keys({ gt: ADM, lt: before })) {
+    ops.push({ type: 'del', key })
+    if (ops.length >= 1000) {
+      await write(ctx, ops)
+      ops = []
+    }
+  }
+  if (ops.length > 0) await write(ctx, ops)
+  await readOldest(ctx)
+}
+
+/**
+ * Drops one segment. The runs whose first record is in it: a finished one leaves the index
+ * with all its records; an unfinished one (running, at a gate, waiting for approval) is
+ * carried forward, its records written again as one into the segment being written. LevelDB
+ * is synced before the file goes, so the kept triggers and once-only marks the segment's
+ * batches carried are durable without it (admission records and MQTT marks, whose values are
+ * in the log, go with it). Returns false when a run finished while the pass read it: the
+ * segment is left for the next pass.
+ */
+async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
+  await ctx.settle()
+  ctx.finishedSince.clear()
+  const heads = new Set<string>()
+  for (const b of await ctx.log.scan(n))
+    for (const { op } of b.ops)
+      if (op.type === 'put' && op.key.startsWith(RUN) && op.key.endsWith(FIRST))
+        heads.add(op.key.slice(RUN.length, -FIRST.length))
+  let carry: BatchOp[] = []
+  let carriedIds: string[] = []
+  // A run finished after it was read open would be carried on as unfinished: leave the segment.
+  const flushCarry = async (): Promise<boolean> => {
+    if (carriedIds.some((id) => ctx.finishedSince.has(id))) return false
+    if (carry.length > 0) await write(ctx, carry)
+    carry = []
+    carriedIds = []
+    return true
+  }
+  const gone: string[] = []
+  let removed = 0
+  let carried = 0
+  // Read in chunks, each run's keys at once: a segment holds thousands of runs, and retention
+  // must drop them faster than a burst writes them.
+  const ids = [...heads]
+  for (let c = 0; c < ids.length; c += 256) {
+    const chunk = ids.slice(c, c + 256)
+    const [firsts, opens, fins] = await Promise.all([
+      ctx.db.getMany(chunk.map((id) => deltaKey(id, 0))),
+      ctx.db.getMany(chunk.map((id) => OPEN + id)),
+      ctx.db.getMany(chunk.map((id) => FIN + id)),
+    ])
+    await Promise.all(
+      chunk.map(async (id, i) => {
+        const loc = firsts[i]
+        if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) return
+        if (opens[i] !== undefined) {
+          const r = await replay(ctx, id)
+          if (r) {
+            // The records replayed, no more: a record written since stays after the carried one.
+            carry.push(...carryOps(r.run, r.keys))
+            carriedIds.push(id)
+            carried++
+            return
+          }
+        }
+        // Finished: its index keys from its summary, not its records.
+        const keys: string[] = []
+        for await (const k of ctx.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
+        const fin = await ctx.valueOf(fins[i])
+        const indexed = fin !== undefined ? (JSON.parse(fin) as RunSummary) : (await replay(ctx, id))?.run
+        gone.push(...keys, FIN + id, OPEN + id, ...(indexed ? indexKeys(indexed) : []))
+        removed++
+      }),
+    )
+    if (carry.length >= 2000 && !(await flushCarry())) return false
+  }
+  if (!(await flushCarry())) return false
+  // A finished run's keys go from LevelDB alone, not through the log: the log needs no record
+  // of it (`rebuildIndex` leaves out a run whose first record is gone). The batch is synced,
+  // and with it every earlier LevelDB write, before the file goes.
+  await ctx.db.batch(
+    [
+      ...gone.map((key) => ({ type: 'del' as const, key })),
+      { type: 'del', key: SEGTIME + n.toString(36) },
+      { type: 'put', key: DROPPED, value: String(n) },
+    ],
+    { sync: true },
+  )
+  await ctx.log.drop(n)
+  ctx.opts.onDrop?.({ segment: n, removed, carried })
+  return true
+}

@@ -1,0 +1,129 @@
+// The engine store's write path (hub/engine/README.md, "The history log" and "The write
+// budget"): a batch from the group committer (group-commit.ts) is deflated, appended to the
+// history log and synced there once, and LevelDB's share of it is staged (staged.ts) to be
+// written later without a sync. A write that fails with an I/O error breaks the store until it
+// is opened again (`reopen`), which is here too because it is what a failed write waits for.
+import { join } from 'node:path'
+import { Level } from 'level'
+import { isStoreIoError } from '../disk/errors.ts'
+import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
+import type { BatchOp } from './group-commit.ts'
+import { encodeBatch, sealBatch } from './log/frames.ts'
+import { SegmentLog } from './log/segment-log.ts'
+import { INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
+import { type StoreContext, segmentTimes } from './store-context.ts'
+import { LAYOUT, LAYOUT_VERSION, SEGTIME, indexOp, locatorText } from './store-layout.ts'
+import { catchUp } from './store-replay.ts'
+
+/** One batch: appended to the log and synced there, then applied to LevelDB. */
+export async function writeSynced(ctx: StoreContext, ops: BatchOp[]): Promise<void> {
+  if (ctx.reopening) await ctx.reopening
+  if (ctx.broken) {
+    // The disk guard reopens the store once there is room; without one, the next write does.
+    if (ctx.onWriteError) throw ctx.broken
+    await reopen(ctx)
+  }
+  const written = writeBatch(ctx, ops)
+  ctx.writing = written
+  try {
+    await written
+  } catch (err) {
+    // LevelDB keeps a failed write's error for every later write until it is opened again:
+    // the disk guard (hub/disk/) hears of it once and reopens the store when there is room.
+    if (isStoreIoError(err)) {
+      ctx.broken = err as Error
+      ctx.onWriteError?.(err)
+    }
+    throw err
+  } finally {
+    if (ctx.writing === written) ctx.writing = null
+  }
+}
+
+async function writeBatch(ctx: StoreContext, batch: BatchOp[]): Promise<void> {
+  // A full segment's last write time rides in the log with the next batch, so that a crash
+  // before LevelDB has it does not leave retention judging the segment by its file's time.
+  const ops = ctx.segTimeDue ? [...batch, ctx.segTimeDue] : batch
+  ctx.segTimeDue = null
+  const enc = encodeBatch(ops)
+  const sealed = await sealBatch(enc.bytes)
+  const at = await ctx.log.append(sealed, ctx.now())
+  ctx.lastSyncAt = Date.now()
+  const staged = ops.map((op, i) =>
+    indexOp(op, () => locatorText(at.seg, at.off, sealed.length, enc.frames[i]!)),
+  )
+  if (at.full) {
+    const key = SEGTIME + at.full.n.toString(36)
+    const value = String(at.full.lastWriteAt)
+    staged.push({ type: 'put', key, value })
+    ctx.segTimeDue = { type: 'put', key, value }
+  }
+  ctx.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
+}
+
+/**
+ * The watchdog's heartbeat (hub/service/store-probe.ts): resolves once the store has synced a
+ * batch within `freshMs`, riding with the next batch when one is being written, and writes an
+ * empty batch (a commit frame) only when the hub has been idle that long. It fails while
+ * writes fail. An idle hub so costs the card one page per `freshMs`, not one per check.
+ */
+export async function heartbeat(ctx: StoreContext, freshMs = 300_000): Promise<void> {
+  if (ctx.broken) throw ctx.broken
+  if (Date.now() - ctx.lastSyncAt < freshMs) return
+  await write(ctx, [])
+}
+
+/** One synced write, shared with concurrent writers (group-commit.ts, also for `defer`). */
+export async function write(
+  ctx: StoreContext,
+  ops: BatchOp[],
+  opts: { defer?: boolean } = {},
+): Promise<void> {
+  if (!ctx.unmarked) return ctx.committer.write(ops, opts)
+  await ctx.committer.write(
+    [
+      ...ops,
+      { type: 'put', key: INDEX_MARKER, value: INDEX_VERSION },
+      { type: 'put', key: LAYOUT, value: LAYOUT_VERSION },
+    ],
+    opts,
+  )
+  ctx.unmarked = false
+}
+
+/**
+ * Closes the database and opens it again: LevelDB refuses every write after one failed (a full
+ * disk) until then. Writes and the run reads wait meanwhile; a write under way is waited out.
+ * When it cannot be opened, writes fail with an I/O error (the engine's checkpoints wait and
+ * retry) until a later reopen succeeds.
+ */
+export async function reopen(ctx: StoreContext): Promise<void> {
+  let done = (): void => undefined
+  ctx.reopening = new Promise<void>((resolve) => (done = resolve))
+  try {
+    while (ctx.writing) await ctx.writing.catch(() => undefined)
+    // What was staged is in the log: applied again from it below (`catchUp`).
+    await ctx.staged.discard()
+    await ctx.closeFiles()
+    const db = new Level<string, string>(ctx.path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
+    try {
+      await db.open()
+      ctx.db = db
+      ctx.log = await SegmentLog.open(
+        join(ctx.path, 'history'),
+        ctx.bounds.segmentBytes,
+        await segmentTimes(db),
+      )
+      await catchUp(ctx)
+    } catch (err) {
+      ctx.broken = Object.assign(new Error(`the engine store did not open again: ${String(err)}`), {
+        code: 'LEVEL_IO_ERROR',
+      })
+      throw err
+    }
+    ctx.broken = null
+  } finally {
+    ctx.reopening = null
+    done()
+  }
+}
