@@ -130,7 +130,7 @@ export async function restoreArchive(
           `the archive's ${name} store is format ${f.format}, written by a newer svc (this one reads up to ${known}); restore it with that version`,
         )
     }
-    // The engine's records, as its first layout held them, move into a history log (store.ts).
+    // The engine's records, as its first layout held them, move into a history log (store-open.ts).
     if (manifest.stores.engine) {
       const engine = await EngineStore.open(join(stage, 'stores', 'engine'), { retention: false })
       await engine.close()

@@ -8,7 +8,7 @@
 /**
  * `local`: an operation on what the store can derive from its other operations (the run index,
  * the `open!` markers): applied to the index, not written to the history log, and derived again
- * from the log after a crash (store.ts `derived`).
+ * from the log after a crash (store-replay.ts `derived`).
  */
 export type BatchOp =
   | { type: 'put'; key: string; value: string; local?: true }
