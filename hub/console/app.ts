@@ -3,7 +3,7 @@
 // Composed here, listened on by index.ts; tests build it with their own parts.
 import cookie from '@fastify/cookie'
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import type { ErrorCode } from '../../errors/codes.ts'
+import { statusOf } from '../../errors/codes.ts'
 import { installJsonErrors } from '../../errors/fastify.ts'
 import { type Html, html } from '../../web/html.ts'
 import { assetRoutes } from './assets.ts'
@@ -102,7 +102,7 @@ export async function buildConsoleApp(
     scope.get<{ Querystring: { topics?: string } }>('/events', async (req, reply) => {
       const topics = parseTopics(req.query.topics)
       if (!topics.ok)
-        return reply.status(400).send({ error: topics.error, code: 'BAD_INPUT' satisfies ErrorCode })
+        return reply.status(statusOf(topics.code)).send({ error: topics.error, code: topics.code })
       ctx.events.attach(req, reply, topics.topics, sessionKey(req.cookies[COOKIE] as string))
       return reply
     })

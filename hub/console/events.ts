@@ -5,6 +5,7 @@
 // rather than buffered without bound; EventSource reconnects by itself and the page refetches.
 import type { ServerResponse } from 'node:http'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { fail, type Result } from '../../errors/codes.ts'
 
 /** Topics the hub publishes; pages subscribe by name. */
 export const TOPICS = ['run', 'kept', 'board', 'board-event', 'attest', 'flash', 'disk'] as const
@@ -33,13 +34,13 @@ export interface Broadcaster {
 }
 
 /** The topics a `topics=` query asks for, or why not. Pure. */
-export function parseTopics(q: unknown): { ok: true; topics: Set<Topic> } | { ok: false; error: string } {
+export function parseTopics(q: unknown): Result<{ topics: Set<Topic> }> {
   if (q === undefined || q === '') return { ok: true, topics: new Set(TOPICS) }
-  if (typeof q !== 'string') return { ok: false, error: 'topics: give one comma-separated list' }
+  if (typeof q !== 'string') return fail('BAD_INPUT', 'topics: give one comma-separated list')
   const out = new Set<Topic>()
   for (const t of q.split(',')) {
     if (!(TOPICS as readonly string[]).includes(t))
-      return { ok: false, error: `topics: unknown topic "${t.slice(0, 40)}" (one of ${TOPICS.join(', ')})` }
+      return fail('BAD_INPUT', `topics: unknown topic "${t.slice(0, 40)}" (one of ${TOPICS.join(', ')})`)
     out.add(t as Topic)
   }
   return { ok: true, topics: out }

@@ -95,6 +95,11 @@ t.test('send a command: the board answers; bad input and forged posts send nothi
       /arguments is not JSON at line 1, column 10: [^<]*; nothing was sent/,
     ],
     [
+      { board: 'vend1', cmd: 'gpio_write', args: `"${'x'.repeat(17 * 1024)}"` },
+      413,
+      /arguments is larger than 16 KiB; nothing was sent/,
+    ],
+    [
       { board: 'vend9', cmd: 'ping', args: '' },
       404,
       /unknown board &quot;vend9&quot;: this hub has vend1, vend2; nothing was sent/,

@@ -5,6 +5,7 @@
 // (POST /attestations/sync: one drain of the queue, started at once, its outcome shown here).
 // Lines are numbered from 1 as `svc attest export` and `verify-line --line N` number them.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { errorText } from '../../../errors/text.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type AttestStatus, attestStatus } from '../../attest/api.ts'
 import type { AttestRecord } from '../../attest/record.ts'
@@ -180,7 +181,7 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
           if (last === started) last = { state: 'done', at: Date.now(), report }
         },
         (err: unknown) => {
-          const error = err instanceof Error ? err.message : String(err)
+          const error = errorText(err)
           ctx.log.warn({ err: error }, 'console: sync now failed')
           if (last === started) last = { state: 'failed', at: Date.now(), error }
         },

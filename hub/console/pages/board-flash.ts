@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto'
 import multipart, { type MultipartFile } from '@fastify/multipart'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { BoardStats } from '../../../bridge/types.ts'
+import { type ErrorCode, fail, type Result, statusOf } from '../../../errors/codes.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type FlashPlan, HEX_TEXT_MAX } from '../../flash/flasher.ts'
 import type { FlashRecord } from '../../flash/history.ts'
@@ -26,7 +27,15 @@ interface Pending {
 }
 
 /** What the upload field carried: the file's text, or why there is none. */
-type Upload = { ok: true; text: string } | { ok: false; error: string }
+type Upload = Result<{ text: string }>
+
+/** A refusal as the page shows it, above the form, with the status it answers. */
+interface Refusal {
+  text: string
+  status: number
+}
+
+const refusal = (code: ErrorCode, text: string): Refusal => ({ text, status: statusOf(code) })
 
 function outcomeTag(r: FlashRecord, live: boolean): Html {
   const o = r.outcome === 'started' ? (live ? 'in progress' : 'interrupted') : r.outcome
@@ -61,8 +70,7 @@ export async function register(app: FastifyInstance, ctx: ConsoleContext): Promi
     req: FastifyRequest,
     reply: FastifyReply,
     board: string,
-    notice: { ok: boolean; text: string } | null,
-    status = 200,
+    refused: Refusal | null,
   ): Promise<FastifyReply> {
     const now = Date.now()
     const flash = ctx.flash ?? null
@@ -73,7 +81,7 @@ export async function register(app: FastifyInstance, ctx: ConsoleContext): Promi
     const can = flash?.hasProfile(board) ?? false
     const body = html`<h1>Firmware of ${board}</h1>
 <p><a href="/boards">All boards</a></p>
-${notice ? html`<p class="${notice.ok ? 'ok' : 'error'}" role="${notice.ok ? 'status' : 'alert'}" id="flash-notice">${notice.text}</p>` : ''}
+${refused ? html`<p class="error" role="alert" id="flash-notice">${refused.text}</p>` : ''}
 <section id="flash-status" data-live="flash board" aria-label="Firmware now">
 ${firmwareLine(stats)}
 ${
@@ -95,7 +103,12 @@ ${csrfField(req)}
 }
 <h2 id="history-h">Flash history</h2>
 <section id="flash-history" data-live="flash" aria-labelledby="history-h">${historyTable(rows, running, now)}</section>`
-    return ctx.render(req, reply, { title: `Firmware of ${board}`, nav: 'boards', body, status })
+    return ctx.render(req, reply, {
+      title: `Firmware of ${board}`,
+      nav: 'boards',
+      body,
+      status: refused?.status ?? 200,
+    })
   }
 
   function confirmPage(
@@ -143,13 +156,12 @@ ${downgrade ? html`<label><input type="checkbox" name="downgrade" value="1" requ
         req,
         reply,
         board,
-        {
-          ok: false,
-          text: 'That upload is gone (older than 10 minutes, or from another sign-in): upload the image again; nothing was flashed',
-        },
-        409,
+        refusal(
+          'CONFLICT',
+          'That upload is gone (older than 10 minutes, or from another sign-in): upload the image again; nothing was flashed',
+        ),
       )
-    if (!ctx.flash) return page(req, reply, board, { ok: false, text: 'this hub cannot flash boards' }, 404)
+    if (!ctx.flash) return page(req, reply, board, refusal('NOT_FOUND', 'this hub cannot flash boards'))
     const begun = ctx.flash.flasher.begin({
       board,
       hex: p.hex,
@@ -158,7 +170,7 @@ ${downgrade ? html`<label><input type="checkbox" name="downgrade" value="1" requ
       via: 'console',
     })
     if (!begun.ok)
-      return page(req, reply, board, { ok: false, text: `${begun.error}; nothing was flashed` }, begun.status)
+      return page(req, reply, board, { text: `${begun.error}; nothing was flashed`, status: begun.status })
     pending.delete(token)
     return reply.redirect(`/boards/${board}/flash`, 303)
   })
@@ -173,7 +185,7 @@ ${downgrade ? html`<label><input type="checkbox" name="downgrade" value="1" requ
         const chunks: Buffer[] = []
         for await (const c of part.file) chunks.push(c as Buffer)
         const upload: Upload = part.file.truncated
-          ? { ok: false, error: `image: larger than the ${HEX_TEXT_MAX} bytes of Intel HEX the hub takes` }
+          ? fail('TOO_LARGE', `image: larger than the ${HEX_TEXT_MAX} bytes of Intel HEX the hub takes`)
           : { ok: true, text: Buffer.concat(chunks).toString('utf8') }
         ;(part as unknown as { value: Upload }).value = upload
       },
@@ -181,23 +193,20 @@ ${downgrade ? html`<label><input type="checkbox" name="downgrade" value="1" requ
     scope.post<{ Params: { board: string } }>('/boards/:board/flash', async (req, reply) => {
       const { board } = req.params
       if (!known(board)) return reply.callNotFound()
-      if (!ctx.flash) return page(req, reply, board, { ok: false, text: 'this hub cannot flash boards' }, 404)
+      if (!ctx.flash) return page(req, reply, board, refusal('NOT_FOUND', 'this hub cannot flash boards'))
       const body = (req.body ?? {}) as Record<string, unknown>
       const up = body.image as Upload | undefined
       if (!up || typeof up !== 'object' || !('ok' in up))
-        return page(req, reply, board, { ok: false, text: 'image: choose a file to upload' }, 400)
-      if (!up.ok) return page(req, reply, board, { ok: false, text: up.error }, 400)
+        return page(req, reply, board, refusal('BAD_INPUT', 'image: choose a file to upload'))
+      if (!up.ok) return page(req, reply, board, refusal(up.code, up.error))
       let planned = ctx.flash.flasher.plan({ board, hex: up.text, downgrade: false })
       const downgrade = !planned.ok && planned.code === 'downgrade'
       if (downgrade) planned = ctx.flash.flasher.plan({ board, hex: up.text, downgrade: true })
       if (!planned.ok)
-        return page(
-          req,
-          reply,
-          board,
-          { ok: false, text: `${planned.error}; nothing was flashed` },
-          planned.status,
-        )
+        return page(req, reply, board, {
+          text: `${planned.error}; nothing was flashed`,
+          status: planned.status,
+        })
       sweep(Date.now())
       const token = randomBytes(16).toString('hex')
       pending.set(token, { board, hex: up.text, csrf: req.consoleSession?.csrf ?? '', at: Date.now() })

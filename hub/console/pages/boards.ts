@@ -4,7 +4,8 @@
 // and the local API's POST /boards/:board/send: the same checks, the same answers).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { SUPPORTED_PROTOCOLS, speaksProtocol, splitFirmware } from '../../../bridge/codec/protocol.ts'
-import type { BoardStats, BridgeStats, SendResult } from '../../../bridge/types.ts'
+import type { BoardStats, BridgeStats, SendFailure, SendResult } from '../../../bridge/types.ts'
+import { ERROR_STATUS, type ErrorCode, type Failure, fail, statusOf } from '../../../errors/codes.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { SEND_STATUS } from '../../api/boards.ts'
 import { type ConsoleBoard, type ConsoleContext, csrfField } from '../context.ts'
@@ -67,9 +68,17 @@ interface SendForm {
   board: string
   cmd: string
   args: string
-  /** The answer to show, or why the command was not sent. */
-  outcome: { ok: true; board: string; cmd: string; result: unknown } | { ok: false; error: string } | null
+  /**
+   * The answer to show, or why the command was not sent: refused here (an ErrorCode), or by the
+   * bridge (its own wire code, bridge/README.md); the page answers the code's status.
+   */
+  outcome:
+    | { ok: true; board: string; cmd: string; result: unknown }
+    | { ok: false; code: ErrorCode | SendFailure; error: string }
+    | null
 }
+
+const isErrorCode = (code: ErrorCode | SendFailure): code is ErrorCode => Object.hasOwn(ERROR_STATUS, code)
 
 function page(ctx: ConsoleContext, req: FastifyRequest, now: number, form: SendForm): Html {
   const boards = ctx.boards.list()
@@ -113,35 +122,34 @@ ${
 export function checkSend(
   boards: readonly string[],
   body: Record<string, unknown>,
-): { ok: true; board: string; cmd: string; args: unknown } | { ok: false; status: number; error: string } {
+): { ok: true; board: string; cmd: string; args: unknown } | Failure {
   const board = typeof body.board === 'string' ? body.board : ''
   const cmd = typeof body.cmd === 'string' ? body.cmd.trim() : ''
   if (!boards.includes(board))
-    return {
-      ok: false,
-      status: 404,
-      error: `unknown board "${board}": this hub has ${boards.join(', ') || 'no boards'}`,
-    }
+    return fail('NOT_FOUND', `unknown board "${board}": this hub has ${boards.join(', ') || 'no boards'}`)
   if (!CMD_RE.test(cmd))
-    return {
-      ok: false,
-      status: 400,
-      error: `command: must be a lowercase name like gpio_write ([a-z][a-z0-9_]{0,31}), got "${cmd}"`,
-    }
+    return fail(
+      'BAD_INPUT',
+      `command: must be a lowercase name like gpio_write ([a-z][a-z0-9_]{0,31}), got "${cmd}"`,
+    )
   if (body.args !== undefined && typeof body.args !== 'string')
-    return {
-      ok: false,
-      status: 400,
-      error: 'arguments: expected the text of the arguments box (JSON as a string)',
-    }
+    return fail('BAD_INPUT', 'arguments: expected the text of the arguments box (JSON as a string)')
   const args = parseJsonBox(body.args ?? '', 'arguments', ARGS_MAX)
-  if (!args.ok) return { ok: false, status: 400, error: args.error }
+  if (!args.ok) return args
   return { ok: true, board, cmd, args: args.value }
 }
 
 export function register(app: FastifyInstance, ctx: ConsoleContext): void {
-  const show = (req: FastifyRequest, reply: FastifyReply, form: SendForm, status = 200): FastifyReply =>
-    ctx.render(req, reply, { title: 'Boards', nav: 'boards', body: page(ctx, req, Date.now(), form), status })
+  const show = (req: FastifyRequest, reply: FastifyReply, form: SendForm): FastifyReply => {
+    const o = form.outcome
+    const status = !o || o.ok ? 200 : isErrorCode(o.code) ? statusOf(o.code) : SEND_STATUS[o.code]
+    return ctx.render(req, reply, {
+      title: 'Boards',
+      nav: 'boards',
+      body: page(ctx, req, Date.now(), form),
+      status,
+    })
+  }
 
   app.get('/boards', async (req, reply) => {
     const first = ctx.boards.list()[0]?.name ?? ''
@@ -159,13 +167,7 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
       ctx.boards.list().map((b) => b.name),
       body,
     )
-    if (!c.ok)
-      return show(
-        req,
-        reply,
-        { ...form, outcome: { ok: false, error: `${c.error}; nothing was sent` } },
-        c.status,
-      )
+    if (!c.ok) return show(req, reply, { ...form, outcome: { ...c, error: `${c.error}; nothing was sent` } })
     const r: SendResult = await ctx.boards.send(c.board, c.cmd, c.args as never)
     ctx.log.info({ board: c.board, cmd: c.cmd, ok: r.ok }, 'console: board command')
     if (r.ok)
@@ -173,11 +175,13 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
         ...form,
         outcome: { ok: true, board: c.board, cmd: c.cmd, result: r.result },
       })
-    return show(
-      req,
-      reply,
-      { ...form, outcome: { ok: false, error: `${c.board} did not run ${c.cmd}: ${r.error}` } },
-      SEND_STATUS[r.code ?? 'board_error'],
-    )
+    return show(req, reply, {
+      ...form,
+      outcome: {
+        ok: false,
+        code: r.code ?? 'board_error',
+        error: `${c.board} did not run ${c.cmd}: ${r.error}`,
+      },
+    })
   })
 }

@@ -4,6 +4,7 @@
 // approvals, logs. Bad filters and unknown runs get a page saying what was wrong.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { parseTimeArg } from '../../api/time-arg.ts'
+import { failAt, fail, type Result } from '../../../errors/codes.ts'
 import { type RunFilter, RunFilterError, type RunSummary } from '../../../sops/hub-engine.ts'
 import type { LogEntry, RunRecord, StepRecord } from '../../../sops/run/record.ts'
 import { RUN_STATES, type RunState } from '../../../sops/run/states.ts'
@@ -25,22 +26,19 @@ interface RunsQuery {
 }
 
 /** The query as a RunFilter, or the first field that is wrong. `today` is midnight, hub time. */
-export function runFilter(
-  q: RunsQuery,
-  now: number,
-): { ok: true; filter: RunFilter } | { ok: false; error: string } {
+export function runFilter(q: RunsQuery, now: number): Result<{ filter: RunFilter }> {
   const filter: RunFilter = { limit: PAGE_SIZE }
   const text = (v: unknown): string | undefined =>
     typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined
   const sop = text(q.sop)
   if (sop !== undefined) {
-    if (sop.length > 128) return { ok: false, error: 'SOP: a SOP name is at most 128 characters' }
+    if (sop.length > 128) return fail('BAD_INPUT', 'SOP: a SOP name is at most 128 characters')
     filter.sop = sop
   }
   const state = text(q.state)
   if (state !== undefined) {
     if (!(RUN_STATES as readonly string[]).includes(state))
-      return { ok: false, error: `state: "${state.slice(0, 40)}" is not one of ${RUN_STATES.join(', ')}` }
+      return fail('BAD_INPUT', `state: "${state.slice(0, 40)}" is not one of ${RUN_STATES.join(', ')}`)
     filter.state = state as RunState
   }
   for (const k of ['since', 'until'] as const) {
@@ -51,7 +49,7 @@ export function runFilter(
       continue
     }
     const t = parseTimeArg(v, now)
-    if (!t.ok) return { ok: false, error: `${k === 'since' ? 'from' : 'until'}: ${t.error}` }
+    if (!t.ok) return failAt(`${k === 'since' ? 'from' : 'until'}: `, t)
     filter[k] = t.ms
   }
   const cursor = text(q.cursor)

@@ -9,6 +9,7 @@ import type { RunSummary } from '../../../sops/hub-engine.ts'
 import { formatDiagnostic } from '../../../sops/parse.ts'
 import { triggerText } from '../../../sops/trigger-text.ts'
 import type { Diagnostic, Sop } from '../../../sops/types.ts'
+import { fail, statusOf } from '../../../errors/codes.ts'
 import { type Html, html } from '../../../web/html.ts'
 import { type ConsoleContext, csrfField } from '../context.ts'
 import { stateTag, when } from '../format.ts'
@@ -218,14 +219,11 @@ export function register(app: FastifyInstance, ctx: ConsoleContext): void {
     const parsed =
       raw === undefined || typeof raw === 'string'
         ? parseJsonBox(text, 'payload', PAYLOAD_MAX)
-        : {
-            ok: false as const,
-            error: 'payload: expected the text of the payload box (a JSON document as a string)',
-          }
+        : fail('BAD_INPUT', 'payload: expected the text of the payload box (a JSON document as a string)')
     if (!parsed.ok) {
       const error = `${parsed.error}; nothing was triggered`
       const body = await detailPage(ctx, req, sop, Date.now(), null, { payload: text, error })
-      return ctx.render(req, reply, { title: sop.name, nav: 'sops', body, status: 400 })
+      return ctx.render(req, reply, { title: sop.name, nav: 'sops', body, status: statusOf(parsed.code) })
     }
     const d = await ctx.engine.trigger(sop.name, {
       type: 'manual',

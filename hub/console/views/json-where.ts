@@ -3,6 +3,8 @@
 // is not valid JSON"), and in a textarea a person needs the line. A scanner of RFC 8259's
 // grammar that stops at the first byte the grammar does not allow. Pure.
 
+import { fail, type Result } from '../../../errors/codes.ts'
+import { errorText } from '../../../errors/text.ts'
 import type { Json } from '../../../sops/types.ts'
 
 export interface JsonWhere {
@@ -136,19 +138,15 @@ export function jsonErrorAt(text: string): JsonWhere | null {
  * A form box's text as JSON: empty is `{}`; too large or not JSON is an error naming the box and,
  * for bad JSON, the line and column. Pure.
  */
-export function parseJsonBox(
-  text: string,
-  name: string,
-  maxBytes: number,
-): { ok: true; value: Json } | { ok: false; error: string } {
+export function parseJsonBox(text: string, name: string, maxBytes: number): Result<{ value: Json }> {
   if (Buffer.byteLength(text, 'utf8') > maxBytes)
-    return { ok: false, error: `${name} is larger than ${Math.floor(maxBytes / 1024)} KiB` }
+    return fail('TOO_LARGE', `${name} is larger than ${Math.floor(maxBytes / 1024)} KiB`)
   if (text.trim() === '') return { ok: true, value: {} }
   try {
     return { ok: true, value: JSON.parse(text) as Json }
   } catch (err) {
     const at = jsonErrorAt(text)
     const where = at ? ` at line ${at.line}, column ${at.column}` : ''
-    return { ok: false, error: `${name} is not JSON${where}: ${(err as Error).message}` }
+    return fail('BAD_INPUT', `${name} is not JSON${where}: ${errorText(err)}`)
   }
 }
