@@ -7,6 +7,7 @@ import type { AttestCounts } from './record.ts'
 import type { AttestStore } from './store.ts'
 import type { SyncStatus } from './sync-status.ts'
 import { CodedError } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 
 // JSON Schema literal: typebox's builders are not loaded by the hub (tools/types.ts says why).
 const ExportBody = {
@@ -54,7 +55,7 @@ export function attestRoutes(
           })
         } catch (err) {
           // The file system's own message says why (a full disk, a folder that is not there).
-          throw new CodedError('INTERNAL', `export to ${out} failed: ${(err as Error).message}`, {
+          throw new CodedError('IO_FAILED', `export to ${out} failed: ${errorText(err)}`, {
             cause: err,
           })
         }

@@ -11,7 +11,7 @@
 // time, so lines are requested in seq order.
 import { type Address, type Hex, encodeFunctionData, size as hexSize } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
-import type { CallRoute } from '../../chain/call-route.ts'
+import type { CallFault, CallRoute } from '../../chain/call-route.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
 import type { SavedTx, TxOutcome, TxSender } from '../../chain/tx-sender.ts'
 import type { AttestRecord, SavedSend } from './record.ts'
@@ -88,7 +88,9 @@ export function createBatchRequester(d: BatchRequesterDeps) {
       return undefined
     } catch (err) {
       const f = route.fault(err)
-      return f && !f.tooBig && f.index !== undefined ? { index: f.index, reason: f.reason } : undefined
+      return f && f.code !== 'TOO_LARGE' && f.index !== undefined
+        ? { index: f.index, reason: f.reason }
+        : undefined
     }
   }
 
@@ -145,7 +147,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     return total
   }
 
-  type Estimate = { ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }
+  type Estimate = { ok: true; gas: bigint } | CallFault
 
   /**
    * The batch's gas and whether it would revert. eth_estimateGas runs the batch a dozen times
@@ -197,7 +199,7 @@ export function createBatchRequester(d: BatchRequesterDeps) {
     while (todo.length > 0) {
       const chunk = todo.slice(0, cut)
       const est = await estimate(chunk, gasCap)
-      if (!est.ok && est.tooBig && chunk.length > 1) {
+      if (!est.ok && est.code === 'TOO_LARGE' && chunk.length > 1) {
         size = Math.max(1, Math.floor(chunk.length / 2))
         cut = size
         continue

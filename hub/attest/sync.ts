@@ -19,6 +19,7 @@ import { createTxSender } from '../../chain/tx-sender.ts'
 import { createBatchRequester } from './request-batch.ts'
 import { type SyncStatus, createStatusTracker } from './sync-status.ts'
 import { ATTEST_PATH, type ItemResult } from '../../records/attestor-request.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 import type { DeviceSigner } from './device-key.ts'
 import type { AttestRecord } from './record.ts'
@@ -312,7 +313,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         }),
       })
     } catch (err) {
-      throw new SyncError(`attestor unreachable at ${opts.attestorUrl}: ${(err as Error).message}`)
+      throw new SyncError(`attestor unreachable at ${opts.attestorUrl}: ${errorText(err)}`)
     }
     const body = (await res.json().catch(() => ({}))) as { results?: ItemResult[]; error?: string }
     if (!res.ok || !Array.isArray(body.results))
@@ -433,9 +434,9 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
         if (r.requested + r.attested > 0)
           log.info?.(`sync: ${r.requested} requested, ${r.attested} attested, ${r.remaining} remaining`)
       } catch (err) {
-        log.warn?.(`sync failed, retrying in ${backoff} ms: ${(err as Error).message}`)
+        log.warn?.(`sync failed, retrying in ${backoff} ms: ${errorText(err)}`)
         wait = backoff + Math.floor(Math.random() * backoff * 0.2)
-        tracker.runFailed((err as Error).message, Date.now() + wait, Date.now())
+        tracker.runFailed(errorText(err), Date.now() + wait, Date.now())
         backoff = Math.min(backoff * 2, opts.backoffMaxMs ?? 60_000)
       }
       if (stopped) break

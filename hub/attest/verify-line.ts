@@ -3,6 +3,7 @@
 // validation record; 4. accept only when the five row conditions hold. (Step 5 of the seed is
 // the consequence: one changed character changes the hash, and condition 4 fails.)
 import type { Address, Hex } from 'viem'
+import { type Failure, fail, failAt } from '../../errors/codes.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
 import { readValidationStatus } from '../../chain/reads.ts'
 import { splitLines } from '../../records/data-lines.ts'
@@ -22,76 +23,68 @@ export interface VerifyLineInput {
 
 export type VerifyLineResult =
   | { ok: true; paramsHash: Hex; requestHash: Hex; row: ValidationRow }
-  | {
-      ok: false
+  /**
+   * `BAD_INPUT`: the line number, the files or the row's conditions do not hold; `CONFLICT`: the line
+   * is not attested yet; at step 3 the registry read's own code (`NOT_FOUND`, `UNREACHABLE`, `CHAIN_REVERTED`).
+   */
+  | (Failure & {
       step: 1 | 2 | 3 | 4
       condition?: RowCondition
-      error: string
       paramsHash?: Hex
       requestHash?: Hex
-      unreachable?: boolean
-    }
+    })
 
 export async function verifyLine(i: VerifyLineInput): Promise<VerifyLineResult> {
   const data = splitLines(i.dataText)
   const reqs = splitLines(i.requestsText)
   if (!Number.isInteger(i.line) || i.line < 1)
-    return { ok: false, step: 1, error: `--line must be a whole number from 1 (got ${i.line})` }
+    return { ...fail('BAD_INPUT', `--line must be a whole number from 1 (got ${i.line})`), step: 1 }
   const text = data[i.line - 1]
   if (text === undefined)
-    return { ok: false, step: 1, error: `the data file has ${data.length} lines; there is no line ${i.line}` }
+    return {
+      ...fail('BAD_INPUT', `the data file has ${data.length} lines; there is no line ${i.line}`),
+      step: 1,
+    }
   const paramsHash = lineHash(text)
   const req = reqs[i.line - 1]?.trim()
   if (req === undefined)
     return {
-      ok: false,
+      ...fail('BAD_INPUT', `the request list has ${reqs.length} lines; there is no line ${i.line}`),
       step: 2,
       paramsHash,
-      error: `the request list has ${reqs.length} lines; there is no line ${i.line}`,
     }
   if (req === '')
     return {
-      ok: false,
+      ...fail('CONFLICT', `request line ${i.line} is blank: the line is not attested yet`),
       step: 2,
       paramsHash,
-      error: `request line ${i.line} is blank: the line is not attested yet`,
     }
   if (!isHash(req))
     return {
-      ok: false,
+      ...fail('BAD_INPUT', `request line ${i.line} is not a 0x-prefixed 32-byte hash`),
       step: 2,
       paramsHash,
-      error: `request line ${i.line} is not a 0x-prefixed 32-byte hash`,
     }
   const requestHash = req as Hex
   const row = await readValidationStatus(i.client, i.validationRegistry, requestHash)
   if (!row.ok) {
     if (row.kind === 'unknown')
       return {
-        ok: false,
+        ...fail(row.code, `the registry holds no validation under ${requestHash}`),
         step: 3,
         paramsHash,
         requestHash,
-        error: `the registry holds no validation under ${requestHash}`,
       }
-    return {
-      ok: false,
-      step: 3,
-      paramsHash,
-      requestHash,
-      unreachable: row.kind === 'unreachable',
-      error: `could not read the registry: ${row.error}`,
-    }
+    return { ...failAt('could not read the registry: ', row), step: 3, paramsHash, requestHash }
   }
   const check = checkValidationRow(row.value, { agentId: i.agentId, attestor: i.attestor, paramsHash })
   if (!check.ok)
     return {
-      ok: false,
+      ...fail('BAD_INPUT', `condition ${check.condition} failed: ${check.error}`),
       step: 4,
       condition: check.condition,
       paramsHash,
       requestHash,
-      error: `condition ${check.condition} failed: ${check.error}`,
     }
   return { ok: true, paramsHash, requestHash, row: row.value }
 }

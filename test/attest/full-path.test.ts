@@ -137,6 +137,7 @@ t.test('step → line → sync → row passing all five conditions', async (t) =
   t.equal(bad.ok, false)
   if (!bad.ok) {
     t.equal(bad.condition, 4)
+    t.equal(bad.code, 'BAD_INPUT')
     t.match(bad.error, /responseHash/)
   }
   t.ok((await verify(tampered, reqText, 2)).ok, 'other lines unaffected')
@@ -150,16 +151,20 @@ t.test('a failing record schema fails the step with the reason and writes nothin
     { action: 'vend', request_uri: 'svc://orders/x', params: { slot: 0 } },
     ctx('bad-1'),
   )
-  t.same(r, { ok: false, error: 'record schema: record.params.slot must be >= 1' })
+  t.same(r, { ok: false, code: 'BAD_INPUT', error: 'record schema: record.params.slot must be >= 1' })
   const r2 = await tool.run(
     { action: 'vend', request_uri: 'svc://orders/x', params: { price: 1 } },
     ctx('bad-2'),
   )
-  t.same(r2, { ok: false, error: "record schema: record.params must have required property 'slot'" })
+  t.same(r2, {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: "record schema: record.params must have required property 'slot'",
+  })
   const r3 = await tool.run({ action: '', request_uri: 'x', params: {} }, ctx('bad-3'))
   t.equal(r3.ok, false)
   const r4 = await tool.run({ action: 'vend', request_uri: 'x', params: [] }, ctx('bad-4'))
-  t.same(r4, { ok: false, error: 'chain_attest: params must be an object' })
+  t.same(r4, { ok: false, code: 'BAD_INPUT', error: 'chain_attest: params must be an object' })
   t.equal(store.size(), before)
   t.equal(await store.byIdempotencyKey('bad-1'), undefined)
 })
@@ -217,8 +222,11 @@ t.test('rows made otherwise fail for their own reason', async (t) => {
   for (const c of cases) t.equal(c.r.ok ? 0 : c.r.condition, c.want, c.name)
   const unknown = await verify(line + '\n', keccak256(stringToHex('none')) + '\n', 1)
   t.equal(unknown.ok ? 0 : unknown.step, 3, 'an unknown hash fails at step 3')
+  t.match(unknown, { ok: false, code: 'NOT_FOUND' }, 'as a row that is not there')
   const blank = await verify(line + '\n', '\n', 1)
   t.match(blank.ok ? '' : blank.error, /blank/)
+  t.match(blank, { ok: false, code: 'CONFLICT', step: 2 }, 'a line not attested yet')
   const past = await verify(line + '\n', '\n', 2)
   t.match(past.ok ? '' : past.error, /no line 2/)
+  t.match(past, { ok: false, code: 'BAD_INPUT' })
 })
