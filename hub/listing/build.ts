@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Hex } from 'viem'
+import { fail, type Result } from '../../errors/codes.ts'
 import { exportAttestations } from '../attest/export.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { MAX_MANIFEST_ROWS, buildManifest } from '../../records/manifest.ts'
@@ -13,7 +14,7 @@ import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { MANIFEST_FILE } from './queue.ts'
 import type { ListingRange } from './record.ts'
 
-export type BuildResult = { ok: true; rows: number } | { ok: false; error: string }
+export type BuildResult = Result<{ rows: number }>
 
 /** Checks a pair of record files already in `dir` and writes the manifest beside them. */
 export async function manifestFromFiles(dir: string, agentId: string, firstLine = 1): Promise<BuildResult> {
@@ -24,15 +25,15 @@ export async function manifestFromFiles(dir: string, agentId: string, firstLine 
     // The files are numbered from 1; say which attested line that is when the range starts later.
     const m = /line (\d+)/.exec(checked.error)
     const hint = m && firstLine !== 1 ? ` (attested line ${Number(m[1]) + firstLine - 1})` : ''
-    return { ok: false, error: checked.error + hint }
+    return fail('BAD_INPUT', checked.error + hint)
   }
   const lines = splitLines(data)
-  if (lines.length === 0) return { ok: false, error: 'no attested lines in the range: nothing to list' }
+  if (lines.length === 0) return fail('BAD_INPUT', 'no attested lines in the range: nothing to list')
   if (lines.length > MAX_MANIFEST_ROWS)
-    return {
-      ok: false,
-      error: `${lines.length} lines: a listing holds at most ${MAX_MANIFEST_ROWS} (use --from/--to)`,
-    }
+    return fail(
+      'TOO_LARGE',
+      `${lines.length} lines: a listing holds at most ${MAX_MANIFEST_ROWS} (use --from/--to)`,
+    )
   const manifest = buildManifest(agentId, lines, checked.hashes as Hex[])
   await writeFileAtomic(join(dir, MANIFEST_FILE), JSON.stringify(manifest) + '\n')
   return { ok: true, rows: lines.length }

@@ -4,6 +4,8 @@
 // builds (with the same checks) at its next sync pass.
 import { mkdir, readFile, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import { fail, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 import { previewCount } from '../../records/preview-field.ts'
@@ -27,23 +29,24 @@ export interface CreateInput {
   now?: Date
 }
 
-export type CreateResult = { ok: true; entry: ListingEntry; dir: string } | { ok: false; error: string }
+export type CreateResult = Result<{ entry: ListingEntry; dir: string }>
 
 export async function createListing(i: CreateInput): Promise<CreateResult> {
   const text = checkListingText(i.fields)
   if (!text.ok) return text
   const preview = previewCount(i.preview === undefined ? undefined : String(i.preview))
-  if (!preview.ok) return { ok: false, error: `--${preview.error}` }
+  if (!preview.ok) return fail('BAD_INPUT', `--${preview.error}`)
   let image: { bytes: Uint8Array; type: string; ext: string } | null = null
   if (i.imagePath !== undefined) {
     let bytes: Uint8Array
     try {
       bytes = await readFile(i.imagePath)
     } catch (err) {
-      return {
-        ok: false,
-        error: `--image ${i.imagePath}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (err as Error).message}`,
-      }
+      const missing = (err as NodeJS.ErrnoException).code === 'ENOENT'
+      return fail(
+        missing ? 'NOT_FOUND' : 'IO_FAILED',
+        `--image ${i.imagePath}: ${missing ? 'no such file' : errorText(err)}`,
+      )
     }
     const c = checkImage(bytes, basename(i.imagePath))
     if (!c.ok) return c

@@ -1,5 +1,6 @@
 // The `svc start` demo's listing: once `min` lines are attested, list the attested prefix of the
 // store (every row verifiable) and let the hub's listing sync post it.
+import { fail, type Result } from '../../errors/codes.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { createListing } from './create.ts'
 import type { ListingEntry } from './record.ts'
@@ -45,13 +46,11 @@ export const sleep = (ms: number, signal: AbortSignal): Promise<void> =>
     signal.addEventListener('abort', onAbort, { once: true })
   })
 
-export async function queueDemoListing(
-  i: DemoListingInput,
-): Promise<{ ok: true; entry: ListingEntry } | { ok: false; error: string }> {
+export async function queueDemoListing(i: DemoListingInput): Promise<Result<{ entry: ListingEntry }>> {
   let prefix = 0
   while (!i.signal.aborted && (prefix = await attestedPrefix(i.store, i.from)) < i.min)
     await sleep(i.pollMs ?? 500, i.signal)
-  if (i.signal.aborted) return { ok: false, error: 'stopped' }
+  if (i.signal.aborted) return fail('CANCELLED', 'stopped')
   const r = await createListing({
     home: i.home,
     store: i.store,

@@ -3,12 +3,13 @@
 // market would refuse is refused here, offline, with the same message.
 import { LIMITS, checkListingFields, sniffImage } from '../../records/listing-fields.ts'
 import type { ListingText } from './record.ts'
+import { fail, type Result } from '../../errors/codes.ts'
 
-export type TextCheck = { ok: true; value: ListingText } | { ok: false; error: string }
+export type TextCheck = Result<{ value: ListingText }>
 
 export function checkListingText(f: Partial<Record<keyof ListingText, string>>): TextCheck {
   const r = checkListingFields(f)
-  if (!r.ok) return r
+  if (!r.ok) return fail('BAD_INPUT', r.error)
   const v = r.value
   return {
     ok: true,
@@ -25,13 +26,10 @@ export function checkListingText(f: Partial<Record<keyof ListingText, string>>):
 
 const EXT = { 'image/jpeg': '.jpg', 'image/png': '.png', 'image/webp': '.webp' } as const
 
-export function checkImage(
-  bytes: Uint8Array,
-  name: string,
-): { ok: true; type: string; ext: string } | { ok: false; error: string } {
+export function checkImage(bytes: Uint8Array, name: string): Result<{ type: string; ext: string }> {
   if (bytes.length > LIMITS.imageBytes)
-    return { ok: false, error: `--image ${name}: ${bytes.length} bytes, at most ${LIMITS.imageBytes}` }
+    return fail('TOO_LARGE', `--image ${name}: ${bytes.length} bytes, at most ${LIMITS.imageBytes}`)
   const type = sniffImage(bytes)
-  if (!type) return { ok: false, error: `--image ${name}: not a JPEG, PNG or WebP file` }
+  if (!type) return fail('BAD_INPUT', `--image ${name}: not a JPEG, PNG or WebP file`)
   return { ok: true, type, ext: EXT[type] }
 }

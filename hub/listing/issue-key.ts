@@ -6,8 +6,10 @@ import type { Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createSiweMessage } from 'viem/siwe'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
+import { fail, type Result } from '../../errors/codes.ts'
 
-export type IssueResult = { ok: true; key: string; id: string; prefix: string } | { ok: false; error: string }
+/** A refusal is UPSTREAM_FAILED: the market answered, with something other than the next step. */
+export type IssueResult = Result<{ key: string; id: string; prefix: string }>
 
 async function json(res: Response): Promise<Record<string, unknown>> {
   try {
@@ -28,7 +30,7 @@ export async function issueMarketKey(
   const nonceRes = await fetchImpl(at('/api/auth/nonce'))
   const nonce = (await json(nonceRes)).nonce
   if (nonceRes.status !== 200 || typeof nonce !== 'string')
-    return { ok: false, error: `sign-in nonce: market answered ${nonceRes.status}` }
+    return fail('UPSTREAM_FAILED', `sign-in nonce: market answered ${nonceRes.status}`)
   const message = createSiweMessage({
     domain: new URL(market).host,
     address: owner.address,
@@ -44,15 +46,15 @@ export async function issueMarketKey(
     body: JSON.stringify({ message, signature: await owner.signMessage({ message }) }),
   })
   if (signIn.status !== 200)
-    return {
-      ok: false,
-      error: `sign-in: market answered ${signIn.status}: ${String((await json(signIn)).error ?? '')}`,
-    }
+    return fail(
+      'UPSTREAM_FAILED',
+      `sign-in: market answered ${signIn.status}: ${String((await json(signIn)).error ?? '')}`,
+    )
   const cookie = signIn.headers
     .getSetCookie()
     .find((c) => c.startsWith('svc_session='))
     ?.split(';')[0]
-  if (!cookie) return { ok: false, error: 'sign-in: no svc_session cookie in the answer' }
+  if (!cookie) return fail('UPSTREAM_FAILED', 'sign-in: no svc_session cookie in the answer')
   const headers = { 'content-type': 'application/json', cookie }
   const ch = await fetchImpl(at('/api/marketplace/challenges'), {
     method: 'POST',
@@ -61,7 +63,10 @@ export async function issueMarketKey(
   })
   const chBody = await json(ch)
   if (ch.status !== 201 || typeof chBody.message !== 'string')
-    return { ok: false, error: `key challenge: market answered ${ch.status}: ${String(chBody.error ?? '')}` }
+    return fail(
+      'UPSTREAM_FAILED',
+      `key challenge: market answered ${ch.status}: ${String(chBody.error ?? '')}`,
+    )
   const signature = await owner.signMessage({ message: chBody.message })
   const k = await fetchImpl(at('/api/marketplace/keys'), {
     method: 'POST',
@@ -70,6 +75,6 @@ export async function issueMarketKey(
   })
   const kBody = await json(k)
   if (k.status !== 201 || typeof kBody.key !== 'string')
-    return { ok: false, error: `key issue: market answered ${k.status}: ${String(kBody.error ?? '')}` }
+    return fail('UPSTREAM_FAILED', `key issue: market answered ${k.status}: ${String(kBody.error ?? '')}`)
   return { ok: true, key: kBody.key, id: String(kBody.id), prefix: String(kBody.prefix) }
 }

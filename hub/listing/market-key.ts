@@ -2,29 +2,30 @@
 // `svc key set` writes it) and the market's origin in `<SVC_HOME>/market.json`.
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fail, type Result } from '../../errors/codes.ts'
 import { svcPaths } from '../paths.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 
 /** Agent keys start `svc_` (market/API.md, "Agent keys"); the rest is URL-safe text. */
 export const KEY_PATTERN = /^svc_[A-Za-z0-9_-]{16,200}$/
 
-export function checkKey(key: string): { ok: true; key: string } | { ok: false; error: string } {
+export function checkKey(key: string): Result<{ key: string }> {
   const k = key.trim()
-  if (!k.startsWith('svc_')) return { ok: false, error: 'a market key starts with "svc_"' }
+  if (!k.startsWith('svc_')) return fail('BAD_INPUT', 'a market key starts with "svc_"')
   if (!KEY_PATTERN.test(k))
-    return { ok: false, error: 'a market key is "svc_" followed by 16 to 200 letters, digits, "_" or "-"' }
+    return fail('BAD_INPUT', 'a market key is "svc_" followed by 16 to 200 letters, digits, "_" or "-"')
   return { ok: true, key: k }
 }
 
-export function checkMarketUrl(url: string): { ok: true; url: string } | { ok: false; error: string } {
+export function checkMarketUrl(url: string): Result<{ url: string }> {
   let u: URL
   try {
     u = new URL(url)
   } catch {
-    return { ok: false, error: `market URL "${url}": not an absolute URL` }
+    return fail('BAD_INPUT', `market URL "${url}": not an absolute URL`)
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:')
-    return { ok: false, error: `market URL "${url}": must be http or https` }
+    return fail('BAD_INPUT', `market URL "${url}": must be http or https`)
   return { ok: true, url: u.origin }
 }
 

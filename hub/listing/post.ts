@@ -3,6 +3,7 @@
 // gets the first listing's 201 body back instead of a second listing (exactly once).
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { errorText } from '../../errors/text.ts'
 import { MANIFEST_FILE } from './queue.ts'
 import type { ListingEntry } from './record.ts'
 
@@ -26,7 +27,7 @@ export async function postListing(
     form = await formFor(dir, entry)
   } catch (err) {
     // A listing folder someone emptied by hand: no retry brings the files back.
-    return { kind: 'refused', error: `listing files in ${dir}: ${(err as Error).message}` }
+    return { kind: 'refused', error: `listing files in ${dir}: ${errorText(err)}` }
   }
   const endpoint = new URL('/api/agent/listings', entry.market).href
   let res: Response

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdir, readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { errorText } from '../../errors/text.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
 import type { ListingEntry } from './record.ts'
 
@@ -30,18 +31,19 @@ export async function saveEntry(dir: string, entry: ListingEntry): Promise<void>
   await writeFileAtomic(join(dir, ENTRY_FILE), JSON.stringify(entry, null, 2) + '\n')
 }
 
+/** A folder whose listing.json cannot be read as an entry is IO_FAILED (a half-written or damaged folder). */
 export type LoadedEntry =
   | { ok: true; dir: string; entry: ListingEntry }
-  | { ok: false; dir: string; error: string }
+  | { ok: false; code: 'IO_FAILED'; dir: string; error: string }
 
 export async function loadEntry(dir: string): Promise<LoadedEntry> {
   try {
     const e = JSON.parse(await readFile(join(dir, ENTRY_FILE), 'utf8')) as ListingEntry
     if (e.version !== 1 || typeof e.id !== 'string' || typeof e.state !== 'string')
-      return { ok: false, dir, error: `${join(dir, ENTRY_FILE)}: not a listing entry` }
+      return { ok: false, code: 'IO_FAILED', dir, error: `${join(dir, ENTRY_FILE)}: not a listing entry` }
     return { ok: true, dir, entry: e }
   } catch (err) {
-    return { ok: false, dir, error: `${join(dir, ENTRY_FILE)}: ${(err as Error).message}` }
+    return { ok: false, code: 'IO_FAILED', dir, error: `${join(dir, ENTRY_FILE)}: ${errorText(err)}` }
   }
 }
 

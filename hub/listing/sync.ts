@@ -1,6 +1,7 @@
 // Listing sync: builds drafts (when given the attestation store) and posts queued listings, with
 // retries and backoff, exactly once (post.ts: Idempotency-Key). Used by `svc listing sync` once,
 // and by the hub as a loop (automatic when online).
+import { errorText } from '../../errors/text.ts'
 import type { AttestStore } from '../attest/store.ts'
 import type { Log } from '../log.ts'
 import { buildListingFiles } from './build.ts'
@@ -62,7 +63,7 @@ async function pass(deps: ListingSyncDeps, opts: { force?: boolean }): Promise<L
       await passOne(deps, opts, loaded.dir, loaded.entry, sum, key, now)
     } catch (err) {
       // One listing's trouble (a disk error) must not hold up the others.
-      deps.log.warn(`listing ${loaded.entry.id}: ${(err as Error).message}`)
+      deps.log.warn(`listing ${loaded.entry.id}: ${errorText(err)}`)
     }
   }
   return sum
@@ -146,7 +147,7 @@ export function startListingSync(deps: ListingSyncDeps, intervalMs = 5000): List
   const tick = (): void => {
     if (stopped) return
     current = syncListings(deps)
-      .catch((err: unknown) => deps.log.warn(`listing sync pass failed: ${(err as Error).message}`))
+      .catch((err: unknown) => deps.log.warn(`listing sync pass failed: ${errorText(err)}`))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, intervalMs)
       })

@@ -50,7 +50,11 @@ t.test('a listing of attested lines: three files, manifest row i = line i', asyn
 t.test('a line not attested yet in the range: refused with its line, nothing queued', async (t) => {
   const { store, home } = await storeWith(t, ['attested', 'attested', 'requested', 'attested'])
   const r = await createListing({ home, fields: FIELDS, range: {}, market: MARKET, store, agentId: '7' })
-  t.same(r, { ok: false, error: 'operation-requests.txt line 3: blank (line not attested yet)' })
+  t.same(r, {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: 'operation-requests.txt line 3: blank (line not attested yet)',
+  })
   t.same(await readdir(listingsDir(home)).catch(() => []), [], 'no folder left behind')
   const later = await createListing({
     home,
@@ -62,7 +66,11 @@ t.test('a line not attested yet in the range: refused with its line, nothing que
   })
   t.same(
     later,
-    { ok: false, error: 'operation-requests.txt line 2: blank (line not attested yet) (attested line 3)' },
+    {
+      ok: false,
+      code: 'BAD_INPUT',
+      error: 'operation-requests.txt line 2: blank (line not attested yet) (attested line 3)',
+    },
     'a later range names the file line and the store line',
   )
 })
@@ -77,7 +85,7 @@ t.test('an empty range is refused', async (t) => {
     store,
     agentId: '7',
   })
-  t.same(r, { ok: false, error: 'no attested lines in the range: nothing to list' })
+  t.same(r, { ok: false, code: 'BAD_INPUT', error: 'no attested lines in the range: nothing to list' })
 })
 
 t.test('hand-made record files: blank, duplicate, different counts, each with its line', async (t) => {
@@ -105,7 +113,7 @@ t.test('hand-made record files: blank, duplicate, different counts, each with it
     await mkdir(dir, { recursive: true })
     await writeFile(join(dir, 'operations.jsonl'), data)
     await writeFile(join(dir, 'operation-requests.txt'), reqs)
-    t.same(await manifestFromFiles(dir, '1'), { ok: false, error }, error)
+    t.same(await manifestFromFiles(dir, '1'), { ok: false, code: 'BAD_INPUT', error }, error)
     t.notOk(existsSync(join(dir, 'manifest.json')), 'no manifest written')
   }
 })
@@ -124,11 +132,12 @@ t.test('bad fields and images are refused before anything is written', async (t)
   ]
   for (const [fields, re] of bad) {
     const r = await createListing({ home, fields, range: {}, market: MARKET, store, agentId: '1' })
-    t.match(r, { ok: false, error: re }, String(re))
+    t.match(r, { ok: false, code: 'BAD_INPUT', error: re }, String(re))
   }
   const { title: _omit, ...noTitle } = FIELDS
   t.same(await createListing({ home, fields: noTitle, range: {}, market: MARKET, store, agentId: '1' }), {
     ok: false,
+    code: 'BAD_INPUT',
     error: 'title: required',
   })
   const txt = join(home, 'cover.png')
@@ -143,7 +152,7 @@ t.test('bad fields and images are refused before anything is written', async (t)
       agentId: '1',
       imagePath: txt,
     }),
-    { ok: false, error: '--image cover.png: not a JPEG, PNG or WebP file' },
+    { ok: false, code: 'BAD_INPUT', error: '--image cover.png: not a JPEG, PNG or WebP file' },
   )
   t.match(
     await createListing({
@@ -155,7 +164,7 @@ t.test('bad fields and images are refused before anything is written', async (t)
       agentId: '1',
       imagePath: join(home, 'nope.jpg'),
     }),
-    { ok: false, error: /nope\.jpg: no such file/ },
+    { ok: false, code: 'NOT_FOUND', error: /nope\.jpg: no such file/ },
   )
   t.same(await readdir(listingsDir(home)).catch(() => []), [], 'nothing queued')
 

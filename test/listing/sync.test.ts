@@ -82,7 +82,7 @@ t.test('listing sync with a real market', async (t) => {
 
   await t.test('a non-owner cannot get a key: 403 from the market', async (t) => {
     const r = await issueMarketKey(marketUrl, dev.accounts.buyer.privateKey, dev.agentId)
-    t.match(r, { ok: false, error: /key issue: market answered 403/ })
+    t.match(r, { ok: false, code: 'UPSTREAM_FAILED', error: /key issue: market answered 403/ })
   })
 
   const issued = await issueMarketKey(marketUrl, dev.accounts.owner.privateKey, dev.agentId)
