@@ -9,6 +9,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { fail, failAt, type Result } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 import { readSecretFile } from '../secret-file.ts'
 import type { Scrape } from './route.ts'
@@ -32,19 +34,17 @@ export interface MetricsListener {
 }
 
 /** The token in `file`, or what is wrong with the file, naming it and the fix. */
-export async function readMetricsToken(
-  file: string,
-): Promise<{ ok: true; token: string } | { ok: false; error: string }> {
+export async function readMetricsToken(file: string): Promise<Result<{ token: string }>> {
   const r = await readSecretFile(file, 'the metrics bearer token')
-  if (!r.ok) return { ok: false, error: `metrics.token_file: ${r.error}` }
-  if (r.text === null) return { ok: false, error: `metrics.token_file: ${file} does not exist` }
+  if (!r.ok) return failAt('metrics.token_file: ', r)
+  if (r.text === null) return fail('NOT_FOUND', `metrics.token_file: ${file} does not exist`)
   const token = r.text.trim()
   // RFC 6750 b64token characters; 16 at least, so a token cannot be guessed by trying.
   if (!/^[A-Za-z0-9\-._~+/]{16,4096}=*$/.test(token))
-    return {
-      ok: false,
-      error: `metrics.token_file: ${file} must hold one token of 16 or more characters A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `metrics.token_file: ${file} must hold one token of 16 or more characters A-Z a-z 0-9 - . _ ~ + / (e.g. openssl rand -hex 32)`,
+    )
   return { ok: true, token }
 }
 
@@ -85,7 +85,7 @@ export async function startMetricsListener(o: MetricsListenerOptions): Promise<M
     try {
       want = await token()
     } catch (err) {
-      const msg = err instanceof Error ? err.message : String(err)
+      const msg = errorText(err)
       if (msg !== lastError)
         o.log.error(
           { err: msg },
@@ -116,7 +116,7 @@ export async function startMetricsListener(o: MetricsListenerOptions): Promise<M
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      o.log.error({ err: err instanceof Error ? err.message : String(err) }, 'metrics scrape failed')
+      o.log.error({ err: errorText(err) }, 'metrics scrape failed')
       if (!res.headersSent) send(res, 500, 'metrics scrape failed (see the hub log)\n')
       else res.destroy()
     })
