@@ -7,7 +7,7 @@ import { parseConfig } from '../../hub/daemon/config.ts'
 import { type RunningHub, startHub } from '../../hub/daemon/hub.ts'
 import type { HubParts } from '../../hub/daemon/parts.ts'
 import { realParts } from '../../hub/daemon/real-parts.ts'
-import { silentLog } from '../../hub/log.ts'
+import { type Log, silentLog } from '../../hub/log.ts'
 import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { tempDir, type Teardown } from '../helpers/tmp.ts'
 
@@ -31,6 +31,8 @@ export interface ConsoleHubOptions {
   home?: string
   /** More parts for the hub, e.g. real ones picked from realParts (the local API, attestation). */
   parts?: (real: HubParts) => Partial<HubParts>
+  /** The hub's logger (the console logs through it); default silent. */
+  log?: Log
 }
 
 /** A SOP with a manual trigger whose step 2 is an operator checkpoint (a run waits there). */
@@ -88,7 +90,7 @@ export async function startConsoleHub(t: Teardown, o: ConsoleHubOptions = {}): P
     },
     ...o.parts?.(real),
   }
-  const hub = await startHub(cfg.config, silentLog, parts)
+  const hub = await startHub(cfg.config, o.log ?? silentLog, parts)
   t.teardown(() => hub.close())
   if (!hub.console) throw new Error('the console did not start')
   return { hub, home, url: hub.console.url, env, bridge: () => bridge }
