@@ -1,5 +1,6 @@
 // The webhook gateway on a real loopback port.
 import t from 'tap'
+import { DiskRefusal } from '../../hub/disk/errors.ts'
 import { silentLog } from '../../hub/log.ts'
 import type { Firer } from '../../hub/triggers/fire.ts'
 import { logLines } from '../helpers/log-lines.ts'
@@ -115,3 +116,21 @@ t.test("a failure of the gateway is a 500 { error, code } in the hub's log with 
     [{ level: 50, status: 500, url: '/hooks/order', err: { message: 'the store is closed' } }],
   )
 })
+
+t.test(
+  'a trigger not recorded for want of disk is a 503 with Retry-After: the caller may try again',
+  async (t) => {
+    const full = recordingEngine(() => {
+      throw new DiskRefusal('the disk is below its reserve')
+    })
+    const { gw } = await gateway(t, full)
+    const res = await fetch(`${gw.url}/hooks/order`, { method: 'POST', body: 'x' })
+    t.equal(res.status, 503)
+    t.equal(res.headers.get('retry-after'), '60')
+    t.same(await res.json(), {
+      error: 'the hub is refusing new work: the disk is below its reserve',
+      code: 'UNAVAILABLE',
+    })
+    t.equal(full.calls.length, 1)
+  },
+)
