@@ -6,6 +6,8 @@ import type { Address, Hex } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import type { ChainInfo } from '../../chain/chain-file.ts'
 import { parsePrivateKey } from '../../chain/private-key.ts'
+import { type Result, fail } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface AttestorConfig {
   rpcUrl: string
@@ -28,7 +30,7 @@ export interface AttestorConfig {
 export const DEFAULT_URI_BASE = 'svc://attestor'
 export const KEY_ENV = 'SVC_ATTESTOR_KEY'
 
-export type ConfigResult = { ok: true; config: AttestorConfig } | { ok: false; error: string }
+export type ConfigResult = Result<{ config: AttestorConfig }>
 
 export interface AttestorConfigSources {
   /** A chain file, or the market's chain settings with the attestor address (accounts: dev keys). */
@@ -49,26 +51,27 @@ export async function loadAttestorConfig(src: AttestorConfigSources): Promise<Co
     try {
       text = await readFile(src.keyFile, 'utf8')
     } catch (err) {
-      return { ok: false, error: `attestor key file ${src.keyFile}: ${(err as Error).message}` }
+      // The operator named the file (--key-file, [attestor] keyFile): missing is NOT_FOUND.
+      const code = (err as NodeJS.ErrnoException).code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED'
+      return fail(code, `attestor key file ${src.keyFile}: ${errorText(err)}`)
     }
     const r = parsePrivateKey(text, `attestor key file ${src.keyFile}`)
-    if (!r.ok) return { ok: false, error: r.error }
+    if (!r.ok) return fail(r.code, r.error)
     key = r.key
   } else if (src.env?.[KEY_ENV]) {
     const r = parsePrivateKey(src.env[KEY_ENV] ?? '', `$${KEY_ENV}`)
-    if (!r.ok) return { ok: false, error: r.error }
+    if (!r.ok) return fail(r.code, r.error)
     key = r.key
   } else if (src.chain.accounts) {
     key = src.chain.accounts.attestor.privateKey
   }
-  if (key === undefined)
-    return { ok: false, error: `no attestor key: pass --key-file FILE or set $${KEY_ENV}` }
+  if (key === undefined) return fail('BAD_CONFIG', `no attestor key: pass --key-file FILE or set $${KEY_ENV}`)
   const address = privateKeyToAccount(key).address
   if (address.toLowerCase() !== src.chain.attestorAddress.toLowerCase()) {
-    return {
-      ok: false,
-      error: `the attestor key is for ${address}, but the chain file names the attestor ${src.chain.attestorAddress}`,
-    }
+    return fail(
+      'BAD_CONFIG',
+      `the attestor key is for ${address}, but the chain file names the attestor ${src.chain.attestorAddress}`,
+    )
   }
   return {
     ok: true,

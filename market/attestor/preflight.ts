@@ -3,11 +3,12 @@
 // and its balance covers the answers it will send (a warning otherwise).
 import { privateKeyToAccount } from 'viem/accounts'
 import { preflightLine, runPreflight } from '../../chain/preflight-reads.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 import type { AttestorConfig } from './config.ts'
 
 export async function attestorPreflight(
   config: AttestorConfig,
-): Promise<{ ok: true; warnings: string[] } | { ok: false; error: string }> {
+): Promise<{ ok: true; warnings: string[] } | Failure<'BAD_CONFIG'>> {
   const key = privateKeyToAccount(config.privateKey).address
   const r = await runPreflight({
     rpcUrl: config.rpcUrl,
@@ -20,5 +21,7 @@ export async function attestorPreflight(
   // A chain that is down now may be up in a minute: start, and answer 502 until it is.
   if (r.unreachable && r.failures.length === 1)
     return { ok: true, warnings: [`attestor: chain not checked at start: ${r.failures[0]}`] }
-  return { ok: false, error: `attestor: ${preflightLine(r)}` }
+  // Every failure left says the chain file's chain, registries or attestor address are not what
+  // they must be (an RPC that stops answering ends the run, so it is at most the last failure).
+  return fail('BAD_CONFIG', `attestor: ${preflightLine(r)}`)
 }

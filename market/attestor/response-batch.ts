@@ -9,9 +9,10 @@
 // a second answer beside it.
 import { type Hex, encodeFunctionData } from 'viem'
 import { validationRegistryAbi } from '../../chain/abi.generated.ts'
-import type { CallRoute } from '../../chain/call-route.ts'
+import type { CallFault, CallRoute } from '../../chain/call-route.ts'
 import type { SvcPublicClient } from '../../chain/clients.ts'
 import type { TxSender } from '../../chain/tx-sender.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 
 export interface ResponseCall {
   requestHash: Hex
@@ -22,7 +23,7 @@ export interface ResponseCall {
 }
 
 /** `retry`: the transaction did not land (reverted, nonce taken): read the row and decide again. */
-export type ResponseOutcome = { ok: true; txHash: Hex } | { ok: false; error: string } | { retry: true }
+export type ResponseOutcome = { ok: true; txHash: Hex } | Failure<'CHAIN_REVERTED'> | { retry: true }
 
 export interface ResponseBatcherDeps {
   pub: SvcPublicClient
@@ -57,10 +58,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
     })
 
   /** As the device's batches (hub/attest/request-batch.ts): one estimate, then eth_call and measured gas. */
-  async function estimate(
-    items: Queued[],
-    gasCap: bigint,
-  ): Promise<{ ok: true; gas: bigint } | { ok: false; index?: number; tooBig?: boolean; reason: string }> {
+  async function estimate(items: Queued[], gasCap: bigint): Promise<{ ok: true; gas: bigint } | CallFault> {
     const calls = items.map((q) => data(q.call))
     try {
       if (perLineGas === undefined || route.direct) {
@@ -86,7 +84,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
     for (;;) {
       if (items.length === 0) return
       const est = await estimate(items, gasCap)
-      if (!est.ok && est.tooBig && items.length > 1) {
+      if (!est.ok && est.code === 'TOO_LARGE' && items.length > 1) {
         size = Math.max(1, Math.floor(items.length / 2))
         queue.unshift(...items.slice(size))
         items = items.slice(0, size)
@@ -102,7 +100,7 @@ export function createResponseBatcher(d: ResponseBatcherDeps) {
           items = items.slice(0, half)
           continue
         }
-        items[at]!.resolve({ ok: false, error: `validationResponse reverted: ${est.reason}` })
+        items[at]!.resolve(fail('CHAIN_REVERTED', `validationResponse reverted: ${est.reason}`))
         items = items.filter((_, i) => i !== at)
         continue
       }

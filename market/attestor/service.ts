@@ -7,6 +7,7 @@
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
 import type { Failure } from '../../errors/codes.ts'
+import { errorText } from '../../errors/text.ts'
 import { type Address, type Hex, parseGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
 import { createCallRoute } from '../../chain/call-route.ts'
@@ -98,7 +99,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
   async function check(requestHash: Hex, paramsHash: Hex, agentId: bigint): Promise<ItemResult | null> {
     const row = await readValidationStatus(pub, config.validationRegistry, requestHash)
     if (!row.ok) {
-      if (row.kind === 'unknown')
+      if (row.code === 'NOT_FOUND')
         return {
           requestHash,
           ok: false,
@@ -140,7 +141,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     async attest(req) {
       const owner = await readOwnerOf(pub, config.identityRegistry, req.agentId)
       if (!owner.ok) {
-        if (owner.kind === 'unreachable')
+        if (owner.code === 'UNREACHABLE')
           return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${owner.error}` }
         return { ok: false, code: 'NOT_FOUND', error: `agentId: agent ${req.agentId} does not exist` }
       }
@@ -165,8 +166,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
         )
         return { ok: true, results }
       } catch (err) {
-        const msg = err instanceof ChainDown ? err.message : (err as Error).message
-        return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${msg}` }
+        return { ok: false, code: 'UNREACHABLE', error: `chain unreachable: ${errorText(err)}` }
       }
     },
   }

@@ -183,17 +183,24 @@ t.test('config: key sources and mismatches', async (t) => {
   t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: attestor.privateKey } }), {
     ok: true,
   })
-  t.match(await loadAttestorConfig({ chain: noAccounts }), { ok: false, error: /no attestor key/ })
+  t.match(await loadAttestorConfig({ chain: noAccounts }), {
+    ok: false,
+    code: 'BAD_CONFIG',
+    error: /no attestor key/,
+  })
   t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: buyer.privateKey } }), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: /the attestor key is for/,
   })
   t.match(await loadAttestorConfig({ chain: noAccounts, env: { SVC_ATTESTOR_KEY: '0x1234' } }), {
     ok: false,
+    code: 'BAD_CONFIG',
     error: /\$SVC_ATTESTOR_KEY: expected 32 bytes of hex/,
   })
   t.match(await loadAttestorConfig({ chain: noAccounts, keyFile: join(dir, 'missing') }), {
     ok: false,
+    code: 'NOT_FOUND',
     error: /attestor key file/,
   })
 })
