@@ -9,6 +9,7 @@ import { camelCase } from '../config/keys.ts'
 import { schemaErrors } from '../config/schema-errors.ts'
 import { type Resolved, resolveSection } from '../config/sections.ts'
 import { parseTomlDoc } from '../config/toml.ts'
+import { type Result, fail } from '../errors/codes.ts'
 import { MarketTomlSchema } from './config-schema.ts'
 
 type MarketToml = XStatic<typeof MarketTomlSchema>
@@ -133,7 +134,7 @@ function rateLimits(t: MarketToml['rateLimit']): MarketConfig['rateLimits'] {
   ) as MarketConfig['rateLimits']
 }
 
-export type ConfigResult = { ok: true; config: MarketConfig } | { ok: false; error: string }
+export type ConfigResult = Result<{ config: MarketConfig }>
 
 /** Why a store URL cannot be used (no password in the message), or null. */
 export function storeUrlProblem(url: string): string | null {
@@ -166,8 +167,8 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     // One spelling: a snake_case key gets the name market.toml knows it by.
     unknownHint: (key) => (key.includes('_') ? `market.toml keys are camelCase: ${camelCase(key)}` : null),
   })
-  const fail = (problems: string[]): ConfigResult => ({ ok: false, error: `${file}: ${problems.join('; ')}` })
-  if (errors.length > 0) return fail(errors)
+  const refuse = (problems: string[]): ConfigResult => fail('BAD_CONFIG', `${file}: ${problems.join('; ')}`)
+  if (errors.length > 0) return refuse(errors)
   const t = parsed.doc as MarketToml
   const base = dirname(resolve(file))
   const abs = (p: string): string => (isAbsolute(p) ? p : join(base, p))
@@ -180,17 +181,17 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
   // The schema checks the scheme; these check the rest of the URL.
   if (t.publicUrl !== undefined) {
     const u = httpUrl(t.publicUrl)
-    if (!u) return fail([`publicUrl: ${P.publicUrl.errorMessage}`])
+    if (!u) return refuse([`publicUrl: ${P.publicUrl.errorMessage}`])
     c.publicUrl = u.origin
   }
   if (t.explorerUrl !== undefined) {
     const u = httpUrl(t.explorerUrl)
-    if (!u) return fail([`explorerUrl: ${P.explorerUrl.errorMessage}`])
+    if (!u) return refuse([`explorerUrl: ${P.explorerUrl.errorMessage}`])
     c.explorerUrl = u.href.replace(/\/+$/, '')
   }
   if (t.store?.url !== undefined) {
     const problem = storeUrlProblem(t.store.url)
-    if (problem) return fail([`store.url: ${problem}`])
+    if (problem) return refuse([`store.url: ${problem}`])
     c.storeUrl = t.store.url
   }
   if (t.store?.blocksDir !== undefined) c.blocksDir = abs(t.store.blocksDir)
@@ -211,7 +212,8 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
     if (chain.rpcUrl !== null) {
       const need = ['identityRegistry', 'validationRegistry', 'attestor', 'payout'] as const
       const missing = need.filter((k) => chain[k] === null)
-      if (missing.length > 0) return fail(missing.map((k) => `chain.${k}: required when chain.rpcUrl is set`))
+      if (missing.length > 0)
+        return refuse(missing.map((k) => `chain.${k}: required when chain.rpcUrl is set`))
       c.chain = {
         rpcUrl: chain.rpcUrl,
         chainId: chain.chainId,
@@ -223,7 +225,7 @@ export function parseMarketConfig(text: string, file: string, defaultDataDir: st
         concurrency: chain.concurrency,
       }
     } else if (chain.identityRegistry !== null || chain.validationRegistry !== null) {
-      return fail(['chain.rpcUrl: required when registry addresses are set'])
+      return refuse(['chain.rpcUrl: required when registry addresses are set'])
     }
     // Values set in [chain] beside `file` override the file's (e.g. a real payout address).
     c.chainOverrides = {
@@ -242,7 +244,7 @@ export async function resolveChain(config: MarketConfig, fallbackFile: string): 
   if (config.chain) return { ok: true, config }
   const file = config.chainFile ?? fallbackFile
   const r = await readChainFile(file)
-  if (!r.ok) return { ok: false, error: `${r.error}; or set [chain] rpcUrl and the addresses in market.toml` }
+  if (!r.ok) return { ...r, error: `${r.error}; or set [chain] rpcUrl and the addresses in market.toml` }
   return chainFromInfo(config, r.value, file)
 }
 
@@ -250,7 +252,7 @@ export async function resolveChain(config: MarketConfig, fallbackFile: string): 
 export function chainFromInfo(config: MarketConfig, info: ChainInfo, file = 'chain file'): ConfigResult {
   const o = config.chainOverrides
   const payout = o?.payout ?? info.accounts?.payout.address
-  if (!payout) return { ok: false, error: `${file} names no payout account: set chain.payout in market.toml` }
+  if (!payout) return fail('BAD_CONFIG', `${file} names no payout account: set chain.payout in market.toml`)
   const chain: MarketChainConfig = {
     rpcUrl: info.rpcUrl,
     chainId: info.chainId,

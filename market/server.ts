@@ -2,6 +2,8 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { chainFilePath } from '../chain/chain-file.ts'
+import { fail } from '../errors/codes.ts'
+import { errorText } from '../errors/text.ts'
 import { buildMarketApp, type MarketApp, type MarketAppOptions } from './app.ts'
 import { isLoopbackHost } from '../net/loopback.ts'
 import {
@@ -28,11 +30,11 @@ export async function loadMarketConfig(o: LoadOptions): Promise<ConfigResult> {
   try {
     text = await readFile(file, 'utf8')
   } catch (err) {
+    // Only a file the operator named must exist: the default one may be absent.
     if (o.file !== undefined)
-      return {
-        ok: false,
-        error: `${file}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'not found' : (err as Error).message}`,
-      }
+      return (err as NodeJS.ErrnoException).code === 'ENOENT'
+        ? fail('NOT_FOUND', `${file}: not found`)
+        : fail('IO_FAILED', `${file}: ${errorText(err)}`)
   }
   const defaultDataDir = join(o.home, 'market')
   const parsed: ConfigResult =
@@ -44,7 +46,7 @@ export async function loadMarketConfig(o: LoadOptions): Promise<ConfigResult> {
   const env = o.env?.SVC_MARKET_STORE
   if (env) {
     const problem = storeUrlProblem(env)
-    if (problem) return { ok: false, error: `SVC_MARKET_STORE ${problem}` }
+    if (problem) return fail('BAD_CONFIG', `SVC_MARKET_STORE ${problem}`)
     parsed.config.storeUrl = env
   }
   return resolveChain(parsed.config, chainFilePath(o.home))

@@ -10,6 +10,7 @@
 //   0x02          (the registry answered data not shaped like getValidationStatus's return)
 // (contracts/ValidationBatchReader.sol writes it.)
 import { type Address, type Hex, checksumAddress, toFunctionSelector } from 'viem'
+import type { Failure } from '../../errors/codes.ts'
 import { batchReaderAbi } from './batch-reader.generated.ts'
 import type { ValidationRead } from './validation-read.ts'
 
@@ -24,22 +25,25 @@ const READ_SELECTOR = toFunctionSelector(batchReaderAbi[0])
 const ERROR_SELECTOR = 0x08c379a0
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/
 
-export type Encoded = { ok: true; data: Hex } | { ok: false; error: string }
-export type Decoded = { ok: true; reads: ValidationRead[] } | { ok: false; error: string }
+/** A registry or hash that is not what it must be: the caller's input. */
+export type Encoded = { ok: true; data: Hex } | Failure<'BAD_INPUT'>
+/** An answer that cannot be read: the reader (or the RPC) sent what it must not. */
+export type Decoded = { ok: true; reads: ValidationRead[] } | Failure<'UPSTREAM_FAILED'>
 
 const word = (n: number): string => n.toString(16).padStart(64, '0')
 
 export function encodeReadCall(registry: Address, hashes: readonly Hex[]): Encoded {
-  if (!ADDRESS.test(registry)) return { ok: false, error: `registry ${registry} is not an address` }
+  if (!ADDRESS.test(registry))
+    return { ok: false, code: 'BAD_INPUT', error: `registry ${registry} is not an address` }
   let body = ''
   for (const h of hashes) {
     if (h.length !== 66 || !h.startsWith('0x'))
-      return { ok: false, error: `request hash ${h} is not 32 bytes of hex` }
+      return { ok: false, code: 'BAD_INPUT', error: `request hash ${h} is not 32 bytes of hex` }
     body += h.slice(2)
   }
   // One hex check for all hashes (a regex per hash cost more than the rest of the encoding).
   if (Buffer.from(body, 'hex').length !== 32 * hashes.length)
-    return { ok: false, error: 'a request hash is not hex' }
+    return { ok: false, code: 'BAD_INPUT', error: 'a request hash is not hex' }
   return {
     ok: true,
     data: `${READ_SELECTOR}${registry.slice(2).toLowerCase().padStart(64, '0')}${word(0x40)}${word(hashes.length)}${body}`,
@@ -81,6 +85,7 @@ function hexToBuffer(data: string): Buffer | null {
 export function decodeReadResult(data: string, count: number): Decoded {
   const fail = (why: string): Decoded => ({
     ok: false,
+    code: 'UPSTREAM_FAILED',
     error: `the batch reader answered malformed data: ${why}`,
   })
   const buf = hexToBuffer(data)

@@ -4,6 +4,7 @@
 import { readFile, readdir } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import type pg from 'pg'
+import { errorText } from '../../errors/text.ts'
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url))
 /** Any fixed number: the advisory lock the market's instances agree on while migrating. */
@@ -32,7 +33,7 @@ export async function migrate(pool: pg.Pool, dir = MIGRATIONS_DIR): Promise<stri
         await c.query('commit')
       } catch (err) {
         await c.query('rollback')
-        throw new Error(`migration ${f}: ${(err as Error).message}`)
+        throw new Error(`migration ${f}: ${errorText(err)}`)
       }
       applied.push(f)
     }

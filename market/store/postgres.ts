@@ -3,6 +3,7 @@
 // key inside a transaction, so whichever instance commits first wins and every other instance's
 // attempt, concurrent or later, finds the key taken.
 import pg from 'pg'
+import { errorText } from '../../errors/text.ts'
 import { migrate } from './migrate.ts'
 import { agentListingsPg, agentStatsPg, browsePg } from './postgres-listings.ts'
 import type { KeyRecord, ListingRecord, PurchaseRecord } from './records.ts'
@@ -76,7 +77,7 @@ export async function openPgStore(url: string, o: PgStoreOptions = {}): Promise<
     await migrate(pool)
   } catch (err) {
     await pool.end().catch(() => undefined)
-    throw new Error(`market store ${redactUrl(url)}: ${(err as Error).message}`)
+    throw new Error(`market store ${redactUrl(url)}: ${errorText(err)}`)
   }
 
   /** Runs `fn` in one transaction; a `false` answer rolls it back. */

@@ -187,7 +187,7 @@ t.test('market.toml is checked as hub.toml is: `section.key: problem`, every pro
   for (const [text, problem] of cases)
     t.same(
       parseMarketConfig(text, 'market.toml', '/d'),
-      { ok: false, error: `market.toml: ${problem}` },
+      { ok: false, code: 'BAD_CONFIG', error: `market.toml: ${problem}` },
       text,
     )
 })
