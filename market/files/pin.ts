@@ -1,9 +1,10 @@
 // Pinning an uploaded file: into the local blockstore always, and into Kubo when configured.
+import type { Failure } from '../../errors/codes.ts'
 import type { BlockStore } from './blockstore.ts'
 import { pinToKubo } from './kubo.ts'
 import { addBytes } from './unixfs.ts'
 
-export type PinOutcome = { ok: true; cid: string } | { ok: false; error: string }
+export type PinOutcome = { ok: true; cid: string } | Failure<'UNREACHABLE' | 'UPSTREAM_FAILED'>
 
 export async function pinFile(
   blocks: BlockStore,

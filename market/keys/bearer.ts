@@ -25,7 +25,7 @@ export async function requireAgentKey(
   if (rec.revokedAt !== null)
     throw forbidden(`Authorization: key ${rec.prefix}… was revoked: ${rec.revokedReason ?? 'revoked'}`)
   const owner = await chain.ownerOf(BigInt(rec.agentId))
-  if (!owner.ok && owner.kind === 'unreachable')
+  if (!owner.ok && owner.code === 'UNREACHABLE')
     throw chainUnreachable(`chain unreachable while reading ownerOf(${rec.agentId}): ${owner.error}`)
   if (!owner.ok || owner.value.toLowerCase() !== rec.wallet)
     throw forbidden(

@@ -56,7 +56,7 @@ export async function revokeStale(
   await Promise.all(
     [...new Set(active.map((k) => k.agentId))].map(async (a) => {
       const r = await owners.ownerOf(a)
-      if (!r.ok && r.kind === 'unreachable')
+      if (!r.ok && r.code === 'UNREACHABLE')
         throw chainUnreachable(`chain unreachable while reading ownerOf(${a}): ${r.error}`)
       holder.set(a, r.ok ? r.value.toLowerCase() : null)
     }),

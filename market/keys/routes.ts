@@ -140,7 +140,7 @@ export const keyRoutes =
           )
         const owner = await owners.ownerOf(ch.agentId)
         if (!owner.ok) {
-          if (owner.kind === 'unreachable')
+          if (owner.code === 'UNREACHABLE')
             throw chainUnreachable(`chain unreachable while reading ownerOf(${ch.agentId}): ${owner.error}`)
           throw forbidden(`agent ${ch.agentId} is not registered on chain ${ctx.chainConfig.chainId}`)
         }

@@ -5,9 +5,10 @@
 // listing's 201 body and lists nothing new. The device sends its local listing id there.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
+import { CodedError } from '../../errors/codes.ts'
 import type { MarketContext } from '../context.ts'
 import { pinFile } from '../files/pin.ts'
-import { badRequest, unreachable } from '../http/errors.ts'
+import { badRequest } from '../http/errors.ts'
 import { requireAgentKey } from '../keys/bearer.ts'
 import { checkListingUpload } from './check.ts'
 import { makeSlug } from './slug.ts'
@@ -58,12 +59,12 @@ export const agentListingRoutes =
       slot?: string,
     ): Promise<Created> {
       const c = checkListingUpload(upload, key.agentId)
-      if (!c.ok) throw badRequest(c.error)
+      if (!c.ok) throw new CodedError(c.code, c.error)
       const { fields, manifest, data, manifestBytes, image, preview } = c.value
       const slug = makeSlug(fields.title)
       const pin = async (name: string, bytes: Uint8Array): Promise<string> => {
         const r = await pinFile(ctx.blocks, ctx.config.ipfsApi, name, bytes)
-        if (!r.ok) throw unreachable(`pinning ${name}: ${r.error}`)
+        if (!r.ok) throw new CodedError(r.code, `pinning ${name}: ${r.error}`)
         return r.cid
       }
       const [dataCid, manifestCid, imageCid] = await Promise.all([

@@ -1,5 +1,6 @@
 // The browse page: filters (machine type, license, price range), title search, listing cards
 // and pagination. Pure: given the API's answer, returns markup.
+import type { Failure } from '../../errors/codes.ts'
 import { LICENSES, MACHINE_TYPES } from '../../records/listing-fields.ts'
 import { type Html, html } from '../../web/html.ts'
 import { verificationBadge } from './verification.ts'
@@ -24,7 +25,7 @@ export interface BrowseQuery {
 
 export type BrowseResult =
   | { ok: true; total: number; listings: ListingSummary[]; next?: string | null; prev?: string | null }
-  | { ok: false; error: string }
+  | Failure
 
 const FILTER_KEYS = ['q', 'machineType', 'license', 'minPrice', 'maxPrice', 'sort'] as const
 const SORT_OPTIONS: [string, string][] = [

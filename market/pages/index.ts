@@ -15,6 +15,7 @@
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify'
 import { getAddress, isAddress } from 'viem'
 import { createSiweMessage } from 'viem/siwe'
+import { type ErrorCode, codeOfStatus, fail, statusOf } from '../../errors/codes.ts'
 import { unlockMessage } from '../auth/messages.ts'
 import { ownOrigin } from '../auth/origin.ts'
 import { currentSession } from '../auth/session.ts'
@@ -146,6 +147,7 @@ export const marketPages =
           next?: string | null
           prev?: string | null
           error?: string
+          code?: ErrorCode
         }
         const r: BrowseResult =
           res.statusCode === 200
@@ -156,8 +158,12 @@ export const marketPages =
                 next: body.next ?? null,
                 prev: body.prev ?? null,
               }
-            : { ok: false, error: body.error ?? `listing query failed (${res.statusCode})` }
-        return send(reply, r.ok ? 200 : 400, {
+            : fail(
+                body.code ?? codeOfStatus(res.statusCode) ?? 'INTERNAL',
+                body.error ?? `listing query failed (${res.statusCode})`,
+              )
+        // The page answers with the status of the API's refusal: a bad filter 400, a fault 500.
+        return send(reply, r.ok ? 200 : statusOf(r.code), {
           title: 'Datasets',
           account: await account(req),
           nav: 'browse',
@@ -220,7 +226,7 @@ export const marketPages =
         ])
         // Unknown: not registered on chain (a definite answer, not an unreachable chain) and
         // nothing listed here. An agent with listings keeps its page even if the chain forgot it.
-        if (!owner.ok && owner.kind !== 'unreachable' && stats.listings === 0)
+        if (!owner.ok && owner.code !== 'UNREACHABLE' && stats.listings === 0)
           return notFoundPage(
             reply,
             who,

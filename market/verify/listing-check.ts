@@ -2,14 +2,13 @@
 // block it names, summarised and kept as the listing's last verification. The verify route
 // answers with it and the background re-check (reverify.ts) refreshes it, so browse, the listing
 // page and the purchase route all judge a listing by the same, latest verdict.
+import type { Failure } from '../../errors/codes.ts'
 import type { MarketContext } from '../context.ts'
 import type { ManifestStore } from '../listings/manifest-store.ts'
 import type { ListingRecord, VerificationRecord } from '../store/records.ts'
 import { type VerifySummary, verifyRows } from './verify-rows.ts'
 
-export type ListingCheck =
-  | { ok: true; summary: VerifySummary; record: VerificationRecord }
-  | { ok: false; error: string }
+export type ListingCheck = { ok: true; summary: VerifySummary; record: VerificationRecord } | Failure
 
 /** Checks a listing that is not a sample and stores the verdict; an unreachable chain stores nothing. */
 export async function checkListing(
@@ -21,10 +20,10 @@ export async function checkListing(
   // The block first: every row is then read at that block or later, so "verified at block N"
   // never claims more than was seen.
   const block = await ctx.chain.blockNumber()
-  if (!block.ok) return { ok: false, error: block.error }
+  if (!block.ok) return block
   const reads = await ctx.chain.validationStatuses(manifest.rows.map((r) => r.requestHash))
-  const down = reads.find((r) => !r.ok && r.kind === 'unreachable')
-  if (down && !down.ok) return { ok: false, error: down.error }
+  const down = reads.find((r) => !r.ok && r.code === 'UNREACHABLE')
+  if (down && !down.ok) return down
   const summary = verifyRows(manifest.rows, reads, listing.agentId, ctx.chainConfig.attestor)
   const firstFailure = summary.verdicts.find((v) => !v.pass)
   const record: VerificationRecord = {

@@ -3,6 +3,7 @@
 // one interval even when nobody presses Verify. One listing at a time, so a large market spreads
 // its reads; a chain that does not answer changes no verdict and is tried next round.
 import type { MarketContext } from '../context.ts'
+import { errorText } from '../../errors/text.ts'
 import type { ManifestStore } from '../listings/manifest-store.ts'
 import { checkListing } from './listing-check.ts'
 
@@ -37,7 +38,7 @@ export function startReverifier(
         out.checked++
         if (!r.record.verified) out.failed++
       } catch (err) {
-        onError(`re-verifying ${listing.slug}: ${err instanceof Error ? err.message : String(err)}`)
+        onError(`re-verifying ${listing.slug}: ${errorText(err)}`)
       }
     }
     return out

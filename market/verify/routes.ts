@@ -3,8 +3,9 @@
 // eight; `passed`/`failed` count all rows and `failures` lists the first eight failing ones.
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
+import { CodedError } from '../../errors/codes.ts'
 import type { MarketContext } from '../context.ts'
-import { chainUnreachable, notFound } from '../http/errors.ts'
+import { notFound } from '../http/errors.ts'
 import type { ManifestStore } from '../listings/manifest-store.ts'
 import { checkListing } from './listing-check.ts'
 import { Err, Slug } from '../http/schemas.ts'
@@ -63,7 +64,7 @@ export const verifyRoutes =
         }
         const c = await checkListing(ctx, manifests, listing)
         if (!c.ok)
-          throw chainUnreachable(`chain unreachable while reading the validation registry: ${c.error}`)
+          throw new CodedError(c.code, `chain unreachable while reading the validation registry: ${c.error}`)
         const s = c.summary
         return {
           preview: false,

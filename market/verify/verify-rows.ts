@@ -35,7 +35,7 @@ export function verifyRows(
     if (!r?.ok) {
       const why = !r
         ? 'no registry read'
-        : r.kind === 'unknown'
+        : r.code === 'NOT_FOUND'
           ? 'requestHash: unknown to the validation registry'
           : `registry read failed: ${r.error}`
       return { index, paramsHash: row.paramsHash, requestHash: row.requestHash, pass: false, reason: why }

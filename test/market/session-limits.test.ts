@@ -196,6 +196,7 @@ t.test(
     const before = await count()
     const r = await postListing(url, key, dataset(3, dev.agentId))
     t.equal(r.status, 502)
+    t.equal(r.json.code, 'UNREACHABLE')
     t.match(r.json.error, new RegExp(`pinning .*ipfs.api ${kubo} unreachable`))
     t.equal(await count(), before, 'no listing stored')
   },
