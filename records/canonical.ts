@@ -2,8 +2,10 @@
 // package. JCS escapes control characters inside strings, so a canonical line never holds a
 // raw newline and can sit on one line of operations.jsonl (sops/RUNTIME.md, "Attested lines").
 import canonicalize from 'canonicalize'
+import { type Failure, fail } from '../errors/codes.ts'
 
-export type CanonicalResult = { ok: true; line: string } | { ok: false; error: string }
+/** A record is the caller's value: one JSON cannot carry is BAD_INPUT. */
+export type CanonicalResult = { ok: true; line: string } | Failure<'BAD_INPUT'>
 
 /** Finds the first value JSON cannot carry faithfully (RFC 8785 §3.2.2.3: no NaN/Infinity). */
 function badValue(v: unknown, path: string): string | undefined {
@@ -31,9 +33,9 @@ function badValue(v: unknown, path: string): string | undefined {
 /** The canonical line of a record, or why it has none. */
 export function tryCanonicalLine(record: unknown): CanonicalResult {
   const bad = badValue(record, '$')
-  if (bad) return { ok: false, error: bad }
+  if (bad) return fail('BAD_INPUT', bad)
   const line = canonicalize(record)
-  if (line === undefined) return { ok: false, error: '$: not JSON' }
+  if (line === undefined) return fail('BAD_INPUT', '$: not JSON')
   return { ok: true, line }
 }
 

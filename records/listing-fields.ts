@@ -2,6 +2,7 @@
 // "Limits"), shared by the market (which enforces them) and the hub (which checks a listing before
 // it posts one). Pure. Lengths count Unicode code points, so "é" or an emoji is one character.
 import { parseEther } from 'viem'
+import { type Failure, fail } from '../errors/codes.ts'
 
 export type MachineType = 'vending' | 'arm' | 'drone' | 'amr' | 'sensor' | 'humanoid' | 'other'
 export type License = 'research' | 'commercial' | 'audit'
@@ -38,7 +39,8 @@ export interface ListingFields {
   priceWei: bigint
 }
 
-export type FieldsResult = { ok: true; value: ListingFields } | { ok: false; error: string }
+/** The fields are the seller's input: every refusal is BAD_INPUT, naming the field. */
+export type FieldsResult = { ok: true; value: ListingFields } | Failure<'BAD_INPUT'>
 
 const LINE_BREAK = /[\r\n\u2028\u2029\u0085\v\f]/
 const chars = (s: string): number => [...s].length
@@ -46,60 +48,54 @@ const chars = (s: string): number => [...s].length
 const DECIMAL = /^(0|[1-9][0-9]{0,29})(\.[0-9]{1,18})?$/
 
 export function checkListingFields(f: Record<string, string | undefined>): FieldsResult {
-  const need = (name: string): string | { error: string } => {
-    const v = f[name]
-    if (v === undefined) return { error: `${name}: required` }
-    return v
-  }
+  const need = (name: string): string | Failure<'BAD_INPUT'> =>
+    f[name] ?? fail('BAD_INPUT', `${name}: required`)
   const title = need('title')
-  if (typeof title !== 'string') return { ok: false, ...title }
-  if (title.trim().length === 0) return { ok: false, error: 'title: must not be empty' }
+  if (typeof title !== 'string') return title
+  if (title.trim().length === 0) return fail('BAD_INPUT', 'title: must not be empty')
   if (chars(title) > LIMITS.titleMax)
-    return { ok: false, error: `title: at most ${LIMITS.titleMax} characters (got ${chars(title)})` }
-  if (LINE_BREAK.test(title)) return { ok: false, error: 'title: must not contain line breaks' }
+    return fail('BAD_INPUT', `title: at most ${LIMITS.titleMax} characters (got ${chars(title)})`)
+  if (LINE_BREAK.test(title)) return fail('BAD_INPUT', 'title: must not contain line breaks')
 
   const summary = need('summary')
-  if (typeof summary !== 'string') return { ok: false, ...summary }
-  if (summary.trim().length === 0) return { ok: false, error: 'summary: must not be empty' }
+  if (typeof summary !== 'string') return summary
+  if (summary.trim().length === 0) return fail('BAD_INPUT', 'summary: must not be empty')
   if (chars(summary) > LIMITS.summaryMax)
-    return { ok: false, error: `summary: at most ${LIMITS.summaryMax} characters (got ${chars(summary)})` }
-  if (LINE_BREAK.test(summary)) return { ok: false, error: 'summary: must not contain line breaks' }
+    return fail('BAD_INPUT', `summary: at most ${LIMITS.summaryMax} characters (got ${chars(summary)})`)
+  if (LINE_BREAK.test(summary)) return fail('BAD_INPUT', 'summary: must not contain line breaks')
 
   const description = need('description')
-  if (typeof description !== 'string') return { ok: false, ...description }
+  if (typeof description !== 'string') return description
   const dl = chars(description)
   if (dl < LIMITS.descriptionMin || dl > LIMITS.descriptionMax)
-    return {
-      ok: false,
-      error: `description: ${LIMITS.descriptionMin} to ${LIMITS.descriptionMax} characters (got ${dl})`,
-    }
+    return fail(
+      'BAD_INPUT',
+      `description: ${LIMITS.descriptionMin} to ${LIMITS.descriptionMax} characters (got ${dl})`,
+    )
 
   const machineType = need('machineType')
-  if (typeof machineType !== 'string') return { ok: false, ...machineType }
+  if (typeof machineType !== 'string') return machineType
   if (!(MACHINE_TYPES as readonly string[]).includes(machineType))
-    return {
-      ok: false,
-      error: `machineType: must be one of ${MACHINE_TYPES.join(', ')} (got "${machineType.slice(0, 40)}")`,
-    }
+    return fail(
+      'BAD_INPUT',
+      `machineType: must be one of ${MACHINE_TYPES.join(', ')} (got "${machineType.slice(0, 40)}")`,
+    )
 
   const license = need('license')
-  if (typeof license !== 'string') return { ok: false, ...license }
+  if (typeof license !== 'string') return license
   if (!(LICENSES as readonly string[]).includes(license))
-    return {
-      ok: false,
-      error: `license: must be one of ${LICENSES.join(', ')} (got "${license.slice(0, 40)}")`,
-    }
+    return fail('BAD_INPUT', `license: must be one of ${LICENSES.join(', ')} (got "${license.slice(0, 40)}")`)
 
   const price = need('priceNative')
-  if (typeof price !== 'string') return { ok: false, ...price }
+  if (typeof price !== 'string') return price
   const p = price.trim()
   if (!DECIMAL.test(p))
-    return {
-      ok: false,
-      error: `priceNative: must be a decimal number with at most 18 decimals, like 0.05 (got "${price.slice(0, 40)}")`,
-    }
+    return fail(
+      'BAD_INPUT',
+      `priceNative: must be a decimal number with at most 18 decimals, like 0.05 (got "${price.slice(0, 40)}")`,
+    )
   const priceWei = parseEther(p)
-  if (priceWei <= 0n) return { ok: false, error: 'priceNative: must be greater than zero' }
+  if (priceWei <= 0n) return fail('BAD_INPUT', 'priceNative: must be greater than zero')
 
   return {
     ok: true,

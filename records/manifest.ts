@@ -1,6 +1,7 @@
 // The listing manifest (market/API.md, "The manifest") and its pure checks, shared by the hub
 // (which builds it) and the market (which checks what a device uploads).
 import type { Hex } from 'viem'
+import { type Failure, fail } from '../errors/codes.ts'
 import { splitLines } from './data-lines.ts'
 import { isHash, lineHash } from './hash.ts'
 import { CHAIN_ID } from '../chain/chain-id.ts'
@@ -21,29 +22,30 @@ export interface Manifest {
   rows: ManifestRow[]
 }
 
-export type Checked<T> = { ok: true; value: T } | { ok: false; error: string }
+/** An uploaded manifest is the device's input: every refusal is BAD_INPUT. */
+export type Checked<T> = { ok: true; value: T } | Failure<'BAD_INPUT'>
 
 /** Shape check of an uploaded manifest; the error names the field (`rows[3].paramsHash: …`). */
 export function checkManifest(raw: unknown): Checked<Manifest> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
-    return { ok: false, error: 'manifest: expected a JSON object' }
+    return fail('BAD_INPUT', 'manifest: expected a JSON object')
   const m = raw as Record<string, unknown>
-  if (m.version !== MANIFEST_VERSION) return { ok: false, error: 'version: must be 1' }
-  if (m.chainId !== CHAIN_ID) return { ok: false, error: `chainId: must be ${CHAIN_ID}` }
+  if (m.version !== MANIFEST_VERSION) return fail('BAD_INPUT', 'version: must be 1')
+  if (m.chainId !== CHAIN_ID) return fail('BAD_INPUT', `chainId: must be ${CHAIN_ID}`)
   if (typeof m.agentId !== 'string' || !/^(0|[1-9][0-9]{0,77})$/.test(m.agentId))
-    return { ok: false, error: 'agentId: must be a decimal string' }
-  if (!Array.isArray(m.rows)) return { ok: false, error: 'rows: must be an array' }
+    return fail('BAD_INPUT', 'agentId: must be a decimal string')
+  if (!Array.isArray(m.rows)) return fail('BAD_INPUT', 'rows: must be an array')
   if (m.rows.length > MAX_MANIFEST_ROWS)
-    return { ok: false, error: `rows: at most ${MAX_MANIFEST_ROWS} items (got ${m.rows.length})` }
+    return fail('BAD_INPUT', `rows: at most ${MAX_MANIFEST_ROWS} items (got ${m.rows.length})`)
   const rows: ManifestRow[] = []
   for (let i = 0; i < m.rows.length; i++) {
     const r = m.rows[i] as Record<string, unknown> | null
     if (typeof r !== 'object' || r === null || Array.isArray(r))
-      return { ok: false, error: `rows[${i}]: expected an object` }
+      return fail('BAD_INPUT', `rows[${i}]: expected an object`)
     if (!isHash(r.paramsHash))
-      return { ok: false, error: `rows[${i}].paramsHash: must be a 0x-prefixed 32-byte hex hash` }
+      return fail('BAD_INPUT', `rows[${i}].paramsHash: must be a 0x-prefixed 32-byte hex hash`)
     if (!isHash(r.requestHash))
-      return { ok: false, error: `rows[${i}].requestHash: must be a 0x-prefixed 32-byte hex hash` }
+      return fail('BAD_INPUT', `rows[${i}].requestHash: must be a 0x-prefixed 32-byte hex hash`)
     rows.push({ paramsHash: r.paramsHash, requestHash: r.requestHash })
   }
   return { ok: true, value: { version: 1, chainId: CHAIN_ID, agentId: m.agentId, rows } }
@@ -56,12 +58,14 @@ export function checkManifest(raw: unknown): Checked<Manifest> {
 export function checkManifestAgainstData(
   manifest: Manifest,
   dataText: string,
-): { ok: true; value: true } | { ok: false; error: string; fault: 'data' | 'manifest' } {
+): { ok: true; value: true } | (Failure<'BAD_INPUT'> & { fault: 'data' | 'manifest' }) {
   const lines = splitLines(dataText)
   if (lines.length !== manifest.rows.length) {
     return {
-      ok: false,
-      error: `manifest has ${manifest.rows.length} rows but the data file has ${lines.length} lines`,
+      ...fail(
+        'BAD_INPUT',
+        `manifest has ${manifest.rows.length} rows but the data file has ${lines.length} lines`,
+      ),
       fault: 'data',
     }
   }
@@ -69,8 +73,7 @@ export function checkManifestAgainstData(
     const want = manifest.rows[i]!.paramsHash.toLowerCase()
     if (lineHash(lines[i]!) !== want)
       return {
-        ok: false,
-        error: `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}`,
+        ...fail('BAD_INPUT', `rows[${i}].paramsHash: does not equal keccak256 of data line ${i + 1}`),
         fault: 'manifest',
       }
   }

@@ -18,7 +18,7 @@ import { createCallRoute } from '../../chain/call-route.ts'
 import { createTxSender } from '../../chain/tx-sender.ts'
 import { createBatchRequester } from './request-batch.ts'
 import { type SyncStatus, createStatusTracker } from './sync-status.ts'
-import { ATTEST_PATH, type ItemResult } from '../../records/attestor-request.ts'
+import { ATTEST_PATH, type ItemAnswer } from '../../records/attestor-request.ts'
 import { errorText } from '../../errors/text.ts'
 import type { Log } from '../log.ts'
 import type { DeviceSigner } from './device-key.ts'
@@ -315,7 +315,7 @@ export function createAttestSync(opts: SyncOptions): AttestSync {
     } catch (err) {
       throw new SyncError(`attestor unreachable at ${opts.attestorUrl}: ${errorText(err)}`)
     }
-    const body = (await res.json().catch(() => ({}))) as { results?: ItemResult[]; error?: string }
+    const body = (await res.json().catch(() => ({}))) as { results?: ItemAnswer[]; error?: string }
     if (!res.ok || !Array.isArray(body.results))
       throw new SyncError(`attestor answered ${res.status}: ${body.error ?? 'no results'}`)
     const byHash = new Map(body.results.map((r) => [r.requestHash.toLowerCase(), r]))

@@ -5,7 +5,13 @@
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
 import type { Address } from 'viem'
-import { ATTEST_PATH, INFO_PATH, MAX_LINE_CHARS, parseAttestRequest } from '../../records/attestor-request.ts'
+import {
+  ATTEST_PATH,
+  INFO_PATH,
+  MAX_LINE_CHARS,
+  itemAnswer,
+  parseAttestRequest,
+} from '../../records/attestor-request.ts'
 import { CodedError } from '../../errors/codes.ts'
 import type { Attestor } from './service.ts'
 
@@ -30,10 +36,10 @@ export const attestorPlugin: FastifyPluginAsync<AttestorPluginOptions> = async (
     { bodyLimit: 100 * (MAX_LINE_CHARS * 4 + 512) },
     async (req) => {
       const parsed = parseAttestRequest(req.body)
-      if (!parsed.ok) throw new CodedError('BAD_INPUT', parsed.error)
+      if (!parsed.ok) throw new CodedError(parsed.code, parsed.error)
       const out = await opts.attestor.attest(parsed.value)
       if (!out.ok) throw new CodedError(out.code, out.error)
-      return { results: out.results }
+      return { results: out.results.map(itemAnswer) }
     },
   )
 }

@@ -6,7 +6,7 @@
 //   4. sends validationResponse(requestHash, 100, uri, paramsHash, "svc-action").
 // A request already answered with the same paramsHash is reported done without a new
 // transaction, so the device may retry a batch after any crash.
-import type { Failure } from '../../errors/codes.ts'
+import { type Failure, fail } from '../../errors/codes.ts'
 import { errorText } from '../../errors/text.ts'
 import { type Address, type Hex, parseGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
@@ -64,13 +64,15 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     try {
       signer = await recoverLineSigner(line, signature)
     } catch {
-      return { requestHash, ok: false, error: 'signature: not a valid signature of the line' }
+      return { requestHash, ...fail('BAD_INPUT', 'signature: not a valid signature of the line') }
     }
     if (!allowed.has(signer.toLowerCase())) {
       return {
         requestHash,
-        ok: false,
-        error: `signature: signed by ${signer}, which is neither agent ${agentId}'s wallet nor its owner`,
+        ...fail(
+          'FORBIDDEN',
+          `signature: signed by ${signer}, which is neither agent ${agentId}'s wallet nor its owner`,
+        ),
       }
     }
     const paramsHash = lineHash(line)
@@ -90,7 +92,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
         if (round < 5) continue
         throw new ChainDown('the answer did not land after 5 batches')
       }
-      if (!out.ok) return { requestHash, ok: false, error: out.error }
+      if (!out.ok) return { requestHash, ...out }
       return { requestHash, ok: true, txHash: out.txHash, already: false }
     }
   }
@@ -102,9 +104,10 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       if (row.code === 'NOT_FOUND')
         return {
           requestHash,
-          ok: false,
-          error:
+          ...fail(
+            row.code,
             'requestHash: no validation request under this hash (the device sends validationRequest first)',
+          ),
         }
       throw new ChainDown(row.error)
     }
@@ -112,15 +115,13 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
     if (r.validator.toLowerCase() !== account.address.toLowerCase()) {
       return {
         requestHash,
-        ok: false,
-        error: `requestHash: the request names validator ${r.validator}, not this attestor`,
+        ...fail('BAD_INPUT', `requestHash: the request names validator ${r.validator}, not this attestor`),
       }
     }
     if (r.agentId !== agentId)
       return {
         requestHash,
-        ok: false,
-        error: `requestHash: the request is for agent ${r.agentId}, not ${agentId}`,
+        ...fail('BAD_INPUT', `requestHash: the request is for agent ${r.agentId}, not ${agentId}`),
       }
     const answered = r.tag !== '' || r.response !== 0
     if (answered) {
@@ -131,7 +132,7 @@ export function createAttestor(config: AttestorConfig, clients?: { pub?: SvcPubl
       ) {
         return { requestHash, ok: true, txHash: null, already: true }
       }
-      return { requestHash, ok: false, error: 'requestHash: already answered for another line' }
+      return { requestHash, ...fail('CONFLICT', 'requestHash: already answered for another line') }
     }
     return null
   }

@@ -127,6 +127,8 @@ t.test('item refusals name the reason and send nothing', async (t) => {
   const r = await post({ agentId: '0', items: cases.map((c) => c[0]) })
   t.equal(r.status, 200)
   cases.forEach(([, re], i) => t.match(r.body.results?.[i], { ok: false, error: re }))
+  // The item is the documented body (chain/README.md, "The attestor: svc attestor"): its code stays in the attestor.
+  for (const item of r.body.results ?? []) t.same(Object.keys(item).sort(), ['error', 'ok', 'requestHash'])
   t.equal(await nonce(), before)
 })
 

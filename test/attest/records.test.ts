@@ -30,8 +30,9 @@ t.test('canonical line: RFC 8785', async (t) => {
     const r = tryCanonicalLine(bad)
     t.equal(r.ok, false, JSON.stringify(String(Object.values(bad)[0])))
   }
-  t.match(tryCanonicalLine({ a: { b: [0, Number.NaN] } }), {
+  t.same(tryCanonicalLine({ a: { b: [0, Number.NaN] } }), {
     ok: false,
+    code: 'BAD_INPUT',
     error: '$.a.b[1]: NaN is not a JSON number',
   })
   t.throws(() => canonicalLine({ x: Number.NaN }), /cannot canonicalise/)
@@ -66,16 +67,30 @@ t.test('record files: line n ↔ line n', async (t) => {
   const h1 = lineHash('1')
   const h2 = lineHash('2')
   t.match(checkRecordFiles('a\nb\n', `${h1}\n${h2}\n`), { ok: true, hashes: [h1, h2] })
-  t.match(checkRecordFiles('a\nb\n', `${h1}\n`), {
+  // A count that differs names no line; a bad request-hash line is named in the text and in `line`.
+  t.same(checkRecordFiles('a\nb\n', `${h1}\n`), {
     ok: false,
-    error: /2 lines but operation-requests.txt has 1/,
+    code: 'BAD_INPUT',
+    error: 'operations.jsonl has 2 lines but operation-requests.txt has 1',
   })
-  t.match(checkRecordFiles('a\nb\n', `${h1}\n\n`), { ok: false, error: /line 2: blank/ })
-  t.match(checkRecordFiles('a\nb\n', `${h1}\n${h1.toUpperCase().replace('0X', '0x')}\n`), {
+  t.same(checkRecordFiles('a\nb\n', `${h1}\n\n`), {
     ok: false,
-    error: /line 2: same request hash as line 1/,
+    code: 'BAD_INPUT',
+    error: 'operation-requests.txt line 2: blank (line not attested yet)',
+    line: 2,
   })
-  t.match(checkRecordFiles('a\n', 'zz\n'), { ok: false, error: /line 1: not a 32-byte hex hash/ })
+  t.same(checkRecordFiles('a\nb\n', `${h1}\n${h1.toUpperCase().replace('0X', '0x')}\n`), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: 'operation-requests.txt line 2: same request hash as line 1',
+    line: 2,
+  })
+  t.same(checkRecordFiles('a\n', 'zz\n'), {
+    ok: false,
+    code: 'BAD_INPUT',
+    error: 'operation-requests.txt line 1: not a 32-byte hex hash',
+    line: 1,
+  })
 })
 
 t.test('manifest: shape errors name the field; rows match the data', async (t) => {
@@ -84,13 +99,17 @@ t.test('manifest: shape errors name the field; rows match the data', async (t) =
   const m = buildManifest('0', lines, reqs)
   t.same(checkManifest(JSON.parse(JSON.stringify(m))), { ok: true, value: m })
   t.same(checkManifestAgainstData(m, lines.join('\n') + '\n'), { ok: true, value: true })
-  t.match(checkManifestAgainstData(m, '{"a":1}\n{"a":3}\n'), {
+  t.same(checkManifestAgainstData(m, '{"a":1}\n{"a":3}\n'), {
     ok: false,
+    code: 'BAD_INPUT',
     error: 'rows[1].paramsHash: does not equal keccak256 of data line 2',
+    fault: 'manifest',
   })
-  t.match(checkManifestAgainstData(m, '{"a":1}\n'), {
+  t.same(checkManifestAgainstData(m, '{"a":1}\n'), {
     ok: false,
-    error: /2 rows but the data file has 1 lines/,
+    code: 'BAD_INPUT',
+    error: 'manifest has 2 rows but the data file has 1 lines',
+    fault: 'data',
   })
   const bad: [unknown, string][] = [
     [null, 'manifest: expected a JSON object'],
@@ -109,7 +128,7 @@ t.test('manifest: shape errors name the field; rows match the data', async (t) =
       'rows[0].requestHash: must be a 0x-prefixed 32-byte hex hash',
     ],
   ]
-  for (const [raw, error] of bad) t.same(checkManifest(raw), { ok: false, error })
+  for (const [raw, error] of bad) t.same(checkManifest(raw), { ok: false, code: 'BAD_INPUT', error })
   t.throws(() => buildManifest('0', lines, [reqs[0]!]))
 })
 
@@ -148,8 +167,9 @@ t.test('row conditions 1-5, in order', async (t) => {
   })
   t.match(checkValidationRow({ ...row, response: 0 }, want), { ok: false, condition: 3 })
   t.match(checkValidationRow({ ...row, responseHash: lineHash('m') }, want), { ok: false, condition: 4 })
-  t.match(checkValidationRow({ ...row, tag: 'svc-actions' }, want), {
+  t.same(checkValidationRow({ ...row, tag: 'svc-actions' }, want), {
     ok: false,
+    code: 'BAD_INPUT',
     condition: 5,
     error: 'tag: "svc-actions", expected "svc-action"',
   })

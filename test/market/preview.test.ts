@@ -114,7 +114,7 @@ t.test('the preview field: absent or empty is 0; 0 to 5; anything else names the
   for (const bad of ['6', '-1', '2.5', 'three', '1e1'])
     t.match(
       previewCount(bad),
-      { ok: false, error: /^preview: must be a whole number of sample lines from 0 to 5/ },
+      { ok: false, code: 'BAD_INPUT', error: /^preview: must be a whole number of sample lines from 0 to 5/ },
       bad,
     )
 })
