@@ -23,9 +23,9 @@ export async function manifestFromFiles(dir: string, agentId: string, firstLine 
   const checked = checkRecordFiles(data, reqs)
   if (!checked.ok) {
     // The files are numbered from 1; say which attested line that is when the range starts later.
-    const m = /line (\d+)/.exec(checked.error)
-    const hint = m && firstLine !== 1 ? ` (attested line ${Number(m[1]) + firstLine - 1})` : ''
-    return fail('BAD_INPUT', checked.error + hint)
+    const hint =
+      checked.line !== undefined && firstLine !== 1 ? ` (attested line ${checked.line + firstLine - 1})` : ''
+    return fail(checked.code, checked.error + hint)
   }
   const lines = splitLines(data)
   if (lines.length === 0) return fail('BAD_INPUT', 'no attested lines in the range: nothing to list')

@@ -4,7 +4,7 @@
 // builds (with the same checks) at its next sync pass.
 import { mkdir, readFile, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
-import { fail, type Result } from '../../errors/codes.ts'
+import { fail, failAt, type Result } from '../../errors/codes.ts'
 import { errorText } from '../../errors/text.ts'
 import type { AttestStore } from '../attest/store.ts'
 import { writeFileAtomic } from '../../files/atomic-file.ts'
@@ -35,7 +35,7 @@ export async function createListing(i: CreateInput): Promise<CreateResult> {
   const text = checkListingText(i.fields)
   if (!text.ok) return text
   const preview = previewCount(i.preview === undefined ? undefined : String(i.preview))
-  if (!preview.ok) return fail('BAD_INPUT', `--${preview.error}`)
+  if (!preview.ok) return failAt('--', preview)
   let image: { bytes: Uint8Array; type: string; ext: string } | null = null
   if (i.imagePath !== undefined) {
     let bytes: Uint8Array

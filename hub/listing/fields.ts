@@ -9,7 +9,7 @@ export type TextCheck = Result<{ value: ListingText }>
 
 export function checkListingText(f: Partial<Record<keyof ListingText, string>>): TextCheck {
   const r = checkListingFields(f)
-  if (!r.ok) return fail('BAD_INPUT', r.error)
+  if (!r.ok) return r
   const v = r.value
   return {
     ok: true,
