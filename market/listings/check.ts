@@ -25,9 +25,9 @@ const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck {
   const f = checkListingFields(u.fields)
-  if (!f.ok) return fail('BAD_INPUT', f.error)
+  if (!f.ok) return f
   const pc = previewCount(u.fields.preview)
-  if (!pc.ok) return fail('BAD_INPUT', pc.error)
+  if (!pc.ok) return pc
   const manifestBytes = u.files.manifest
   if (!manifestBytes) return fail('BAD_INPUT', 'manifest: required (a JSON file)')
   const data = u.files.data
@@ -40,7 +40,7 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
     return fail('BAD_INPUT', 'manifest: not a valid UTF-8 JSON file')
   }
   const m = checkManifest(raw)
-  if (!m.ok) return fail('BAD_INPUT', `manifest ${m.error}`)
+  if (!m.ok) return fail(m.code, `manifest ${m.error}`)
   if (m.value.agentId !== keyAgentId)
     return fail(
       'BAD_INPUT',
@@ -63,7 +63,7 @@ export function checkListingUpload(u: Upload, keyAgentId: string): ListingCheck 
     return fail('BAD_INPUT', 'data: not valid UTF-8')
   }
   const d = checkManifestAgainstData(m.value, text)
-  if (!d.ok) return fail('BAD_INPUT', d.fault === 'manifest' ? `manifest ${d.error}` : `data: ${d.error}`)
+  if (!d.ok) return fail(d.code, d.fault === 'manifest' ? `manifest ${d.error}` : `data: ${d.error}`)
 
   let image: CheckedListing['image'] = null
   if (u.files.image) {
