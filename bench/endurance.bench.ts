@@ -121,7 +121,7 @@ function meter(pid: number): () => Cost {
 
 /**
  * Waits until `pid` has written nothing for 7 s (at most 90 s): longer than the engine holds its
- * index writes back (STAGE_MS, 5 s, hub/engine/store.ts), so they are not read as idle writes.
+ * index writes back (STAGE_MS, 5 s, hub/engine/store-context.ts), so they are not read as idle writes.
  * How long that took, in s.
  */
 async function quiet(pid: number): Promise<number> {

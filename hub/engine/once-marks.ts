@@ -7,7 +7,7 @@
 // busy hub kept alive; as one string, about a third of that. A look-up parses a key's string
 // only when the fingerprint is in it, which for a message seen for the first time it is not.
 import type { AdmissionDecision } from '../../sops/engine-api.ts'
-import type { OnceMark } from './store.ts'
+import type { OnceMark } from './store-types.ts'
 
 /** Fingerprinted marks kept under one key: a broker may have two events in flight under one key. */
 export const MAX_MARKS_PER_KEY = 4

@@ -6,7 +6,7 @@ import type { AdmissionDecision, TriggerEvent } from '../../sops/engine-api.ts'
 import type { EngineContext } from './context.ts'
 import type { BatchOp } from './group-commit.ts'
 import { OnceMarks, onceKey } from './once-marks.ts'
-import type { OnceMark } from './store.ts'
+import type { OnceMark } from './store-types.ts'
 
 /** How long a once-only admission mark is kept (engine-api: `once`): a week. */
 export const ONCE_KEEP_MS = 7 * 24 * 3_600_000

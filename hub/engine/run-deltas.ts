@@ -15,6 +15,7 @@ import {
 import { finishedKeys, indexKeys } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
 import { FIN, OPEN, deltaKey } from './store-layout.ts'
+import type { Written } from './store-types.ts'
 
 /** What never changes after a run is created. */
 export type RunHead = Pick<RunRecord, 'id' | 'sop' | 'mode' | 'trigger' | 'createdAt' | 'admission'>
@@ -42,14 +43,6 @@ export interface Delta {
   st: RunStateRecord
   steps?: RunRecord['steps']
   log?: RunRecord['log']
-}
-
-/** What was last written for a live run, so a state change writes only what changed. */
-export interface Written {
-  seq: number
-  /** Each step record as last written: the object and its JSON. */
-  steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
-  logSeq: number
 }
 
 /**

@@ -10,9 +10,8 @@ import { type BatchOp, GroupCommitter, type WriteBatch } from './group-commit.ts
 import { decodeFrame, unseal } from './log/frames.ts'
 import type { HistoryBounds } from './log/retention.ts'
 import type { Locator, SegmentLog } from './log/segment-log.ts'
-import type { Written } from './run-deltas.ts'
 import { type StagedOp, StagedWrites } from './staged.ts'
-import type { StoreOptions } from './store.ts'
+import type { StoreOptions, Written } from './store-types.ts'
 import { APPLIED, SEGTIME, parseLocator } from './store-layout.ts'
 
 /**

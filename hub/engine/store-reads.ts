@@ -8,7 +8,7 @@ import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops
 import type { RunRecord } from '../../sops/run/record.ts'
 import { fold, writtenOf } from './run-deltas.ts'
 import { checkFilter, cursorAt, idOf, indexedState, position, prefixFor } from './run-index.ts'
-import type { OnceMark } from './store.ts'
+import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
 import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN } from './store-layout.ts'
 import { summary } from './summary.ts'

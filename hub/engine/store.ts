@@ -8,6 +8,7 @@
 //
 // The class composes its parts, as engine.ts does the engine's:
 //   store-context.ts    what the parts share: LevelDB, the log, the staged writes, the flags
+//   store-types.ts      the options, a once-only mark, what was last written of a run
 //   store-layout.ts     the keys, and which values live in the log as locators
 //   run-deltas.ts       a run as the deltas it is written as, and read back from
 //   store-writes.ts     a batch into the log and LevelDB's share staged; the reopen after a failure
@@ -23,7 +24,7 @@ import type { BatchOp, GroupCommitter } from './group-commit.ts'
 import type { HistoryBounds } from './log/retention.ts'
 import type { SegmentLog } from './log/segment-log.ts'
 import type { Level } from 'level'
-import type { Written } from './run-deltas.ts'
+import type { OnceMark, StoreOptions, Written } from './store-types.ts'
 import * as deltas from './run-deltas.ts'
 import { StoreContext } from './store-context.ts'
 import { exportRecords } from './store-export.ts'
@@ -38,11 +39,6 @@ export const DEFAULT_BOUNDS: HistoryBounds = {
   maxAgeMs: 30 * 86_400_000,
   maxBytes: 1024 * 1024 * 1024,
   segmentBytes: 8 * 1024 * 1024,
-}
-
-export interface OnceMark {
-  fp: string
-  d: AdmissionDecision
 }
 
 export class EngineStore {
@@ -214,31 +210,4 @@ export class EngineStore {
     await ctx.settle().catch(() => undefined)
     await ctx.closeFiles()
   }
-}
-
-export interface StoreOptions {
-  onWriteError?: (err: unknown) => void
-  /** How much finished history to keep; default 30 days and 1 GiB in 8 MiB segments. */
-  history?: HistoryBounds
-  /**
-   * false: this process only reads the records (`svc sop runs` with no hub running): no segment
-   * is dropped, by a timer or by `prune`, which then only reads how far back the history reaches.
-   */
-  retention?: boolean
-  /** How long a write waits for others to share its sync (group-commit.ts); 0: not at all. */
-  commitWindowMs?: number
-  /** The clock retention judges age by (the engine's). */
-  now?: () => number
-  /** Told of the progress of a rebuild of the index: segments read of how many. */
-  onRebuild?: (done: number, of: number) => void
-  /** Told of the progress of a move into the log (a store from before it): runs moved of how many. */
-  onMigrate?: (done: number, of: number) => void
-  /**
-   * Told that LevelDB said it had applied more of the log than the log holds (`applied` past
-   * `end`): a disk that reported a sync it had not made. The index is then built again from
-   * what the log holds.
-   */
-  onAheadOfLog?: (applied: string, end: string) => void
-  /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */
-  onDrop?: (d: { segment: number; removed: number; carried: number }) => void
 }

@@ -1,19 +1,17 @@
 // The engine store's format as its own code records it, in LevelDB's `meta!layout`
-// (hub/engine/store.ts): read here with the database opened briefly, before EngineStore opens it,
+// (hub/engine/store-layout.ts): read here with the database opened briefly, before EngineStore opens it,
 // so that a newer store is refused and an older one backed up before anything is written.
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { EngineStore } from '../engine/store.ts'
+import { FIN, LAYOUT, RUN } from '../engine/store-layout.ts'
 import { FORMATS, newerFormat, type StoreRefused } from './format.ts'
 import { type LevelDb, probeLevel } from './level-probe.ts'
 
 /** What the engine's folder holds: no store yet, or a store of a format, with its runs counted for format 1. */
 export type EngineFound = { fresh: true } | { fresh: false; format: number; runs: number | null }
 
-const LAYOUT = 'meta!layout'
-// Format 1's run keys (hub/engine/README.md, "A store from before the history log").
-const RUN = 'run!'
-const FIN = 'fin!'
+// Format 1's run keys are today's (hub/engine/README.md, "A store from before the history log").
 
 async function anyKey(db: LevelDb, prefix: string): Promise<boolean> {
   for await (const _ of db.keys({ gt: prefix, lt: `${prefix}\xff`, limit: 1 })) return true
