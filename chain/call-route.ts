@@ -19,9 +19,9 @@ import { reasonText, revertText } from './official-errors.ts'
 /** A revert read: too big for the gas (no call's fault), the call at fault, or no call named. */
 export type CallFault =
   /** Too big for the gas: no call's fault, a smaller batch may pass. */
-  | { ok: false; code: 'TOO_LARGE'; tooBig: true; index?: undefined; reason: string }
+  | { ok: false; code: 'TOO_LARGE'; index?: undefined; reason: string }
   /** A revert: `index` names the call at fault when the chain says which. */
-  | { ok: false; code: 'CHAIN_REVERTED'; tooBig?: undefined; index?: number; reason: string }
+  | { ok: false; code: 'CHAIN_REVERTED'; index?: number; reason: string }
 
 export interface CallRoute {
   /** True: one call per transaction, to the registry itself. */
@@ -113,7 +113,7 @@ export function createCallRoute(o: {
       if (
         /out of gas|gas required exceeds|exceeds block gas limit/i.test(`${err.shortMessage} ${err.details}`)
       )
-        return { ok: false, code: 'TOO_LARGE', tooBig: true, reason: 'out of gas' }
+        return { ok: false, code: 'TOO_LARGE', reason: 'out of gas' }
       const rev = err.walk((e) => e instanceof ContractFunctionRevertedError)
       if (!(rev instanceof ContractFunctionRevertedError)) return undefined
       // Straight to the registry: the one call is the one at fault.
@@ -123,7 +123,7 @@ export function createCallRoute(o: {
         const [index, reason] = rev.data.args as readonly [bigint, Hex]
         // A call that failed with no data at all ran out of the gas the estimate allowed (the
         // 63/64 rule): the batch is too big, not that call at fault.
-        if (reason === '0x') return { ok: false, code: 'TOO_LARGE', tooBig: true, reason: 'out of gas' }
+        if (reason === '0x') return { ok: false, code: 'TOO_LARGE', reason: 'out of gas' }
         return { ok: false, code: 'CHAIN_REVERTED', index: Number(index), reason: reasonText(reason) }
       }
       return { ok: false, code: 'CHAIN_REVERTED', reason: rev.reason ?? revertText(rev.raw) }

@@ -9,7 +9,7 @@
 // against the estimated cost; any refusal changes nothing on chain.
 import { type Address, type Hex, formatEther, formatGwei } from 'viem'
 import { privateKeyToAccount } from 'viem/accounts'
-import { fail, type Result } from '../errors/codes.ts'
+import { CodedError, fail, type Result } from '../errors/codes.ts'
 import { identityRegistryAbi } from './abi.generated.ts'
 import { CHAIN_ID } from './chain-id.ts'
 import type { ChainInfo } from './chain-file.ts'
@@ -236,6 +236,8 @@ export async function enrol(input: EnrolInput): Promise<EnrolResult> {
       maxFeePerGas: fees.maxFeePerGas,
     }
   } catch (err) {
+    // Mined but reverted: the node answered, so this is not an unreachable RPC.
+    if (err instanceof CodedError) return fail(err.code, `identity registry ${id}: ${err.message}`)
     const d = describeCallError(err)
     return 'revert' in d
       ? fail('CHAIN_REVERTED', `identity registry ${id}: ${d.revert}`)
@@ -278,7 +280,7 @@ async function estimateWallet(pub: SvcPublicClient, input: EnrolInput, agentId: 
 
 async function mined(pub: SvcPublicClient, hash: Hex, what: string): Promise<void> {
   const r = await pub.waitForTransactionReceipt({ hash })
-  if (r.status !== 'success') throw new Error(`${what}: transaction ${hash} reverted`)
+  if (r.status !== 'success') throw new CodedError('CHAIN_REVERTED', `${what}: transaction ${hash} reverted`)
 }
 
 /**

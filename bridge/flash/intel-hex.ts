@@ -14,11 +14,11 @@ export interface HexImage {
 
 /**
  * A bad file is the user's input (`BAD_INPUT`); `TOO_LARGE`: the image reaches past `maxSize` (a
- * caller names the board's limit). `tooBig` says the same for callers that read it instead of the code.
+ * caller names the board's limit).
  */
 export type HexResult =
   | { ok: true; value: HexImage }
-  | (Failure<'BAD_INPUT' | 'TOO_LARGE'> & { tooBig?: true })
+  | Failure<'BAD_INPUT' | 'TOO_LARGE'>
 
 export interface ParseOptions {
   /** Named in every error, e.g. the file's name (default `Intel HEX`). */
@@ -68,7 +68,6 @@ export function parseIntelHex(text: string, opts: ParseOptions = {}): HexResult 
           return {
             ...bad(n, `data at 0x${hex4(at)}-0x${hex4(at + len - 1)}, past the end (0x${hex4(maxSize - 1)})`),
             code: 'TOO_LARGE',
-            tooBig: true,
           }
         chunks.push({ at, data: new Uint8Array(data) })
         size = Math.max(size, at + len)
