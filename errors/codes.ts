@@ -39,8 +39,11 @@ export const ERROR_STATUS = {
   UNAVAILABLE: 503,
   /** Another party did not answer in time. */
   TIMEOUT: 504,
-  /** Refused or failed for want of disk: nothing was written. */
-  DISK_FULL: 507,
+  /**
+   * Refused or failed for want of disk: nothing was written, and the sender should try again later.
+   * 503 with Retry-After is what HTTP senders retry on (507 is WebDAV's, and few clients know it).
+   */
+  DISK_FULL: 503,
 } as const
 
 export type ErrorCode = keyof typeof ERROR_STATUS

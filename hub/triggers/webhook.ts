@@ -114,7 +114,7 @@ export async function buildWebhookApp(
     // Not recorded for want of disk (hub/disk/): the caller may try again later, and is told so.
     if (!result.ok && result.code === 'DISK_FULL') {
       reply.header('retry-after', '60')
-      throw new CodedError('UNAVAILABLE', result.error)
+      throw new CodedError('DISK_FULL', result.error)
     }
     if (!result.ok) throw new CodedError('INTERNAL', `the engine could not take the trigger: ${result.error}`)
     const { outcome, runId, reason } = result.decision

@@ -129,7 +129,7 @@ t.test(
     t.equal(res.headers.get('retry-after'), '60')
     t.same(await res.json(), {
       error: 'the hub is refusing new work: the disk is below its reserve',
-      code: 'UNAVAILABLE',
+      code: 'DISK_FULL',
     })
     t.equal(full.calls.length, 1)
   },
