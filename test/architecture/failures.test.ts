@@ -71,7 +71,7 @@ t.test('the rules see what they look for', async (t) => {
   // A failure literal and type without a code are found, with one, spread or shorthand they are not.
   t.notOk(HAS_CODE.test("{ ok: false, error: 'x' }"))
   t.notOk(HAS_CODE.test('{ ok: false; error: string }'))
-  t.notOk(HAS_CODE.test('{ ok: false, error: `decode ${x}` }'))
+  t.notOk(HAS_CODE.test('{ ok: false, error: `decode ` + x }'))
   t.ok(HAS_CODE.test("{ ok: false, code: 'BAD_INPUT', error: 'x' }"))
   t.ok(HAS_CODE.test('{ ok: false; code: ErrorCode; error: string }'))
   t.ok(HAS_CODE.test('{ ok: false, code, error }'))

@@ -74,7 +74,7 @@ export async function connectSession(
       // A broker whose ACL keeps svc/ for someone else (another svc hub's embedded broker)
       // refuses the will, and with it the whole session (MQTT-3.1.2-8 ff.); the hub runs
       // without the will rather than not at all, and says what that costs.
-      if (broker || !/not authori[sz]ed/i.test(errorText(err))) throw err
+      if (broker || !notAuthorized(err)) throw err
       // Publishing there would be refused too, and a refused publish closes the session
       // (MQTT-3.3.5-2): the state topics stay off on such a broker.
       svcTopicsRefused = true
@@ -117,4 +117,13 @@ export async function connectSession(
     ...(broker ? broker.hubLogin : {}),
   }
   return { client, direct, publish, svcTopicsRefused, sessionBase }
+}
+
+/**
+ * A CONNACK refusing the login: return code 5 in MQTT 3.1.1 (§3.2.2.3), reason code 0x87 in
+ * MQTT 5 (§3.2.2.2). mqtt.js rejects the connect with that number as the error's `code`.
+ */
+function notAuthorized(err: unknown): boolean {
+  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined
+  return code === 5 || code === 0x87
 }
