@@ -16,9 +16,7 @@ export interface HexImage {
  * A bad file is the user's input (`BAD_INPUT`); `TOO_LARGE`: the image reaches past `maxSize` (a
  * caller names the board's limit).
  */
-export type HexResult =
-  | { ok: true; value: HexImage }
-  | Failure<'BAD_INPUT' | 'TOO_LARGE'>
+export type HexResult = { ok: true; value: HexImage } | Failure<'BAD_INPUT' | 'TOO_LARGE'>
 
 export interface ParseOptions {
   /** Named in every error, e.g. the file's name (default `Intel HEX`). */
