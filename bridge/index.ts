@@ -119,7 +119,7 @@ export function createBridge(opts: BridgeOptions): Bridge {
         try {
           fn(board, info)
         } catch (err) {
-          log.error({ board, err: String(err) }, 'hello listener failed')
+          log.error({ board, err: errorText(err) }, 'hello listener failed')
         }
       }
     },

@@ -52,7 +52,9 @@ async function readImage(path: string, cwd: string): Promise<string> {
   try {
     size = (await stat(file)).size
   } catch (err) {
-    throw new UsageError(`image: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+    throw new UsageError(
+      `image: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? errorText(err)}`,
+    )
   }
   if (size > HEX_TEXT_MAX)
     throw new UsageError(

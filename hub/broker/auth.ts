@@ -15,6 +15,7 @@ import { mayPublish, maySubscribe, type Principal } from './acl.ts'
 import type { CheckedAccount } from './accounts.ts'
 import { readAccountsFile } from './accounts-file.ts'
 import { hashPassword, parseScryptHash, type ScryptHash, verifyPassword } from './password.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** A listening socket of the broker, as the rule sees it. */
 export interface Listener {
@@ -222,7 +223,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
           accept({ kind: 'account', name: account.name, role: account.role, board: account.board }, account)
         },
         (err: unknown) => {
-          log.error({ ...who(client, username), err: String(err) }, 'password check failed')
+          log.error({ ...who(client, username), err: errorText(err) }, 'password check failed')
           refuse(SERVER_UNAVAILABLE, 'password check failed')
         },
       )
@@ -310,7 +311,7 @@ export async function createBrokerAuth(opts: BrokerAuthOptions): Promise<BrokerA
           log.warn({ err: err.message }, 'broker accounts: watching stopped; SIGHUP reloads'),
         )
       } catch (err) {
-        log.warn({ err: String(err) }, 'broker accounts: cannot watch the folder; SIGHUP reloads')
+        log.warn({ err: errorText(err) }, 'broker accounts: cannot watch the folder; SIGHUP reloads')
       }
     },
 

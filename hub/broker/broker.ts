@@ -31,6 +31,7 @@ import { AclError, createBrokerAuth, type Listener } from './auth.ts'
 import { isLoopbackHost } from '../../net/loopback.ts'
 import { readTlsFiles } from './tls.ts'
 import { openReopenable } from '../disk/reopenable-level.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface BrokerOptions {
   host: string
@@ -188,7 +189,7 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
         .then(() => clearQueue(persistence, id))
         .catch((err: unknown) =>
           log.error(
-            { err: String(err) },
+            { err: errorText(err) },
             "the older hub's session queue was not cleared: its events may run again at the next start",
           ),
         )

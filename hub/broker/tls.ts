@@ -22,7 +22,7 @@ export async function readTlsFiles(files: TlsFiles): Promise<TlsResult> {
       // A path hub.toml names that is not there is NOT_FOUND; any other failure to read, IO_FAILED.
       return fail(
         code === 'ENOENT' ? 'NOT_FOUND' : 'IO_FAILED',
-        `broker.${field}: cannot read ${path}: ${code ?? String(err)}`,
+        `broker.${field}: cannot read ${path}: ${code ?? errorText(err)}`,
       )
     }
   }

@@ -16,6 +16,7 @@ import { type Resolved, type ResolvedOptional, resolveSection } from '../../conf
 import { schemaErrors as checkSchema } from '../../config/schema-errors.ts'
 import { parseTomlDoc } from '../../config/toml.ts'
 import { type COMPUTED, computedDefaults, HubTomlSchema } from './config-schema.ts'
+import { errorText } from '../../errors/text.ts'
 
 export { HubTomlSchema } from './config-schema.ts'
 export type HubToml = XStatic<typeof HubTomlSchema>
@@ -332,7 +333,7 @@ export async function loadConfig(
     const code = (err as NodeJS.ErrnoException).code
     return code === 'ENOENT'
       ? fail('NOT_FOUND', `config file ${file} does not exist`)
-      : fail('IO_FAILED', `cannot read config file ${file}: ${String(err)}`)
+      : fail('IO_FAILED', `cannot read config file ${file}: ${errorText(err)}`)
   }
   return parseConfig(text, resolve(file), env)
 }

@@ -2,6 +2,7 @@
 // flushed, session, broker) and exits 0; a second signal while closing exits at once (130), for
 // an operator who means it. SIGHUP reloads the SOPs.
 import type { Log } from '../log.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface Stoppable {
   close(): Promise<void>
@@ -25,7 +26,7 @@ export function installSignalHandlers(
     hub.close().then(
       () => exit(0),
       (err: unknown) => {
-        log.error({ err: String(err) }, 'hub did not stop cleanly')
+        log.error({ err: errorText(err) }, 'hub did not stop cleanly')
         exit(1)
       },
     )
@@ -36,7 +37,7 @@ export function installSignalHandlers(
     hub
       .reload()
       .catch((err: unknown) =>
-        log.error({ err: String(err) }, 'reload failed; the previous SOPs stay loaded'),
+        log.error({ err: errorText(err) }, 'reload failed; the previous SOPs stay loaded'),
       )
   }
   process.on('SIGTERM', onStop)

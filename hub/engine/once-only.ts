@@ -7,6 +7,7 @@ import type { EngineContext } from './context.ts'
 import type { BatchOp } from './group-commit.ts'
 import { OnceMarks, onceKey } from './once-marks.ts'
 import type { OnceMark } from './store-types.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** How long a once-only admission mark is kept (engine-api: `once`): a week. */
 export const ONCE_KEEP_MS = 7 * 24 * 3_600_000
@@ -88,7 +89,7 @@ export class OnceOnly {
     if (ops.length > 0)
       ctx.store
         .write(ops)
-        .catch((err: unknown) => ctx.log.warn({ err: String(err) }, 'once-only marks not forgotten'))
+        .catch((err: unknown) => ctx.log.warn({ err: errorText(err) }, 'once-only marks not forgotten'))
   }
 
   /** The marks as the store holds them at a start (restart.ts). */
@@ -108,7 +109,7 @@ export class OnceOnly {
     this.pruneTimer = setInterval(() => {
       ctx.store
         .pruneOnce(ctx.now() - ONCE_KEEP_MS)
-        .catch((err: unknown) => ctx.log.warn({ err: String(err) }, 'once-only marks not pruned'))
+        .catch((err: unknown) => ctx.log.warn({ err: errorText(err) }, 'once-only marks not pruned'))
     }, 3_600_000)
     this.pruneTimer.unref()
   }

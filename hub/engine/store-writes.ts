@@ -14,6 +14,7 @@ import { INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import { type StoreContext, segmentTimes } from './store-context.ts'
 import { LAYOUT, LAYOUT_VERSION, SEGTIME, indexOp, locatorText } from './store-layout.ts'
 import { catchUp } from './store-replay.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** One batch: appended to the log and synced there, then applied to LevelDB. */
 export async function writeSynced(ctx: StoreContext, ops: BatchOp[]): Promise<void> {
@@ -116,7 +117,7 @@ export async function reopen(ctx: StoreContext): Promise<void> {
       )
       await catchUp(ctx)
     } catch (err) {
-      ctx.broken = Object.assign(new Error(`the engine store did not open again: ${String(err)}`), {
+      ctx.broken = Object.assign(new Error(`the engine store did not open again: ${errorText(err)}`), {
         code: 'LEVEL_IO_ERROR',
       })
       throw err

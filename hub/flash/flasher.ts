@@ -15,6 +15,7 @@ import type { Log } from '../log.ts'
 import { type FlashHistory, type FlashOutcome, type FlashRecord, newFlashId } from './history.ts'
 import type { ImageStore } from './images.ts'
 import { type HelloOutcome, type HelloSource, watchHello } from './wait-hello.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** The largest image accepted, as Intel HEX text: an ATmega2560's 256 KiB is about 720 KB of it. */
 export const HEX_TEXT_MAX = 1024 * 1024
@@ -243,10 +244,10 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
       record.finished = new Date(deps.now()).toISOString()
       await deps.history
         .append(record)
-        .catch((err: unknown) => log.error({ board, id, err: String(err) }, 'flash history not written'))
+        .catch((err: unknown) => log.error({ board, id, err: errorText(err) }, 'flash history not written'))
       await deps.images
         .prune(board)
-        .catch((err: unknown) => log.warn({ board, err: String(err) }, 'old firmware images not removed'))
+        .catch((err: unknown) => log.warn({ board, err: errorText(err) }, 'old firmware images not removed'))
       const line = {
         board,
         who: req.who,
@@ -304,14 +305,17 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
     try {
       await deps.history.append({ ...record })
     } catch (err) {
-      return finish('failed', `the flash history could not be written (${String(err)}); nothing was touched`)
+      return finish(
+        'failed',
+        `the flash history could not be written (${errorText(err)}); nothing was touched`,
+      )
     }
     let files: Awaited<ReturnType<ImageStore['prepare']>>
     try {
       files = await deps.images.prepare(board, deps.now())
       await deps.images.write(files.image, req.hex)
     } catch (err) {
-      return finish('failed', `the image could not be stored (${String(err)}); nothing was touched`)
+      return finish('failed', `the image could not be stored (${errorText(err)}); nothing was touched`)
     }
 
     phase('releasing', false)
@@ -334,7 +338,10 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
       if (id) previousFw = `${id.name}/${id.version}`
     } catch (err) {
       await comeBack(false, false)
-      return finish('failed', `the image read back could not be kept (${String(err)}); nothing was written`)
+      return finish(
+        'failed',
+        `the image read back could not be kept (${errorText(err)}); nothing was written`,
+      )
     }
     record.previous = files.previous
 
@@ -411,14 +418,14 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
           try {
             fn?.(e)
           } catch (err) {
-            log.warn({ board: req.board, err: String(err) }, 'flash progress listener failed')
+            log.warn({ board: req.board, err: errorText(err) }, 'flash progress listener failed')
           }
         }
       }
       entry.done = run(req, checked.plan, id, emit)
         .catch(async (err: unknown): Promise<FlashResult> => {
           // A bug, not a board: say so, and give the port back if it is still handed over.
-          log.error({ board: req.board, id, err: String(err) }, 'board flash crashed')
+          log.error({ board: req.board, id, err: errorText(err) }, 'board flash crashed')
           await deps.bridge?.reclaim(req.board).catch(() => undefined)
           const now = new Date(deps.now()).toISOString()
           const record: FlashRecord = {
@@ -437,7 +444,7 @@ export function createFlasher<P>(deps: FlasherDeps<P>): Flasher {
             outcome: 'failed',
             started: now,
             finished: now,
-            error: `internal error: ${String(err)}`,
+            error: `internal error: ${errorText(err)}`,
             previous: null,
           }
           await deps.history.append(record).catch(() => undefined)

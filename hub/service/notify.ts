@@ -6,6 +6,7 @@
 import { fstatSync, writeSync } from 'node:fs'
 import type { Log } from '../log.ts'
 import { type NotifyTarget, notifyMessage } from './notify-env.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** CLOCK_MONOTONIC in microseconds (libuv's hrtime), which RELOADING=1 carries (sd_notify(3)). */
 export function monotonicUsec(): string {
@@ -34,7 +35,7 @@ export function openNotifier(target: NotifyTarget, log: Log): Notifier | null {
       return null
     }
   } catch (err) {
-    log.warn({ fd, err: String(err) }, `SVC_NOTIFY_FD=${fd} is not open: no service notifications`)
+    log.warn({ fd, err: errorText(err) }, `SVC_NOTIFY_FD=${fd} is not open: no service notifications`)
     return null
   }
   let lastError: string | null = null
@@ -47,7 +48,7 @@ export function openNotifier(target: NotifyTarget, log: Log): Notifier | null {
         lastError = null
         return true
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code ?? String(err)
+        const code = (err as NodeJS.ErrnoException).code ?? errorText(err)
         if (code !== lastError)
           log.warn(
             { fd, err: code },

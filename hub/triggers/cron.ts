@@ -13,6 +13,7 @@ import { type Parsed, parseJson, readOrSetAside } from '../files/damaged-file.ts
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface CronOptions {
   timezone: string
@@ -78,7 +79,7 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
     // Serialised, each write atomic: a crash leaves the last state saved whole.
     writing = writing
       .then(() => writeFileAtomic(path, JSON.stringify(state)))
-      .catch((err: unknown) => log.error({ path, err: String(err) }, 'could not save cron state'))
+      .catch((err: unknown) => log.error({ path, err: errorText(err) }, 'could not save cron state'))
     return writing
   }
 
@@ -107,7 +108,7 @@ export async function createCronSource(firer: Firer, log: Log, opts: CronOptions
       const expression = c.trigger.expression.trim()
       const job = schedule.scheduleJob({ rule: expression, tz: opts.timezone }, (fireDate: Date) => {
         run(c.sop, expression, fireDate.getTime(), false).catch((err: unknown) =>
-          log.error({ sop: c.sop, err: String(err) }, 'cron run failed'),
+          log.error({ sop: c.sop, err: errorText(err) }, 'cron run failed'),
         )
       })
       if (!job) {

@@ -10,6 +10,7 @@ import type { FsEvent } from '../../sops/types.ts'
 import type { Log } from '../log.ts'
 import type { Firer } from './fire.ts'
 import type { TriggerPlan } from './plan.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface FilesystemOptions {
   debounceMs: number
@@ -77,7 +78,7 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
     const timer = setTimeout(() => {
       pending.delete(abs)
       emit(abs, merged).catch((err: unknown) =>
-        log.error({ path: abs, err: String(err) }, 'filesystem trigger failed'),
+        log.error({ path: abs, err: errorText(err) }, 'filesystem trigger failed'),
       )
     }, opts.debounceMs)
     pending.set(abs, { timer, kind: merged })
@@ -102,12 +103,12 @@ export function createFilesystemSource(firer: Firer, log: Log, opts: FilesystemO
           const w = watch(dir, { recursive: true }, (kind, name) =>
             onChange(dir, kind, name === null ? null : String(name)),
           )
-          w.on('error', (err) => log.error({ dir, err: String(err) }, 'filesystem watch failed'))
+          w.on('error', (err) => log.error({ dir, err: errorText(err) }, 'filesystem watch failed'))
           watchers.set(dir, w)
         } catch (err) {
           // A missing folder is a SOP author's mistake, not a reason to stop the hub.
           log.error(
-            { dir, err: String(err) },
+            { dir, err: errorText(err) },
             'filesystem trigger cannot watch this folder; its triggers are inert',
           )
         }

@@ -35,7 +35,7 @@ export function createFirer(engine: Engine, matcher: ConditionMatcher, log: Log)
       try {
         return matcher(condition, payload)
       } catch (err) {
-        log.warn({ condition, err: String(err) }, 'condition could not be evaluated; treated as no match')
+        log.warn({ condition, err: errorText(err) }, 'condition could not be evaluated; treated as no match')
         return false
       }
     },

@@ -8,6 +8,7 @@ import type { Log } from '../log.ts'
 import type { Firer, FireResult } from './fire.ts'
 import { dispatchMessage } from './dispatch.ts'
 import type { TriggerPlan } from './plan.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** Messages bigger than this are not offered to triggers (logged and ignored). */
 export const MAX_TRIGGER_PAYLOAD = 256 * 1024
@@ -226,7 +227,7 @@ export function createIntake(firer: Firer, log: Log, initial: TriggerPlan, opts:
         .then((results) => {
           if (results.some((r) => r.ok && r.decision.duplicate)) stats.repeats++
         })
-        .catch((err: unknown) => log.error({ topic, err: String(err) }, 'trigger dispatch failed'))
+        .catch((err: unknown) => log.error({ topic, err: errorText(err) }, 'trigger dispatch failed'))
         .finally(() => {
           inFlight--
           if (inFlight === 0) busySince = -1

@@ -25,6 +25,7 @@ import { createFeedSource } from './feed.ts'
 import type { TriggerFeed } from '../broker/trigger-feed.ts'
 import { type TriggerPlan, buildPlan } from './plan.ts'
 import { type WebhookGateway, type WebhookOptions, startWebhookGateway } from './webhook.ts'
+import { errorText } from '../../errors/text.ts'
 
 export interface RouterOptions {
   engine: Engine
@@ -153,7 +154,7 @@ export async function startTriggerRouter(sops: readonly Sop[], opts: RouterOptio
     async stop() {
       for (const stop of stops)
         await stop().catch((err: unknown) =>
-          log.error({ err: String(err) }, 'trigger source did not stop cleanly'),
+          log.error({ err: errorText(err) }, 'trigger source did not stop cleanly'),
         )
     },
   }

@@ -8,6 +8,7 @@ import type { SvcPublicClient } from '../../chain/clients.ts'
 import { batchReaderRuntime } from './batch-reader.generated.ts'
 import { decodeReadResult, encodeReadCall } from './batch-reader-codec.ts'
 import type { ValidationRead } from './validation-read.ts'
+import { errorText } from '../../errors/text.ts'
 
 /** Where the reader's code is put for the call; no account lives there on any real chain. */
 export const READER_ADDRESS: Address = '0x5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c'
@@ -31,7 +32,7 @@ async function readChunk(
     const d = decodeReadResult(r.data, hashes.length)
     return d.ok ? d.reads : failAll(d.error)
   } catch (err) {
-    return failAll(err instanceof Error ? err.message.split('\n')[0]! : String(err))
+    return failAll(errorText(err).split('\n')[0]!)
   }
 }
 

@@ -15,6 +15,7 @@ import { type ReadResult, readAgentWallet, readOwnerOf, readValidationStatus } f
 import type { MarketChainConfig } from '../config.ts'
 import { readValidationOverride } from './batch-reader.ts'
 import type { ValidationRead } from './validation-read.ts'
+import { errorText } from '../../errors/text.ts'
 
 export type PaymentRead =
   | { state: 'unknown' }
@@ -124,7 +125,7 @@ async function readPayment(client: SvcPublicClient, hash: Hex): Promise<PaymentR
       throw err
     }
   } catch (err) {
-    return { state: 'unreachable', error: err instanceof Error ? err.message.split('\n')[0]! : String(err) }
+    return { state: 'unreachable', error: errorText(err).split('\n')[0]! }
   }
 }
 
@@ -137,7 +138,7 @@ async function unreachableAsError<T>(read: () => Promise<T>): Promise<ReadResult
       ok: false,
       code: 'UNREACHABLE',
       kind: 'unreachable',
-      error: err instanceof Error ? err.message.split('\n')[0]! : String(err),
+      error: errorText(err).split('\n')[0]!,
     }
   }
 }

@@ -5,6 +5,7 @@ import type { MultipartFile, MultipartValue } from '@fastify/multipart'
 import { CodedError } from '../../errors/codes.ts'
 import { badRequest, tooLarge } from '../http/errors.ts'
 import { LIMITS } from '../../records/listing-fields.ts'
+import { errorText } from '../../errors/text.ts'
 
 export const TEXT_FIELDS = [
   'title',
@@ -112,7 +113,7 @@ async function readParts(req: FastifyRequest): Promise<Upload> {
       )
     if (e.code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || e.code === 'FST_MULTIPART_INVALID_CONTENT_TYPE')
       throw badRequest('body: expected multipart/form-data')
-    throw badRequest(`body: malformed multipart (${e.message ?? String(err)})`)
+    throw badRequest(`body: malformed multipart (${e.message ?? errorText(err)})`)
   }
   return out
 }

@@ -53,6 +53,8 @@ t.test('every { ok: false } carries a code', async (t) => {
 const BY_HAND = [
   /\binstanceof Error\s*\?\s*[\w$.]+\.message\s*:\s*String\(/,
   /\(\s*[\w$.]+\s+as\s+Error\s*\)\.message\b/,
+  // String() of an Error is "Error: …", a third spelling of the same text in log lines.
+  /\berr: String\(/,
 ]
 
 t.test('a thrown value becomes text only through errorText', async (t) => {
@@ -80,5 +82,6 @@ t.test('the rules see what they look for', async (t) => {
   t.equal(enclosing(src, src.indexOf('ok:')), "{ x: { y: 1 }, ok: false, error: 'no' }")
   t.ok(BY_HAND[0]!.test('const m = err instanceof Error ? err.message : String(err)'))
   t.ok(BY_HAND[1]!.test('log.warn((e as Error).message)'))
+  t.ok(BY_HAND[2]!.test("log.warn({ err: String(err) }, 'x')"))
   t.notOk(BY_HAND.some((re) => re.test('const m = errorText(err)')))
 })

@@ -5,6 +5,7 @@ import type { Logger } from 'pino'
 import type { Log } from '../../log.ts'
 import type { HubConfig } from '../config.ts'
 import type { HubParts } from '../parts.ts'
+import { errorText } from '../../../errors/text.ts'
 
 export type HubLog = Logger | Log
 
@@ -22,7 +23,7 @@ export class Closers {
       try {
         await c.fn()
       } catch (err) {
-        this.log.error({ part: c.name, err: String(err) }, 'part did not close cleanly')
+        this.log.error({ part: c.name, err: errorText(err) }, 'part did not close cleanly')
       }
     }
   }

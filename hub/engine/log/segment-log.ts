@@ -5,6 +5,7 @@ import { constants } from 'node:fs'
 import { type FileHandle, mkdir, open, readdir, stat, unlink } from 'node:fs/promises'
 import { join } from 'node:path'
 import { scanBatches, type ScannedBatch } from './frames.ts'
+import { errorText } from '../../../errors/text.ts'
 
 /** Where a frame is: segment number, offset in it, length. */
 export interface Locator {
@@ -26,7 +27,7 @@ const fileName = (n: number) => `${n.toString(16).padStart(8, '0')}.seg`
 /** An I/O error of the log, coded as the disk guard (hub/disk/errors.ts) knows a store's. */
 function ioError(what: string, err: unknown): Error {
   const e = err as NodeJS.ErrnoException
-  return Object.assign(new Error(`the engine's history log ${what}: ${e?.message ?? String(err)}`), {
+  return Object.assign(new Error(`the engine's history log ${what}: ${e?.message ?? errorText(err)}`), {
     code: 'LEVEL_IO_ERROR',
     cause: err,
   })
