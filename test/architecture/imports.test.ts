@@ -108,10 +108,10 @@ t.test('cli/ sits on top: nothing outside it imports it, and only it assembles h
 })
 
 t.test(
-  'shared folders (records/, chain/, config/, mqtt/, net/, web/, errors/) import neither hub/ nor market/',
+  'shared folders (records/, chain/, config/, mqtt/, net/, web/, errors/, files/) import neither hub/ nor market/',
   async (t) => {
     const shared = (f: string) =>
-      ['records', 'chain', 'config', 'mqtt', 'net', 'web', 'errors'].some((d) => under(d)(f))
+      ['records', 'chain', 'config', 'mqtt', 'net', 'web', 'errors', 'files'].some((d) => under(d)(f))
     t.same(
       offenders(shared, (f) => under('hub')(f) || under('market')(f)),
       [],
