@@ -60,20 +60,23 @@ async function cookieSecret(config: MarketConfig, db: MarketStore): Promise<stri
   const shared = await db.sharedSecret('cookie', randomBytes(32).toString('base64url'))
   if (shared) return shared
   const file = join(config.dataDir, 'cookie.secret')
-  try {
-    const s = (await readFile(file, 'utf8')).trim()
-    if (s.length >= 32) return s
-  } catch {
-    // first start: made below
+  const read = async (): Promise<string | undefined> => {
+    const s = (await readFile(file, 'utf8').catch(() => '')).trim()
+    return s.length >= 32 ? s : undefined
   }
+  const kept = await read()
+  if (kept) return kept
   const s = randomBytes(32).toString('base64url')
   try {
-    // Atomic and exclusive: a power cut never leaves a short secret, and a second instance starting
-    // at the same moment keeps the first one's (hub/files/README.md: Small files).
+    // Atomic, so a power cut never leaves a short secret; exclusive, so a second instance making
+    // one at the same moment keeps the first one's (hub/files/README.md: Small files). A file
+    // there already but too short to be a secret is replaced.
     await writeFileAtomic(file, s + '\n', { mode: 0o600, exclusive: true })
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
-    return (await readFile(file, 'utf8')).trim()
+    const theirs = await read()
+    if (theirs) return theirs
+    await writeFileAtomic(file, s + '\n', { mode: 0o600 })
   }
   return s
 }
