@@ -6,6 +6,7 @@
 import { createRequire } from 'node:module'
 import { SerialPortStream } from '@serialport/stream'
 import five from 'johnny-five'
+import { errorText } from '../../errors/text.ts'
 import type { Json } from '../codec/index.ts'
 import { createReconnect, type Reconnect } from '../reconnect.ts'
 import type {
@@ -50,16 +51,20 @@ const OUTPUT = 1
 
 /**
  * johnny-five reports some failures as its log events (`{ class, message }`, the message a page of
- * advice) rather than as Errors: keep the class and the first line.
+ * advice) rather than as Errors: keep the class and the first line. Anything else as errorText.
  */
-export function errorText(err: unknown): string {
-  if (err instanceof Error) return err.message
-  if (typeof err === 'object' && err !== null && typeof (err as { message?: unknown }).message === 'string') {
+export function firmataErrorText(err: unknown): string {
+  if (
+    !(err instanceof Error) &&
+    typeof err === 'object' &&
+    err !== null &&
+    typeof (err as { message?: unknown }).message === 'string'
+  ) {
     const { class: cls, message } = err as { class?: unknown; message: string }
     const first = message.split('\n')[0]!.trim()
     return typeof cls === 'string' && cls ? `${cls}: ${first}` : first
   }
-  return String(err)
+  return errorText(err)
 }
 
 /** What the link uses of johnny-five's Sensor (its published typings lack `disable` and the change value). */
@@ -222,7 +227,7 @@ export class FirmataLink {
         settle()
         if (this.board !== board) return
         this.deps.log.warn(
-          { board: this.name, port: this.cfg.port, err: errorText(err) },
+          { board: this.name, port: this.cfg.port, err: firmataErrorText(err) },
           'firmata board error',
         )
         this.lost('error')
@@ -237,7 +242,7 @@ export class FirmataLink {
       port?.open()
     } catch (err) {
       this.deps.log.warn(
-        { board: this.name, port: this.cfg.port, err: errorText(err) },
+        { board: this.name, port: this.cfg.port, err: firmataErrorText(err) },
         'cannot open firmata board; retrying',
       )
       this.scheduleReconnect()

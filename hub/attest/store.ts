@@ -19,6 +19,7 @@ import {
   emptyCounts,
 } from './record.ts'
 import { CHAIN_ID } from '../../chain/chain-id.ts'
+import { isStoreIoError } from '../disk/errors.ts'
 
 /** What the tool hands the store; the store assigns seq, requestHash, createdAt and state. */
 export type AppendInput = Pick<
@@ -235,7 +236,7 @@ export async function openAttestStore(dbPath: string, opts: OpenOptions = {}): P
         try {
           await ops.write({ sync: true })
         } catch (err) {
-          if ((err as { code?: unknown }).code === 'LEVEL_IO_ERROR') {
+          if (isStoreIoError(err)) {
             broken = err
             onWriteError?.(err)
           }

@@ -2,6 +2,7 @@
 // failures: the hub refused the work before writing (DiskRefusal), or a store's write failed
 // (LevelDB's LEVEL_IO_ERROR: ENOSPC and its kin). Either way the work was not recorded, and the
 // source keeps it (no PUBACK) until there is room. Pure.
+import { codeOf } from '../../errors/text.ts'
 
 export const DISK_REFUSING = 'SVC_DISK_REFUSING'
 
@@ -13,9 +14,6 @@ export class DiskRefusal extends Error {
     this.name = 'DiskRefusal'
   }
 }
-
-const codeOf = (err: unknown): unknown =>
-  typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined
 
 /** LevelDB could not write its files (a full disk, an I/O error): the store must be reopened. */
 export function isStoreIoError(err: unknown): boolean {

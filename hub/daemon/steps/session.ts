@@ -9,7 +9,7 @@ import { mqttUrlOptions } from '../../broker/mqtt-url.ts'
 import { withNoDelay } from '../../broker/no-delay.ts'
 import { HUB_STATE_TOPIC, OFFLINE_STATE } from '../../mqtt-state/payloads.ts'
 import { connectHeld } from '../../triggers/session-gate.ts'
-import { errorText } from '../../../errors/text.ts'
+import { codeOf, errorText } from '../../../errors/text.ts'
 import type { StartContext } from './context.ts'
 
 export interface HubSession {
@@ -124,6 +124,6 @@ export async function connectSession(
  * MQTT 5 (§3.2.2.2). mqtt.js rejects the connect with that number as the error's `code`.
  */
 function notAuthorized(err: unknown): boolean {
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined
+  const code = codeOf(err)
   return code === 5 || code === 0x87
 }
