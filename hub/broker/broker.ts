@@ -24,6 +24,7 @@ import { cleanSessionAcks } from './clean-acks.ts'
 import { forwardOnce, replayOnce } from './forward-once.ts'
 import { noDelayStream } from './no-delay.ts'
 import { orderedPersistence } from './order.ts'
+import { volatileRetained } from './volatile-retained.ts'
 import { reserveStoredPacketIds } from './packet-ids.ts'
 import type { Log } from '../log.ts'
 import type { Principal } from './acl.ts'
@@ -51,6 +52,8 @@ export interface BrokerOptions {
   tls?: { host: string; port: number | null; wssPort: number | null; cert: string; key: string } | null
   /** The trigger filters at start: their messages are kept for the router until it attaches (trigger-feed.ts). */
   triggerFilters?: readonly string[]
+  /** Topics whose retained message is kept in memory, not stored (volatile-retained.ts). */
+  volatileRetained?: readonly string[]
   /** A write to the broker's LevelDB failed with an I/O error (a full disk: hub/disk/). */
   onStoreError?: (err: unknown) => void
 }
@@ -150,12 +153,17 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
   // Writes coalesced per turn of the event loop, values just written read from memory (batched-db.ts).
   const db = batchedDb(level as LevelLike)
   const once = forwardOnce()
+  const volatile = new Set(opts.volatileRetained ?? [])
   const aedes = await Aedes.createBroker({
     // Answers persistence calls in the order made, so deliveries keep publish order (order.ts).
     // A queued message already sent live on a connection is not sent from the queue (forward-once.ts).
     // A clean session's PUBACK clears nothing, and is not looked up (clean-acks.ts).
+    // The hub's own summaries are retained in memory only (volatile-retained.ts).
     persistence: cleanSessionAcks(
-      replayOnce(orderedPersistence(aedesPersistenceLevel(db) as object), once),
+      replayOnce(
+        orderedPersistence(volatileRetained(aedesPersistenceLevel(db) as object, (t) => volatile.has(t))),
+        once,
+      ),
     ) as unknown,
     preConnect: (client, packet, callback) =>
       once.preConnect(client, packet, (err, ok) =>

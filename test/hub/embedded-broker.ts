@@ -13,6 +13,7 @@ export async function startEmbeddedBroker(
     port?: number
     triggerFilters?: string[]
     hubClientId?: string
+    volatileRetained?: string[]
   } = {},
 ): Promise<EmbeddedBroker> {
   const dbPath = opts.dbPath ?? join(await tempDir(t), 'broker')
@@ -24,6 +25,7 @@ export async function startEmbeddedBroker(
     log: silentLog,
     ...(opts.triggerFilters ? { triggerFilters: opts.triggerFilters } : {}),
     ...(opts.hubClientId ? { hubClientId: opts.hubClientId } : {}),
+    ...(opts.volatileRetained ? { volatileRetained: opts.volatileRetained } : {}),
   })
   t.teardown(() => broker.close())
   return broker

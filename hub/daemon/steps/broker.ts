@@ -7,6 +7,7 @@ import { type EmbeddedBroker, startBroker } from '../../broker/broker.ts'
 import type { DiskGuard } from '../../disk/guard.ts'
 import { subscriptionFilters } from '../../triggers/dispatch.ts'
 import { buildPlan } from '../../triggers/plan.ts'
+import { HUB_STATE_TOPIC, PENDING_TOPIC } from '../../mqtt-state/payloads.ts'
 import type { StartContext } from './context.ts'
 
 export interface HubBroker {
@@ -37,6 +38,7 @@ export async function startEmbeddedBroker(
     hubClientId: config.broker.clientId,
     tls: config.broker.tls,
     triggerFilters: subscriptionFilters(buildPlan(sops)),
+    volatileRetained: [HUB_STATE_TOPIC, PENDING_TOPIC],
     onStoreError: (err) => disk.writeFailed('broker', err),
   })
   const b = broker
