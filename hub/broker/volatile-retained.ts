@@ -1,5 +1,5 @@
-// Retained messages the embedded broker keeps in memory only (hub/README.md, "The write budget
-// of the broker"): the hub's own summaries (`svc/hub/state`, `svc/approvals/pending`), which the
+// Retained messages the embedded broker keeps in memory only (hub/README.md, "State on MQTT and
+// Home Assistant"): the hub's own summaries (`svc/hub/state`, `svc/approvals/pending`), which the
 // hub publishes again each time it starts and rewrites up to once a second while runs come. The
 // embedded broker lives and dies with the hub, so a stored copy could only ever be read in the
 // moments after the next start, before the hub publishes its new state: a copy from a hub that

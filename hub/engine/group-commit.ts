@@ -8,10 +8,11 @@
 /**
  * `local`: an operation on what the store can derive from its other operations (the run index,
  * the `open!` markers): applied to the index, not written to the history log, and derived again
- * from the log after a crash (store-replay.ts `derived`).
+ * from the log after a crash (store-replay.ts `derived`). `fresh`: a put of a key nothing wrote
+ * before (a new run's `open!` marker), so a delete staged after it leaves LevelDB nothing to do.
  */
 export type BatchOp =
-  | { type: 'put'; key: string; value: string; local?: true }
+  | { type: 'put'; key: string; value: string; local?: true; fresh?: true }
   | { type: 'del'; key: string; local?: true }
 
 /**

@@ -4,7 +4,10 @@
 // out with its own: written per event, LevelDB cost the card a second page per event. The
 // history log holds everything staged here, so a crash loses nothing: the store applies the
 // log's batches past LevelDB's `meta!applied` again when it opens.
-export type StagedOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+/** `fresh`: a put of a key LevelDB has never held (group-commit.ts, `BatchOp`). */
+export type StagedOp =
+  | { type: 'put'; key: string; value: string; fresh?: true }
+  | { type: 'del'; key: string }
 
 export class StagedWrites {
   /** Operations staged since the last write (a key written twice counts twice). */
@@ -14,6 +17,13 @@ export class StagedWrites {
    * deleted again before the write (a run's `open!` marker) costs LevelDB nothing.
    */
   private keys = new Map<string, string | null>()
+  /**
+   * The keys put fresh since the last write: deleted before it, they are dropped, not written as
+   * a delete. A delete LevelDB is given stays as a tombstone through every compaction down to its
+   * last level; a run's `open!` marker, put at admission and deleted at the finish a moment later,
+   * cost one per run.
+   */
+  private fresh = new Set<string>()
   private applied: string | null = null
   /** The keys of the batch being written, read until it is in LevelDB. */
   private writingKeys: Map<string, string | null> | null = null
@@ -29,7 +39,13 @@ export class StagedWrites {
 
   /** Stages one logged batch's LevelDB operations; `applied`: how far into the log they reach. */
   add(ops: readonly StagedOp[], applied: string): void {
-    for (const op of ops) this.keys.set(op.key, op.type === 'put' ? op.value : null)
+    for (const op of ops) {
+      if (op.type === 'put') {
+        this.keys.set(op.key, op.value)
+        if (op.fresh) this.fresh.add(op.key)
+      } else if (this.fresh.delete(op.key)) this.keys.delete(op.key)
+      else this.keys.set(op.key, null)
+    }
     this.count += ops.length
     this.applied = applied
     if (this.count >= this.maxOps) this.later(0)
@@ -69,6 +85,7 @@ export class StagedWrites {
     this.writingKeys = this.keys
     this.count = 0
     this.keys = new Map()
+    this.fresh.clear()
     this.applied = null
     this.writing = this.write(ops, applied).finally(() => {
       this.writing = null
@@ -84,6 +101,7 @@ export class StagedWrites {
     this.timer = null
     this.count = 0
     this.keys.clear()
+    this.fresh.clear()
     this.applied = null
   }
 }

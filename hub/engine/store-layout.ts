@@ -47,7 +47,8 @@ export const inLog = (key: string) =>
 /** An operation as LevelDB takes it: a value that lives in the log becomes its locator. */
 export function indexOp(op: BatchOp, locator: () => string): StagedOp {
   if (op.type === 'del') return { type: 'del', key: op.key }
-  return { type: 'put', key: op.key, value: inLog(op.key) ? locator() : op.value }
+  const value = inLog(op.key) ? locator() : op.value
+  return op.fresh ? { type: 'put', key: op.key, value, fresh: true } : { type: 'put', key: op.key, value }
 }
 
 /** `@seg.off.len` of a frame, and `.off.len` of the record inside it when it is a deflated batch. */

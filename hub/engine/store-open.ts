@@ -4,7 +4,7 @@
 // log holds; a store written before the log is moved into it; a stale index is rebuilt.
 import { join } from 'node:path'
 import { Level } from 'level'
-import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
+import { ENGINE_LEVELDB_SIZES } from '../leveldb.ts'
 import type { BatchOp } from './group-commit.ts'
 import type { HistoryBounds } from './log/retention.ts'
 import { SegmentLog } from './log/segment-log.ts'
@@ -20,7 +20,7 @@ export async function openFiles(
   path: string,
   bounds: HistoryBounds,
 ): Promise<{ db: Level<string, string>; log: SegmentLog }> {
-  const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
+  const db = new Level<string, string>(path, { valueEncoding: 'utf8', ...ENGINE_LEVELDB_SIZES })
   await db.open()
   let log: SegmentLog
   try {

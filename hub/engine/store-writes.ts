@@ -6,7 +6,7 @@
 import { join } from 'node:path'
 import { Level } from 'level'
 import { isStoreIoError } from '../disk/errors.ts'
-import { HUB_LEVELDB_SIZES } from '../leveldb.ts'
+import { ENGINE_LEVELDB_SIZES } from '../leveldb.ts'
 import type { BatchOp } from './group-commit.ts'
 import { encodeBatch, sealBatch } from './log/frames.ts'
 import { SegmentLog } from './log/segment-log.ts'
@@ -106,7 +106,7 @@ export async function reopen(ctx: StoreContext): Promise<void> {
     // What was staged is in the log: applied again from it below (`catchUp`).
     await ctx.staged.discard()
     await ctx.closeFiles()
-    const db = new Level<string, string>(ctx.path, { valueEncoding: 'utf8', ...HUB_LEVELDB_SIZES })
+    const db = new Level<string, string>(ctx.path, { valueEncoding: 'utf8', ...ENGINE_LEVELDB_SIZES })
     try {
       await db.open()
       ctx.db = db

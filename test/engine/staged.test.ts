@@ -74,3 +74,37 @@ t.test('enough operations waiting are written without the timer', async (t) => {
   t.equal(r.writes[0]!.applied, '1:2')
   await s.discard()
 })
+
+t.test('a key put fresh and deleted before the write costs LevelDB nothing', async (t) => {
+  const r = recorder()
+  const s = new StagedWrites(r.write, 60_000, 1000, () => undefined)
+  s.add(
+    [
+      { type: 'put', key: 'open!a', value: '', fresh: true },
+      { type: 'put', key: 'open!b', value: '', fresh: true },
+      { type: 'put', key: 'run!a!0', value: '@1.0.5' },
+    ],
+    '1:100',
+  )
+  t.equal(s.get('open!a'), '', 'a fresh put reads back')
+  s.add([{ type: 'del', key: 'open!a' }], '1:200')
+  t.equal(s.get('open!a'), undefined, 'deleted, it is for LevelDB to answer, which never had it')
+  await s.flush()
+  t.same(r.writes[0]?.ops, [
+    { type: 'put', key: 'open!b', value: '' },
+    { type: 'put', key: 'run!a!0', value: '@1.0.5' },
+  ])
+  t.equal(r.writes[0]?.applied, '1:200', 'the delete still counts toward how far the log is applied')
+
+  // Once written, the key is LevelDB's: its delete is written like any other.
+  s.add([{ type: 'del', key: 'open!b' }], '1:300')
+  await s.flush()
+  t.same(r.writes[1]?.ops, [{ type: 'del', key: 'open!b' }])
+
+  // Put fresh, deleted, then put again: the last put is written.
+  s.add([{ type: 'put', key: 'open!c', value: '', fresh: true }], '1:400')
+  s.add([{ type: 'del', key: 'open!c' }], '1:500')
+  s.add([{ type: 'put', key: 'open!c', value: 'again' }], '1:600')
+  await s.flush()
+  t.same(r.writes[2]?.ops, [{ type: 'put', key: 'open!c', value: 'again' }])
+})
