@@ -12,9 +12,11 @@
 //             any kind, sockets included (libuv writes TCP with writev). Beside them: the disk's
 //             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io)
 //             and the hub's own idle writes per second
-//   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst; the idle hub's
+//   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst, and the main
+//             thread's share (/proc/<pid>/task/<pid>/stat); the idle hub's
 //   store     <data>/engine's size (all files, recursively) over the runs stored
-//   RSS       VmRSS at 10,000, 100,000 and ENDURANCE_EVENTS (default 1,000,000) stored runs; idle at 0
+//   RSS       VmRSS at 10,000, 100,000 and ENDURANCE_EVENTS (default 1,000,000) stored runs, 1 s
+//             after the last events and settled (V8 gives back a burst's heap once idle); idle at 0
 //   rate      the 20,000-event burst at ENDURANCE_EVENTS stored runs over the same burst at 10,000
 // The store is filled in bursts of 20,000; a progress line goes to stderr every 50,000 runs. The
 // first burst starts at 10,000 runs, so a run with ENDURANCE_EVENTS under 30,000 ends at 30,000.
@@ -29,7 +31,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import mqtt from 'mqtt'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
-import { cpuSecOf, type HubProcess, rssOf, startHub } from './hub-process.ts'
+import { cpuSecOf, type HubProcess, rssOf, startHub, statCpuSec } from './hub-process.ts'
 import { loadAverages, loadLine } from './load.ts'
 
 const EVENTS = Number(process.env.ENDURANCE_EVENTS ?? 1_000_000)
@@ -101,12 +103,18 @@ interface Cost {
   writeBytes: number
   syscw: number
   cpuSec: number
+  /** The main thread's share (the event path's JavaScript); the rest is libuv's pool, LevelDB's compaction thread and V8's helpers. */
+  mainCpuSec: number
   sec: number
 }
+
+/** The main thread's CPU: its task's stat file (its tid is the pid). */
+const mainCpuSecOf = (pid: number): number => statCpuSec(`/proc/${pid}/task/${pid}/stat`)
 
 function meter(pid: number): () => Cost {
   const io0 = ioOf(`/proc/${pid}/io`)
   const cpu0 = cpuSecOf(pid)
+  const main0 = mainCpuSecOf(pid)
   const t0 = performance.now()
   return () => {
     const io = ioOf(`/proc/${pid}/io`)
@@ -114,8 +122,27 @@ function meter(pid: number): () => Cost {
       writeBytes: io.writeBytes - io0.writeBytes,
       syscw: io.syscw - io0.syscw,
       cpuSec: cpuSecOf(pid) - cpu0,
+      mainCpuSec: mainCpuSecOf(pid) - main0,
       sec: (performance.now() - t0) / 1000,
     }
+  }
+}
+
+/**
+ * RSS once the hub has been idle long enough for V8 to give back the heap a burst grew: its
+ * memory reducer starts some seconds after allocation stops. Sampled every 2 s until five samples
+ * in a row (8 s) are within 2% of each other, at least 20 s and at most 60 s.
+ */
+async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
+  const t0 = performance.now()
+  const samples: number[] = []
+  for (;;) {
+    await sleep(2000)
+    samples.push(rssOf(pid))
+    const last = samples.slice(-5)
+    const sec = Math.round((performance.now() - t0) / 1000)
+    const steady = last.length === 5 && Math.max(...last) <= Math.min(...last) * 1.02
+    if ((steady && sec >= 20) || sec >= 60) return { rss: samples[samples.length - 1]!, sec }
   }
 }
 
@@ -347,14 +374,16 @@ async function endurance(dir: string): Promise<void> {
       ticks.push(ioOf(`/proc/${hub.pid}/io`).writeBytes)
       const each = ticks.slice(1).map((b, i) => b - ticks[i]!)
       say(
-        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
+        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event, main thread ${((c.mainCpuSec / p.n) * 1000).toFixed(2)} (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
       )
     }
     const checkpoint = async (): Promise<void> => {
       await sleep(1000)
+      const loaded = rssOf(hub.pid)
+      const settled = await settledRss(hub.pid)
       const store = storeSize(engineDir)
       say(
-        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(rssOf(hub.pid))} (0 runs, 3 s after start: ${mb(idleRss)}); store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
+        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
       )
     }
     await checkpoint()
@@ -364,7 +393,7 @@ async function endurance(dir: string): Promise<void> {
       const c = m()
       const rate = BURST / r.sec
       say(
-        `burst     ${n0(BURST)} at once, ${label}: ${n0(rate)} events/s (lost ${r.lost}); ${perEvent(c, BURST)}; CPU ${((c.cpuSec / BURST) * 1000).toFixed(3)} ms/event`,
+        `burst     ${n0(BURST)} at once, ${label}: ${n0(rate)} events/s (lost ${r.lost}); ${perEvent(c, BURST)}; CPU ${((c.cpuSec / BURST) * 1000).toFixed(3)} ms/event, main thread ${((c.mainCpuSec / BURST) * 1000).toFixed(3)}`,
       )
       return rate
     }
