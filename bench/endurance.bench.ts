@@ -1,6 +1,7 @@
 // Endurance: what the whole `svc hub` process costs over a long life (`npm run bench -- endurance`;
 // `ENDURANCE_EVENTS=20000 npm run bench -- endurance` for a quick run; ENDURANCE_NODE_ARGS, e.g.
-// `--max-old-space-size=96`, are given to the main hub's node). One hub, started as users
+// `--max-old-space-size=96`, are given to the main hub's node; ENDURANCE_COMMIT_WINDOW_MS sets its
+// `[history] commit_window_ms`). One hub, started as users
 // start it (bench/hub-process.ts), doing the peer work: an MQTT event `in/<n>`, a condition, one
 // QoS 1 `mqtt_publish` step, auto mode, its embedded broker. Every event passes the condition, so
 // every event is one stored run. The engine, the broker's persistence and the attestation store all
@@ -31,7 +32,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import mqtt from 'mqtt'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
-import { cpuSecOf, type HubProcess, rssOf, startHub, statCpuSec } from './hub-process.ts'
+import { cpuSecOf, type HubProcess, rssOf, rssPartsOf, startHub, statCpuSec } from './hub-process.ts'
 import { loadAverages, loadLine } from './load.ts'
 
 const EVENTS = Number(process.env.ENDURANCE_EVENTS ?? 1_000_000)
@@ -47,6 +48,8 @@ const CHECKPOINTS = [...new Set([10_000, 100_000, 1_000_000, EVENTS])]
   .sort((a, b) => a - b)
 const IDLE_SECONDS = 10
 const RETENTION_SECONDS = Number(process.env.ENDURANCE_RETENTION_SECONDS ?? 120)
+/** `[history] commit_window_ms` of the main hub (hub/engine/README.md, "The write budget"). */
+const COMMIT_WINDOW_MS = Number(process.env.ENDURANCE_COMMIT_WINDOW_MS ?? 0)
 const RETENTION_RATE = 1000
 const RETENTION_AGE_DAYS = 0.0003
 const RETENTION_MAX_MB = 64
@@ -130,8 +133,9 @@ function meter(pid: number): () => Cost {
 
 /**
  * RSS once the hub has been idle long enough for V8 to give back the heap a burst grew: its
- * memory reducer starts some seconds after allocation stops. Sampled every 2 s until five samples
- * in a row (8 s) are within 2% of each other, at least 20 s and at most 60 s.
+ * memory reducer starts some seconds after allocation stops and took 46 s to give back a 100,000-run
+ * burst's heap here. Sampled every 2 s until five samples in a row (8 s) are within 2% of each
+ * other, at least 60 s and at most 150 s.
  */
 async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
   const t0 = performance.now()
@@ -142,7 +146,7 @@ async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
     const last = samples.slice(-5)
     const sec = Math.round((performance.now() - t0) / 1000)
     const steady = last.length === 5 && Math.max(...last) <= Math.min(...last) * 1.02
-    if ((steady && sec >= 20) || sec >= 60) return { rss: samples[samples.length - 1]!, sec }
+    if ((steady && sec >= 60) || sec >= 150) return { rss: samples[samples.length - 1]!, sec }
   }
 }
 
@@ -278,23 +282,30 @@ async function driver(url: string, capacity: number) {
      * `n` events at `rate`/s, one at a time, each PUBACK awaited; resolves once all are answered.
      * `tick` is called before each publish, so a caller can read what each interval cost.
      */
-    async paced(rate: number, n: number, tick: () => void): Promise<{ lost: number; late: number }> {
+    async paced(
+      rate: number,
+      n: number,
+      tick: () => void,
+    ): Promise<{ lost: number; late: number; ackMs: number[] }> {
       const target = answered + n
       const t0 = performance.now()
       let late = 0
+      const ackMs: number[] = []
       for (let i = 0; i < n; i++) {
         const at = t0 + (i * 1000) / rate
         const wait = at - performance.now()
         if (wait > 0) await sleep(wait)
         else if (i > 0) late++
         tick()
+        const sent = performance.now()
         await publish(next++)
+        ackMs.push(performance.now() - sent)
       }
       const lost = await answeredUpTo(target)
       // The window is n intervals long whatever the last answer's time, so it compares with idle.
       const end = t0 + (n * 1000) / rate
       if (end > performance.now()) await sleep(end - performance.now())
-      return { lost, late }
+      return { lost, late, ackMs }
     },
     /** `perTick` events published at once every 100 ms, each tick's PUBACKs awaited, for `sec` seconds. */
     async steady(perTick: number, sec: number, each: (elapsed: number) => void): Promise<void> {
@@ -328,12 +339,14 @@ async function endurance(dir: string): Promise<void> {
   )
   const nodeArgs = (process.env.ENDURANCE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
   if (nodeArgs.length > 0) say(`node      the hub runs with ${nodeArgs.join(' ')} (ENDURANCE_NODE_ARGS)`)
+  if (COMMIT_WINDOW_MS > 0)
+    say(`window    [history] commit_window_ms = ${COMMIT_WINDOW_MS} (ENDURANCE_COMMIT_WINDOW_MS)`)
   const hub: HubProcess = await startHub({
     dir,
     nodeArgs,
     clientId: `svc-endurance-${process.pid}`,
     // Every run of the bench kept, so the store's size over the runs is per kept run.
-    toml: '[history]\nmax_mb = 1048576\n',
+    toml: `[history]\nmax_mb = 1048576\ncommit_window_ms = ${COMMIT_WINDOW_MS}\n`,
   })
   const capacity = EVENTS + 3 * BURST + 100_000
   const d = await driver(hub.brokerUrl, capacity)
@@ -374,16 +387,17 @@ async function endurance(dir: string): Promise<void> {
       ticks.push(ioOf(`/proc/${hub.pid}/io`).writeBytes)
       const each = ticks.slice(1).map((b, i) => b - ticks[i]!)
       say(
-        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event, main thread ${((c.mainCpuSec / p.n) * 1000).toFixed(2)} (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
+        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; PUBACK p50 ${median(r.ackMs).toFixed(1)} ms; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event, main thread ${((c.mainCpuSec / p.n) * 1000).toFixed(2)} (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
       )
     }
     const checkpoint = async (): Promise<void> => {
       await sleep(1000)
       const loaded = rssOf(hub.pid)
       const settled = await settledRss(hub.pid)
+      const parts = rssPartsOf(hub.pid)
       const store = storeSize(engineDir)
       say(
-        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
+        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle: anonymous ${mb(parts.anon)}, file pages ${mb(parts.file)}); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
       )
     }
     await checkpoint()

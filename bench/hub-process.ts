@@ -40,6 +40,13 @@ export function statCpuSec(path: string): number {
 
 export const cpuSecOf = (pid: number): number => statCpuSec(`/proc/${pid}/stat`)
 
+/** RssAnon and RssFile of /proc/<pid>/status, in bytes: what the process holds, and file pages mapped (LevelDB maps its tables). */
+export function rssPartsOf(pid: number): { anon: number; file: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) * 1024
+  return { anon: kb('RssAnon'), file: kb('RssFile') }
+}
+
 /** VmRSS of /proc/<pid>/status, in bytes. */
 export function rssOf(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
