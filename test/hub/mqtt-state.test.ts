@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { Ajv } from 'ajv'
 import mqtt from 'mqtt'
 import t from 'tap'
+import { Level } from 'level'
 import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { resolveConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
@@ -181,6 +182,19 @@ t.test('svc/hub/state, svc/approvals/pending and svc/runs/… follow a real run'
   // A clean stop says `offline` before the broker goes: a watcher sees it last.
   await hub.close()
   await waitFor(() => w.json('svc/hub/state')?.state === 'offline', 'offline on a clean stop')
+
+  // The broker's store kept the board's retained topics but neither summary: the hub publishes them
+  // again at each start (hub/broker/volatile-retained.ts).
+  const db = new Level<string, Buffer>(join(home, 'data', 'broker'), { valueEncoding: 'buffer' })
+  const stored: string[] = []
+  for await (const key of db.keys({ gte: 'retained:', lt: 'retained;' })) stored.push(key.slice(9))
+  await db.close()
+  t.ok(stored.includes('boards/vend1/availability'), "the board's availability is stored")
+  t.same(
+    stored.filter((topic) => topic.startsWith('svc/')),
+    [],
+    'no summary is',
+  )
 })
 
 t.test(
