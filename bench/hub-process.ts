@@ -40,18 +40,23 @@ export function statCpuSec(path: string): number {
 
 export const cpuSecOf = (pid: number): number => statCpuSec(`/proc/${pid}/stat`)
 
-/** RssAnon and RssFile of /proc/<pid>/status, in bytes: what the process holds, and file pages mapped (LevelDB maps its tables). */
-export function rssPartsOf(pid: number): { anon: number; file: number } {
+/** Fields of /proc/<pid>/status given in kB, in bytes (NaN for one it lacks). */
+function statusBytes<K extends string>(pid: number, fields: readonly K[]): Record<K, number> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8')
-  const kb = (k: string): number => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(status)?.[1] ?? NaN) * 1024
-  return { anon: kb('RssAnon'), file: kb('RssFile') }
+  const out = {} as Record<K, number>
+  for (const f of fields)
+    out[f] = Number(new RegExp(`^${f}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024
+  return out
+}
+
+/** RssAnon and RssFile, in bytes: what the process holds, and file pages mapped (LevelDB maps its tables). */
+export function rssPartsOf(pid: number): { anon: number; file: number } {
+  const b = statusBytes(pid, ['RssAnon', 'RssFile'])
+  return { anon: b.RssAnon, file: b.RssFile }
 }
 
 /** VmRSS of /proc/<pid>/status, in bytes. */
-export function rssOf(pid: number): number {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-  return m ? Number(m[1]) * 1024 : NaN
-}
+export const rssOf = (pid: number): number => statusBytes(pid, ['VmRSS']).VmRSS
 
 export async function stopChild(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return

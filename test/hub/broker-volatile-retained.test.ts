@@ -4,11 +4,10 @@
 import t from 'tap'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
-import { Level } from 'level'
 import mqtt from 'mqtt'
 import type { EmbeddedBroker } from '../../hub/broker/broker.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { startEmbeddedBroker } from './embedded-broker.ts'
+import { startEmbeddedBroker, storedRetained } from './embedded-broker.ts'
 
 const STATE = 'svc/hub/state'
 
@@ -38,15 +37,6 @@ async function retainedAll(broker: EmbeddedBroker): Promise<Map<string, string>>
   }>)
     got.set(p.topic, p.payload.toString())
   return got
-}
-
-/** The retained topics the broker's LevelDB holds (aedes-persistence-level's `retained:` keys). */
-async function storedRetained(dbPath: string): Promise<string[]> {
-  const db = new Level<string, Buffer>(dbPath, { valueEncoding: 'buffer' })
-  const topics: string[] = []
-  for await (const key of db.keys({ gte: 'retained:', lt: 'retained;' })) topics.push(key.slice(9))
-  await db.close()
-  return topics.sort()
 }
 
 t.test('a volatile topic is retained for subscribers but never stored', async (t) => {

@@ -9,7 +9,6 @@ import { fileURLToPath } from 'node:url'
 import { Ajv } from 'ajv'
 import mqtt from 'mqtt'
 import t from 'tap'
-import { Level } from 'level'
 import { createSimulatingBridge } from '../../boards/simulator/bridge.ts'
 import { resolveConfig } from '../../hub/daemon/config.ts'
 import { startHub } from '../../hub/daemon/hub.ts'
@@ -21,7 +20,7 @@ import type { RunSummary } from '../../sops/hub-engine.ts'
 import { noMosquitto, startMosquitto } from '../helpers/mosquitto.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
-import { startEmbeddedBroker } from './embedded-broker.ts'
+import { startEmbeddedBroker, storedRetained } from './embedded-broker.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
 
@@ -185,10 +184,7 @@ t.test('svc/hub/state, svc/approvals/pending and svc/runs/… follow a real run'
 
   // The broker's store kept the board's retained topics but neither summary: the hub publishes them
   // again at each start (hub/broker/volatile-retained.ts).
-  const db = new Level<string, Buffer>(join(home, 'data', 'broker'), { valueEncoding: 'buffer' })
-  const stored: string[] = []
-  for await (const key of db.keys({ gte: 'retained:', lt: 'retained;' })) stored.push(key.slice(9))
-  await db.close()
+  const stored = await storedRetained(join(home, 'data', 'broker'))
   t.ok(stored.includes('boards/vend1/availability'), "the board's availability is stored")
   t.same(
     stored.filter((topic) => topic.startsWith('svc/')),
