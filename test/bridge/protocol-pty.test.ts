@@ -52,6 +52,14 @@ t.test('hello identity over a pty: stats, info, other protocols, bad ones', { sk
   await waitFor(() => bridge.stats().boards.vend1?.state === 'online', 'online')
   const stats = () => bridge.stats().boards.vend1!
   const infoCount = () => infos.got.length
+  // The info a hello published: the first since `n` with its fw. An info of the hello before may
+  // still arrive after `n` was read (the bridge publishes one per hello it reads), so the index
+  // alone does not say which hello a message is from.
+  const infoFrom = async (n: number, fw: string): Promise<Record<string, unknown>> => {
+    const parsed = () => infos.got.slice(n).map((m) => JSON.parse(m.payload) as Record<string, unknown>)
+    await waitFor(() => parsed().some((i) => i.fw === fw), `an info with fw ${fw}`)
+    return parsed().find((i) => i.fw === fw)!
+  }
   const hello = async (line: string): Promise<void> => {
     const hellos = stats().hellos
     const garbage = stats().garbage
@@ -62,8 +70,7 @@ t.test('hello identity over a pty: stats, info, other protocols, bad ones', { sk
   t.test('a companion hello: name, fw, version and protocol', async (t) => {
     const n = infoCount()
     await hello('{"event":"hello","board":"vend1","fw":"svc-companion/0.2.0","proto":1}')
-    await infos.until(n + 1)
-    t.match(JSON.parse(infos.got[n]!.payload), {
+    t.match(await infoFrom(n, 'svc-companion/0.2.0'), {
       name: 'vend1',
       fw: 'svc-companion/0.2.0',
       version: '0.2.0',
@@ -77,8 +84,11 @@ t.test('hello identity over a pty: stats, info, other protocols, bad ones', { sk
   t.test('a hello without proto is protocol 1 (a board from before the field)', async (t) => {
     const n = infoCount()
     await hello('{"event":"hello","board":"vend1","fw":"svc-companion/0.1.0"}')
-    await infos.until(n + 1)
-    t.match(JSON.parse(infos.got[n]!.payload), { fw: 'svc-companion/0.1.0', version: '0.1.0', proto: 1 })
+    t.match(await infoFrom(n, 'svc-companion/0.1.0'), {
+      fw: 'svc-companion/0.1.0',
+      version: '0.1.0',
+      proto: 1,
+    })
     t.match(stats(), { version: '0.1.0', proto: 1 })
     t.same(protocolWarnings(), [])
   })
@@ -86,8 +96,11 @@ t.test('hello identity over a pty: stats, info, other protocols, bad ones', { sk
   t.test('protocol 2: warned once per version, and the board keeps working', async (t) => {
     const n = infoCount()
     await hello('{"event":"hello","board":"vend1","fw":"svc-companion/0.3.0","proto":2}')
-    await infos.until(n + 1)
-    t.match(JSON.parse(infos.got[n]!.payload), { fw: 'svc-companion/0.3.0', version: '0.3.0', proto: 2 })
+    t.match(await infoFrom(n, 'svc-companion/0.3.0'), {
+      fw: 'svc-companion/0.3.0',
+      version: '0.3.0',
+      proto: 2,
+    })
     t.match(stats(), { state: 'online', version: '0.3.0', proto: 2 })
     const warned = protocolWarnings()
     t.equal(warned.length, 1, 'one warning')
@@ -163,8 +176,7 @@ t.test('hello identity over a pty: stats, info, other protocols, bad ones', { sk
   t.test('a hello whose fw is not name/version: no version, still a hello', async (t) => {
     const n = infoCount()
     await hello('{"event":"hello","board":"vend1","fw":"my sketch","proto":1}')
-    await infos.until(n + 1)
-    t.match(JSON.parse(infos.got[n]!.payload), { fw: 'my sketch', version: null, proto: 1 })
+    t.match(await infoFrom(n, 'my sketch'), { fw: 'my sketch', version: null, proto: 1 })
     t.equal(stats().version, undefined)
   })
 })
