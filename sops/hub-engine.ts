@@ -79,9 +79,9 @@ export type EngineChange =
 
 /** What `HubEngine.history` tells: the oldest run kept and the log's size, against its bounds. */
 export interface HistoryReach {
-  /** Creation time of the oldest run in the history (ms since the epoch); null: none. */
+  /** Creation time of the oldest finished run in the history (ms since the epoch); null: none. */
   oldestAt: number | null
-  /** Bytes of the history log (its segment files). */
+  /** Bytes of the history log: its segment files and their index files. */
   logBytes: number
   segments: number
   /** The bounds: finished runs older than this many ms, or past this many log bytes, are dropped. */

@@ -12,7 +12,6 @@ import {
   payloadAsInput,
   startState,
 } from '../../sops/run/record.ts'
-import { finishedKeys, indexKeys } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
 import { FIN, OPEN, deltaKey } from './store-layout.ts'
 import type { Written } from './store-types.ts'
@@ -122,7 +121,7 @@ export function fold(
   return { run: { ...head, ...startState(), ...st, steps, log, lastOutput }, deltas, keys }
 }
 
-/** An unfinished run's records as one record 0, its other records gone, its marker and keys again. */
+/** An unfinished run's records as one record 0, its other records gone, its marker again. */
 export function carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
   const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
   const whole: Delta = { head: headOf(run), st: storedState(structuredClone(st)), steps, log }
@@ -130,7 +129,6 @@ export function carryOps(run: RunRecord, keys: readonly string[]): BatchOp[] {
     ...keys.filter((k) => k !== deltaKey(run.id, 0)).map((key) => ({ type: 'del' as const, key })),
     { type: 'put', key: deltaKey(run.id, 0), value: JSON.stringify(whole) },
     { type: 'put', key: OPEN + run.id, value: '', local: true },
-    ...indexKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
   ]
 }
 
@@ -151,7 +149,6 @@ export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
     if (ctx.oldest === null) ctx.oldest = run.createdAt
     w = { seq: 0, steps: new Map(), logSeq: 0 }
     ctx.written.set(run.id, w)
-    for (const key of indexKeys(run)) ops.push({ type: 'put', key, value: '', local: true })
     json += `"head":${JSON.stringify(headOf(run))},`
     // A new id: nothing wrote its marker before, so a finish before LevelDB's next write costs
     // LevelDB nothing for it (staged.ts).
@@ -186,8 +183,8 @@ export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
 }
 
 /**
- * With the final delta: a summary for listings, the run's keys in the index by its final state
- * (run-index.ts), and the `open!` marker removed.
+ * With the final delta: a summary for listings, which the finished runs' index takes its entry
+ * from (finished-index.ts), and the `open!` marker removed.
  */
 export function finishOps(ctx: StoreContext, run: RunRecord, summary: object): BatchOp[] {
   // Only a pass of retention asks (`dropSegment`): kept while one runs, or it would hold
@@ -195,7 +192,6 @@ export function finishOps(ctx: StoreContext, run: RunRecord, summary: object): B
   if (ctx.pruning) ctx.finishedSince.add(run.id)
   return [
     ...runOps(ctx, run),
-    ...finishedKeys(run).map((key) => ({ type: 'put' as const, key, value: '', local: true as const })),
     { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
     { type: 'del', key: OPEN + run.id, local: true },
   ]

@@ -1,81 +1,31 @@
-// The run index's keys (pure): four orderings of the runs, each keyed by creation time then id,
-// so a reverse LevelDB iteration from a keyset position yields a newest-first page of any of
-// (all), (sop), (state), (sop+state) within a time range without reading the runs outside it.
-//
-//   ix!a!<t>!<id>                   every run, from its first write
-//   ix!s!<sop>\0<t>!<id>            by SOP, from its first write
-//   ix!t!<state>\0<t>!<id>          by state: finished runs, written with the finish
-//   ix!q!<sop>\0<state>\0<t>!<id>   by SOP and state: finished runs, likewise
-//
-// A finished run's state never changes, so no key ever moves. The runs not finished (pending,
-// running, at a gate: the few with an `open!` marker) are filtered by state from the engine's
-// memory, or from their records when the store is read with no engine; a run's state changes
-// then cost no index write (bench: they are most of a run's writes).
-//
-// <t> is createdAt in base 36, fixed width, so byte order is time order. Values are empty: a
-// page's summaries come from the finished runs' `fin!` records (or memory, for live runs).
+// The run index's positions and filters (pure): the finished runs, newest first, by any of
+// (all), (sop), (state), (sop+state) within a time range, as keyset pages. A run's position is
+// `<t>!<id>`: createdAt in base 36, fixed width, so byte order is time order, then its id. The
+// index itself is finished-index.ts: a sorted file per sealed segment of the history log; the
+// runs not finished (pending, running, at a gate) come from the engine's memory, or from their
+// records when the store is read with no engine, and a finished run's state never changes.
 import { RunFilterError, type RunFilter } from '../../sops/hub-engine.ts'
 import { RUN_STATES, type RunState, isFinished } from '../../sops/run/states.ts'
 
+/** Where the index was kept in LevelDB before it moved to files: cleared when a store is re-indexed. */
 export const INDEX = 'ix!'
-/** Bumped when the key layout changes: a store without the current marker is re-indexed on open. */
-export const INDEX_VERSION = '1'
+/**
+ * Bumped when the index changes: a store without the current marker is re-indexed on open.
+ * '1': LevelDB keys under `ix!`; '2': finished-index.ts's files.
+ */
+export const INDEX_VERSION = '2'
 export const INDEX_MARKER = 'meta!runindex'
 
-const T_WIDTH = 10
+export const T_WIDTH = 10
 const SEP = '\u0000'
-
-export interface Indexed {
-  id: string
-  sop: string
-  state: RunState
-  createdAt: number
-}
 
 const t36 = (ms: number) => Math.max(0, Math.floor(ms)).toString(36).padStart(T_WIDTH, '0')
 
 /** A run's place in every ordering: `<t>!<id>`, which is also what a cursor carries. */
 export const position = (r: { createdAt: number; id: string }) => `${t36(r.createdAt)}!${r.id}`
 
-const prefixes = (sop: string, state: RunState) => ({
-  all: `${INDEX}a!`,
-  sop: `${INDEX}s!${sop}${SEP}`,
-  state: `${INDEX}t!${state}${SEP}`,
-  both: `${INDEX}q!${sop}${SEP}${state}${SEP}`,
-})
-
-/** The keys a run has in `state`: two while it is not finished, four once it is. */
-export function indexKeys(r: Indexed): string[] {
-  const p = prefixes(r.sop, r.state)
-  const pos = position(r)
-  return isFinished(r.state)
-    ? [p.all + pos, p.sop + pos, p.state + pos, p.both + pos]
-    : [p.all + pos, p.sop + pos]
-}
-
-/** The keys a run gains when it finishes: by its final state, and by SOP and that state. */
-export function finishedKeys(r: Indexed): string[] {
-  const p = prefixes(r.sop, r.state)
-  const pos = position(r)
-  return [p.state + pos, p.both + pos]
-}
-
 /** Whether the index holds runs in this state (finished ones); the others come from the live runs. */
 export const indexedState = (state: RunState): boolean => isFinished(state)
-
-/** The id at the end of an index key. */
-export function idOf(key: string): string {
-  return key.slice(key.lastIndexOf('!') + 1)
-}
-
-/** The ordering that serves `filter`: its key prefix. */
-export function prefixFor(filter: Pick<RunFilter, 'sop' | 'state'>): string {
-  if (filter.sop !== undefined && filter.state !== undefined)
-    return `${INDEX}q!${filter.sop}${SEP}${filter.state}${SEP}`
-  if (filter.sop !== undefined) return `${INDEX}s!${filter.sop}${SEP}`
-  if (filter.state !== undefined) return `${INDEX}t!${filter.state}${SEP}`
-  return `${INDEX}a!`
-}
 
 // A cursor is the last position of the page before, as `<t>.<id>` (dot: readable in a URL).
 const CURSOR = /^([0-9a-z]{10})\.([A-Za-z0-9_-]{1,128})$/

@@ -4,8 +4,10 @@
 // reopen or a retention pass under way), LevelDB's staged share of the logged batches, and the
 // three things every part does: wait for what is staged (`settle`), write it (`writeIndex`) and
 // read a value LevelDB holds as a locator (`valueOf`).
+import { join } from 'node:path'
 import type { Level } from 'level'
 import { isStoreIoError } from '../disk/errors.ts'
+import { FinishedIndex } from './finished-index.ts'
 import { type BatchOp, GroupCommitter, type WriteBatch } from './group-commit.ts'
 import { decodeFrame, unseal } from './log/frames.ts'
 import type { HistoryBounds } from './log/retention.ts'
@@ -60,6 +62,8 @@ export class StoreContext {
   exporting = 0
   /** The creation time of the oldest run in the index, read when retention last looked. */
   oldest: number | null = null
+  /** The finished runs' index: a file per sealed segment, the one being written in memory. */
+  readonly index: FinishedIndex
 
   constructor(
     public db: Level<string, string>,
@@ -70,6 +74,7 @@ export class StoreContext {
     writeBatch: WriteBatch,
   ) {
     this.committer = new GroupCommitter(writeBatch, opts.commitWindowMs ?? 0)
+    this.index = new FinishedIndex(join(path, 'history'), () => ({ log: this.log, db: this.db }))
     this.staged = new StagedWrites(
       (ops, applied) => this.writeIndex(ops, applied),
       STAGE_MS,
@@ -159,6 +164,7 @@ export class StoreContext {
   }
 
   async closeFiles(): Promise<void> {
+    await this.index.close()
     await this.db.close().catch(() => undefined)
     await this.log.close()
   }

@@ -9,7 +9,7 @@ import type { BatchOp } from './group-commit.ts'
 import type { HistoryBounds } from './log/retention.ts'
 import { SegmentLog } from './log/segment-log.ts'
 import { fold } from './run-deltas.ts'
-import { INDEX, INDEX_MARKER, INDEX_VERSION, indexKeys } from './run-index.ts'
+import { INDEX, INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import { type StoreContext, segmentTimes } from './store-context.ts'
 import { FIN, LAYOUT, LAYOUT_VERSION, OPEN, RUN } from './store-layout.ts'
 import { catchUp, rebuildIndex } from './store-replay.ts'
@@ -44,6 +44,12 @@ export async function checkLayout(ctx: StoreContext): Promise<void> {
     if (await hasRuns(ctx)) await migrate(ctx)
     else ctx.unmarked = true
   } else if ((await ctx.db.get(INDEX_MARKER)) !== INDEX_VERSION) await rebuildIndex(ctx)
+  // The finished runs' files, checked, and those missing built (a crash before one was written).
+  // It reads where each run's first record is from LevelDB: what a move staged is written first.
+  if (!ctx.index.opened) {
+    await ctx.settle()
+    await ctx.index.open()
+  }
 }
 
 /** Whether any run is stored (finished or not): a store without one has nothing to move. */
@@ -98,10 +104,7 @@ async function migrate(ctx: StoreContext): Promise<void> {
     if (summary !== undefined && !summary.startsWith('@'))
       ops.push({ type: 'put', key: FIN + id, value: summary })
     const r = fold(keys, await Promise.all(values.map((v) => ctx.valueOf(v))))
-    if (r) {
-      if (summary === undefined) ops.push({ type: 'put', key: OPEN + id, value: '', local: true })
-      for (const key of indexKeys(r.run)) ops.push({ type: 'put', key, value: '', local: true })
-    }
+    if (r && summary === undefined) ops.push({ type: 'put', key: OPEN + id, value: '', local: true })
     if (ops.length >= 2000) {
       await write(ctx, ops)
       ops = []

@@ -7,10 +7,11 @@ import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { fold, writtenOf } from './run-deltas.ts'
-import { checkFilter, cursorAt, idOf, indexedState, position, prefixFor } from './run-index.ts'
+import { idOfPosition } from './finished-index.ts'
+import { checkFilter, cursorAt, indexedState, position } from './run-index.ts'
 import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
-import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN } from './store-layout.ts'
+import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, parseLocator } from './store-layout.ts'
 import { summary } from './summary.ts'
 
 /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
@@ -38,7 +39,7 @@ export async function onceDecision(ctx: StoreContext, key: string): Promise<Admi
 export async function replay(
   ctx: StoreContext,
   id: string,
-): Promise<{ run: RunRecord; deltas: number; keys: string[] } | undefined> {
+): Promise<{ run: RunRecord; deltas: number; keys: string[]; firstSeg?: number } | undefined> {
   if (ctx.reopening) await ctx.reopening
   await ctx.settle()
   const stored: string[] = []
@@ -47,7 +48,9 @@ export async function replay(
     stored.push(v)
     keys.push(k)
   }
-  return fold(keys, await Promise.all(stored.map((v) => ctx.valueOf(v))))
+  const r = fold(keys, await Promise.all(stored.map((v) => ctx.valueOf(v))))
+  // Where its first record is, for the finished runs' index when it finishes (finished-index.ts).
+  return r && stored[0]?.startsWith('@') ? { ...r, firstSeg: parseLocator(stored[0]).seg } : r
 }
 
 export async function getRun(ctx: StoreContext, id: string): Promise<RunRecord | undefined> {
@@ -70,7 +73,6 @@ export async function queryRuns(
   if (ctx.reopening) await ctx.reopening
   await ctx.settle()
   live ??= await openSummaries(ctx)
-  const prefix = prefixFor(filter)
   const liveIds = new Set<string>()
   const page: { pos: string; run?: RunSummary; id: string }[] = []
   for (const r of live) {
@@ -80,17 +82,11 @@ export async function queryRuns(
     const pos = position(r)
     if (pos >= lower && pos < upper) page.push({ pos, run: r, id: r.id })
   }
-  let fromStore = 0
   // A state the index does not hold (not finished) is served by the live runs alone.
-  const keys =
-    filter.state !== undefined && !indexedState(filter.state)
-      ? []
-      : ctx.db.keys({ gte: prefix + lower, lt: prefix + upper, reverse: true })
-  for await (const k of keys) {
-    const id = idOf(k)
-    if (liveIds.has(id)) continue
-    page.push({ pos: k.slice(prefix.length), id })
-    if (++fromStore > limit) break
+  if (filter.state === undefined || indexedState(filter.state)) {
+    const oldestSeg = ctx.log.segments()[0]?.n ?? 0
+    const q = { lower, upper, want: limit + 1, skip: liveIds, oldestSeg }
+    for (const pos of await ctx.index.page({ ...filter, ...q })) page.push({ pos, id: idOfPosition(pos) })
   }
   page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))
   page.length = Math.min(page.length, limit + 1)
@@ -145,7 +141,7 @@ export async function unfinished(ctx: StoreContext, known?: ReadonlySet<string>)
     const r = await replay(ctx, k.slice(OPEN.length))
     if (!r) continue
     out.push(r.run)
-    ctx.written.set(r.run.id, writtenOf(r.run, r.deltas))
+    ctx.written.set(r.run.id, { ...writtenOf(r.run, r.deltas), firstSeg: r.firstSeg })
   }
   return out
 }

@@ -6,7 +6,7 @@
 import type { RunSummary } from '../../sops/hub-engine.ts'
 import type { BatchOp } from './group-commit.ts'
 import type { Delta } from './run-deltas.ts'
-import { INDEX, INDEX_MARKER, INDEX_VERSION, finishedKeys, indexKeys } from './run-index.ts'
+import { INDEX, INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import type { StagedOp } from './staged.ts'
 import type { StoreContext } from './store-context.ts'
 import {
@@ -23,31 +23,20 @@ import {
   locatorText,
 } from './store-layout.ts'
 
-/** Keys the log carries for the run index, cleared and applied again by `rebuildIndex`. */
-const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN) || key.startsWith(INDEX)
+/** Keys the log carries for the runs, cleared and applied again by `rebuildIndex`. */
+const indexPart = (key: string) => inLog(key) || key.startsWith(OPEN)
 
 /**
  * The local operations (never logged: BatchOp `local`) a logged one implies: a run's first
- * record puts its "all" and "by SOP" index keys and its `open!` marker; a finished run's summary
- * puts its "by state" keys and removes the marker (run-index.ts).
+ * record puts its `open!` marker; a finished run's summary removes it.
  */
 function derived(op: BatchOp): BatchOp[] {
   if (op.type !== 'put') return []
   if (op.key.startsWith(RUN) && op.key.endsWith(FIRST)) {
     const head = (JSON.parse(op.value) as Delta).head
-    if (!head) return []
-    return [
-      ...indexKeys({ ...head, state: 'pending' }).map((key) => ({ type: 'put' as const, key, value: '' })),
-      { type: 'put', key: OPEN + head.id, value: '' },
-    ]
+    return head ? [{ type: 'put', key: OPEN + head.id, value: '' }] : []
   }
-  if (op.key.startsWith(FIN)) {
-    const s = JSON.parse(op.value) as RunSummary
-    return [
-      ...finishedKeys(s).map((key) => ({ type: 'put' as const, key, value: '' })),
-      { type: 'del', key: OPEN + s.id },
-    ]
-  }
+  if (op.key.startsWith(FIN)) return [{ type: 'del', key: OPEN + (JSON.parse(op.value) as RunSummary).id }]
   return []
 }
 
@@ -100,6 +89,8 @@ function applyScanned(
 export async function rebuildIndex(ctx: StoreContext, lostTo?: string): Promise<void> {
   await ctx.settle()
   await ctx.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
+  // The finished runs' files are built again from the log once LevelDB has the runs again.
+  await ctx.index.clear()
   const cleared = lostTo === undefined ? [RUN, FIN, OPEN, INDEX] : [RUN, FIN, OPEN, INDEX, ADM, MARK]
   for (const p of cleared) await ctx.db.clear({ gte: p, lt: `${p}\xff` })
   const segments = ctx.log.segments()
@@ -109,6 +100,7 @@ export async function rebuildIndex(ctx: StoreContext, lostTo?: string): Promise<
   }
   await dropHeadless(ctx)
   if (lostTo !== undefined) await ctx.db.put(APPLIED, lostTo)
+  await ctx.index.open()
   await ctx.db.put(INDEX_MARKER, INDEX_VERSION, { sync: true })
 }
 
@@ -130,8 +122,6 @@ async function dropHeadless(ctx: StoreContext): Promise<void> {
   for (const id of headless) {
     const gone = [FIN + id, OPEN + id]
     for await (const k of ctx.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) gone.push(k)
-    const fin = await ctx.valueOf(await ctx.db.get(FIN + id))
-    if (fin !== undefined) gone.push(...indexKeys(JSON.parse(fin) as RunSummary))
     await ctx.db.batch(gone.map((key) => ({ type: 'del' as const, key })))
   }
 }

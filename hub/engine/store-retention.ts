@@ -3,11 +3,10 @@
 // them), removing the finished runs whose first record was in one and carrying the unfinished
 // ones on, and deletes the admission records past the age bound; once-only marks are forgotten
 // when the engine asks (`pruneOnce`). Also how far back the history reaches, which a pass reads.
-import type { HistoryReach, RunSummary } from '../../sops/hub-engine.ts'
+import type { HistoryReach } from '../../sops/hub-engine.ts'
 import type { BatchOp } from './group-commit.ts'
 import { retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 import { carryOps } from './run-deltas.ts'
-import { INDEX, indexKeys } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
 import {
   ADM,
@@ -42,7 +41,7 @@ export async function pruneOnce(ctx: StoreContext, before: number): Promise<numb
 export function history(ctx: StoreContext): HistoryReach {
   return {
     oldestAt: ctx.oldest,
-    logBytes: ctx.log.bytes(),
+    logBytes: ctx.log.bytes() + ctx.index.bytes(),
     segments: ctx.log.segments().length,
     maxAgeMs: ctx.bounds.maxAgeMs,
     maxBytes: ctx.bounds.maxBytes,
@@ -50,10 +49,7 @@ export function history(ctx: StoreContext): HistoryReach {
 }
 
 async function readOldest(ctx: StoreContext): Promise<void> {
-  await ctx.settle()
-  ctx.oldest = null
-  for await (const k of ctx.db.keys({ gt: `${INDEX}a!`, lt: `${INDEX}a!\xff`, limit: 1 }))
-    ctx.oldest = Number.parseInt(k.slice(`${INDEX}a!`.length, `${INDEX}a!`.length + 10), 36)
+  ctx.oldest = await ctx.index.oldest(ctx.log.segments()[0]?.n ?? 0)
 }
 
 export function schedulePrune(ctx: StoreContext): void {
@@ -83,8 +79,12 @@ export function prune(ctx: StoreContext): Promise<void> {
 async function prunePass(ctx: StoreContext): Promise<void> {
   if (ctx.opts.retention === false || ctx.exporting > 0) return readOldest(ctx)
   if (ctx.broken || ctx.reopening) return
+  // A sealed segment's index file that could not be written (a full disk) is tried again.
+  await ctx.index.sealBefore(ctx.log.position().seg)
   const now = ctx.now()
-  for (const n of segmentsToDrop(ctx.log.segments(), ctx.log.position().seg, now, ctx.bounds))
+  // A segment's size counts its index file's: the bound is of what history takes on disk.
+  const segments = ctx.log.segments().map((s) => ({ ...s, bytes: s.bytes + ctx.index.bytesOf(s.n) }))
+  for (const n of segmentsToDrop(segments, ctx.log.position().seg, now, ctx.bounds))
     if (!(await dropSegment(ctx, n))) break
   const before = seqKey(ADM, Math.max(0, now - ctx.bounds.maxAgeMs), 0)
   await ctx.settle()
@@ -135,10 +135,9 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
   const ids = [...heads]
   for (let c = 0; c < ids.length; c += 256) {
     const chunk = ids.slice(c, c + 256)
-    const [firsts, opens, fins] = await Promise.all([
+    const [firsts, opens] = await Promise.all([
       ctx.db.getMany(chunk.map((id) => deltaKey(id, 0))),
       ctx.db.getMany(chunk.map((id) => OPEN + id)),
-      ctx.db.getMany(chunk.map((id) => FIN + id)),
     ])
     await Promise.all(
       chunk.map(async (id, i) => {
@@ -154,12 +153,12 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
             return
           }
         }
-        // Finished: its index keys from its summary, not its records.
+        // Finished: its records, summary and marker. Its entry in the finished runs' index goes
+        // with the file of the segment that holds its summary; until then, the entry names this
+        // segment as its first, and a page passes it over.
         const keys: string[] = []
         for await (const k of ctx.db.keys({ gt: `${RUN}${id}!`, lt: `${RUN}${id}!\xff` })) keys.push(k)
-        const fin = await ctx.valueOf(fins[i])
-        const indexed = fin !== undefined ? (JSON.parse(fin) as RunSummary) : (await replay(ctx, id))?.run
-        gone.push(...keys, FIN + id, OPEN + id, ...(indexed ? indexKeys(indexed) : []))
+        gone.push(...keys, FIN + id, OPEN + id)
         removed++
       }),
     )
@@ -178,6 +177,7 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
     { sync: true },
   )
   await ctx.log.drop(n)
+  await ctx.index.drop(n)
   ctx.opts.onDrop?.({ segment: n, removed, carried })
   return true
 }

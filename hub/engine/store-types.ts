@@ -43,4 +43,6 @@ export interface Written {
   /** Each step record as last written: the object and its JSON. */
   steps: Map<number, { rec: StepRecord; json: string; settled: boolean }>
   logSeq: number
+  /** The segment of the history log holding the run's first record, once it is written. */
+  firstSeg?: number
 }

@@ -7,12 +7,14 @@ import { join } from 'node:path'
 import { Level } from 'level'
 import { isStoreIoError } from '../disk/errors.ts'
 import { ENGINE_LEVELDB_SIZES } from '../leveldb.ts'
+import type { RunSummary } from '../../sops/hub-engine.ts'
+import { entryOf } from './finished-index.ts'
 import type { BatchOp } from './group-commit.ts'
 import { encodeBatch, sealBatch } from './log/frames.ts'
 import { SegmentLog } from './log/segment-log.ts'
 import { INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import { type StoreContext, segmentTimes } from './store-context.ts'
-import { LAYOUT, LAYOUT_VERSION, SEGTIME, indexOp, locatorText } from './store-layout.ts'
+import { FIN, FIRST, LAYOUT, LAYOUT_VERSION, RUN, SEGTIME, indexOp, locatorText } from './store-layout.ts'
 import { catchUp } from './store-replay.ts'
 import { errorText } from '../../errors/text.ts'
 
@@ -60,6 +62,26 @@ async function writeBatch(ctx: StoreContext, batch: BatchOp[]): Promise<void> {
     ctx.segTimeDue = { type: 'put', key, value }
   }
   ctx.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
+  noteIndexed(ctx, ops, at.seg)
+  // The full segment's index is written beside it, off this write's path.
+  if (at.full) void ctx.index.sealBefore(at.seg)
+}
+
+/**
+ * What a logged batch tells the finished runs' index (finished-index.ts): where a run's first
+ * record now is (written, or carried on by retention), and each finished run's summary.
+ */
+function noteIndexed(ctx: StoreContext, ops: readonly BatchOp[], seg: number): void {
+  for (const op of ops) {
+    if (op.type !== 'put') continue
+    if (op.key.startsWith(FIN)) {
+      const s = JSON.parse(op.value) as RunSummary
+      ctx.index.add(seg, entryOf(s, ctx.written.get(s.id)?.firstSeg ?? seg))
+    } else if (op.key.startsWith(RUN) && op.key.endsWith(FIRST)) {
+      const w = ctx.written.get(op.key.slice(RUN.length, -FIRST.length))
+      if (w) w.firstSeg = seg
+    }
+  }
 }
 
 /**

@@ -1,11 +1,13 @@
 // The run index (hub/engine/run-index.ts, store.ts): newest-first keyset pages by SOP, state and
 // time that agree with the run records — across pages, when runs change state, after a SIGKILL
 // mid-write, and after re-indexing a store written before the index existed.
+import { readdir, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Level } from 'level'
 import t, { type Test } from 'tap'
-import { INDEX, INDEX_MARKER, INDEX_VERSION, indexKeys } from '../../hub/engine/run-index.ts'
+import { INDEX, INDEX_MARKER, INDEX_VERSION } from '../../hub/engine/run-index.ts'
+import { RUN_STATES, isFinished } from '../../sops/run/states.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { RunFilter, RunSummary } from '../../sops/hub-engine.ts'
 import { MANY_RUNS_SOPS, manyRunsState, writeManyRuns } from '../../bench/fixtures/many-runs.ts'
@@ -145,7 +147,7 @@ t.test('after a SIGKILL mid-write the index agrees with the records', async (t) 
   t.ok(check.states.size >= 3, `runs in several states: ${[...check.states].join(', ')}`)
 })
 
-t.test('a store written before the index is re-indexed once on open', async (t) => {
+t.test('a store whose index is LevelDB keys (index 1) is re-indexed into files once on open', async (t) => {
   const dir = await tempDir(t, 'svc-index-old-')
   await writeManyRuns(dir, { n: 300, start: START, stepMs: STEP })
   const before = await EngineStore.open(dir)
@@ -156,52 +158,76 @@ t.test('a store written before the index is re-indexed once on open', async (t) 
   ]
   const want = await pages(before)
   await before.close()
-  // Make it an old store: no index keys, no marker.
+  // Make it a store of the index before the files: keys under ix! (what that code wrote, one
+  // ordering per run is enough to see them cleared), its marker, and no index files.
   const db = new Level<string, string>(dir)
-  const ops: { type: 'del'; key: string }[] = [{ type: 'del', key: INDEX_MARKER }]
-  for await (const key of db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) ops.push({ type: 'del', key })
-  t.ok(ops.length > 1000, 'the index had keys to take away')
+  await db.put(INDEX_MARKER, '1')
+  const ops: { type: 'put'; key: string; value: string }[] = []
+  for await (const k of db.keys({ gt: 'fin!', lt: 'fin!\xff' }))
+    ops.push({ type: 'put', key: `${INDEX}a!0000000000!${k.slice(4)}`, value: '' })
   await db.batch(ops)
   await db.close()
+  for (const f of await indexFiles(dir)) await rm(join(dir, 'history', f))
   const after = await EngineStore.open(dir)
   t.same(await pages(after), want, 'the same pages from the rebuilt index')
   await after.close()
-  t.same((await indexAgrees(dir)).agree, { extra: [], missing: [] })
+  const check = await indexAgrees(dir)
+  t.same(check.agree, { extra: [], missing: [] })
+  t.equal(check.leveldbKeys, 0, 'the old keys are gone from LevelDB')
   const again = new Level<string, string>(dir)
   t.equal(await again.get(INDEX_MARKER), INDEX_VERSION, 'marked as indexed: the next open does not rebuild')
   await again.close()
 })
 
+/** The finished runs' index files beside the history log's segments. */
+async function indexFiles(dir: string): Promise<string[]> {
+  return (await readdir(join(dir, 'history'))).filter((f) => f.endsWith('.idx'))
+}
+
 /**
- * Every index key belongs to a stored run in the state the key says, and every run has its keys.
- * Reads the folder raw (the index keys, the ids of the runs), then each run through the store.
+ * The index agrees with the runs: every page of every finished state holds exactly the stored
+ * runs in that state, and all runs page once each. Reads the run ids raw from LevelDB (the
+ * summaries and the unfinished runs' markers), then each run and the pages through the store.
  */
 async function indexAgrees(dir: string) {
   // Opened once first, as the hub would: LevelDB is applied from the history log.
   await (await EngineStore.open(dir)).close()
   const db = new Level<string, string>(dir)
-  const keys = new Set<string>()
   const ids: string[] = []
-  for await (const k of db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) keys.add(k)
+  let leveldbKeys = 0
   for (const p of ['fin!', 'open!'])
     for await (const k of db.keys({ gt: p, lt: `${p}\xff` })) ids.push(k.slice(p.length))
+  for await (const _ of db.keys({ gte: INDEX, lt: `${INDEX}\xff` })) leveldbKeys++
   await db.close()
   const store = await EngineStore.open(dir)
   const want = new Set<string>()
+  const got = new Set<string>()
   const states = new Set<string>()
+  const page = async (f: RunFilter) => {
+    for (let cursor: string | undefined; ; ) {
+      const p = await store.queryRuns({ ...f, limit: 500, ...(cursor ? { cursor } : {}) })
+      for (const r of p.runs) got.add(`${f.state ?? '*'} ${r.id}`)
+      if (p.next === null) return
+      cursor = p.next
+    }
+  }
   try {
     for (const id of ids) {
       const r = await store.getRun(id)
       if (!r) continue
       states.add(r.state)
-      for (const k of indexKeys(r)) want.add(k)
+      want.add(`* ${id}`)
+      if (isFinished(r.state)) want.add(`${r.state} ${id}`)
     }
+    await page({})
+    for (const state of RUN_STATES) if (isFinished(state)) await page({ state })
   } finally {
     await store.close()
   }
   return {
     runs: ids.length,
     states,
-    agree: { extra: [...keys].filter((k) => !want.has(k)), missing: [...want].filter((k) => !keys.has(k)) },
+    leveldbKeys,
+    agree: { extra: [...got].filter((k) => !want.has(k)), missing: [...want].filter((k) => !got.has(k)) },
   }
 }

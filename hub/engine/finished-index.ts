@@ -1,0 +1,390 @@
+// The finished runs' index (hub/engine/README.md, "The run index"): one sorted file per sealed
+// segment of the history log (log/index-file.ts), written once when the segment is full, and the
+// segment being written held in memory. A page newest first reads the files whose positions and
+// (sop, state) pairs can hold its runs, newest first, and stops once no older file can change
+// it. Nothing of it goes through LevelDB: there, its four orderings of every run cost more
+// bytes than the runs' records (bench/README.md, "endurance").
+//
+// Everything here is derived from the log: a missing or damaged file is built again from its
+// segment, and the segment being written is read back at every open.
+import { constants } from 'node:fs'
+import { open, readdir, rename, unlink } from 'node:fs/promises'
+import { join } from 'node:path'
+import type { Level } from 'level'
+import type { RunSummary } from '../../sops/hub-engine.ts'
+import type { RunState } from '../../sops/run/states.ts'
+import {
+  INDEX_FILE,
+  type IndexEntry,
+  type IndexHeader,
+  decodeIndexFile,
+  decodeIndexHeader,
+  encodeIndexFile,
+  indexFileName,
+} from './log/index-file.ts'
+import type { SegmentLog } from './log/segment-log.ts'
+import { T_WIDTH, position } from './run-index.ts'
+import { FIN, deltaKey, parseLocator } from './store-layout.ts'
+
+/** What a page asks of the index (run-index.ts `checkFilter`). */
+export interface IndexQuery {
+  sop?: string
+  state?: RunState
+  lower: string
+  upper: string
+  /** How many positions, at most. */
+  want: number
+  /** Runs to pass over (the live ones, which the engine's memory answers for). */
+  skip: ReadonlySet<string>
+  /** The oldest segment kept: an entry whose first segment is older stands for a removed run. */
+  oldestSeg: number
+}
+
+interface Source {
+  seg: number
+  min: string
+  max: string
+  pairs: Iterable<readonly [string, RunState]>
+  entries(): Promise<IndexEntry[]>
+}
+
+/** The segment being written (and any sealed one whose file could not be written yet). */
+interface InMemory {
+  entries: IndexEntry[]
+  sorted: boolean
+  pairs: Map<string, readonly [string, RunState]>
+}
+
+/** A sealed segment's file bodies read lately: a page mostly needs the newest one or two. */
+const CACHED_FILES = 2
+
+export const entryOf = (summary: RunSummary, fs: number): IndexEntry => ({
+  pos: position(summary),
+  sop: summary.sop,
+  state: summary.state,
+  fs,
+})
+
+export const idOfPosition = (pos: string) => pos.slice(T_WIDTH + 1)
+
+export class FinishedIndex {
+  private memory = new Map<number, InMemory>()
+  private files = new Map<number, IndexHeader>()
+  /** Each file's size in bytes: history's size counts them with the segments. */
+  private sizes = new Map<number, number>()
+  private cache = new Map<number, Promise<IndexEntry[]>>()
+  private sealing: Promise<void> | null = null
+  /** False while `open` reads the log: what is written then, it reads itself. */
+  private ready = false
+
+  /** `files`: the log and LevelDB as they are now (a reopen replaces them). */
+  constructor(
+    private readonly dir: string,
+    private readonly stores: () => { log: SegmentLog; db: Level<string, string> },
+  ) {}
+
+  get opened(): boolean {
+    return this.ready
+  }
+
+  /** A finished run's summary was appended to segment `seg`. */
+  add(seg: number, e: IndexEntry): void {
+    if (!this.ready) return
+    let m = this.memory.get(seg)
+    if (!m) {
+      m = { entries: [], sorted: true, pairs: new Map() }
+      this.memory.set(seg, m)
+    }
+    const last = m.entries.at(-1)
+    if (last && last.pos > e.pos) m.sorted = false
+    m.entries.push(e)
+    const k = `${e.sop}\u0000${e.state}`
+    if (!m.pairs.has(k)) m.pairs.set(k, [e.sop, e.state])
+  }
+
+  /**
+   * Writes the file of every segment before `head` still held in memory. Not awaited by the
+   * write that filled the segment; one that fails (a full disk) is tried again at the next call.
+   */
+  sealBefore(head: number): Promise<void> {
+    const run = async () => {
+      for (const seg of [...this.memory.keys()].filter((s) => s < head).sort((a, b) => a - b)) {
+        const m = this.memory.get(seg)!
+        const entries = this.sortedOf(m)
+        try {
+          const { header, size } = await this.writeFile(seg, entries)
+          // Dropped by retention meanwhile: the file goes too.
+          if (!this.memory.has(seg)) await unlink(join(this.dir, indexFileName(seg))).catch(() => undefined)
+          else {
+            this.files.set(seg, header)
+            this.sizes.set(seg, size)
+            this.memory.delete(seg)
+          }
+        } catch {
+          return
+        }
+      }
+    }
+    const prev = this.sealing ?? Promise.resolve()
+    const next: Promise<void> = prev.then(run).finally(() => {
+      if (this.sealing === next) this.sealing = null
+    })
+    this.sealing = next
+    return next
+  }
+
+  /** Segment `n` was dropped: its entries go. */
+  async drop(n: number): Promise<void> {
+    this.memory.delete(n)
+    this.cache.delete(n)
+    this.sizes.delete(n)
+    if (this.files.delete(n))
+      await unlink(join(this.dir, indexFileName(n))).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err
+      })
+  }
+
+  /** The bytes of segment `n`'s file (0: none yet), and of all of them. */
+  bytesOf(n: number): number {
+    return this.sizes.get(n) ?? 0
+  }
+
+  bytes(): number {
+    let sum = 0
+    for (const b of this.sizes.values()) sum += b
+    return sum
+  }
+
+  /** Up to `q.want` positions newest first, with lower <= position < upper, that match. */
+  async page(q: IndexQuery): Promise<string[]> {
+    const match = (sop: string, state: RunState) =>
+      (q.sop === undefined || sop === q.sop) && (q.state === undefined || state === q.state)
+    const sources = this.sources()
+      .filter((s) => s.min < q.upper && s.max >= q.lower && [...s.pairs].some(([sop, st]) => match(sop, st)))
+      .sort((a, b) => (a.max < b.max ? 1 : a.max > b.max ? -1 : 0))
+    let out: string[] = []
+    for (const src of sources) {
+      if (out.length >= q.want && src.max < out[q.want - 1]!) break
+      const entries = await src.entries()
+      let i = firstAtOrAbove(entries, q.upper) - 1
+      let taken = 0
+      for (; i >= 0 && taken < q.want; i--) {
+        const e = entries[i]!
+        if (e.pos < q.lower) break
+        if (!match(e.sop, e.state) || e.fs < q.oldestSeg || q.skip.has(idOfPosition(e.pos))) continue
+        out.push(e.pos)
+        taken++
+      }
+      out.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))
+      if (out.length > q.want) out = out.slice(0, q.want)
+    }
+    return out
+  }
+
+  /** The creation time of the oldest run the index holds (ms), or null when it holds none. */
+  async oldest(oldestSeg: number): Promise<number | null> {
+    let best: string | null = null
+    const sources = this.sources().sort((a, b) => (a.min < b.min ? -1 : a.min > b.min ? 1 : 0))
+    for (const src of sources) {
+      if (src.min === '' || (best !== null && src.min >= best)) continue
+      for (const e of await src.entries())
+        if (e.fs >= oldestSeg) {
+          if (best === null || e.pos < best) best = e.pos
+          break
+        }
+    }
+    return best === null ? null : Number.parseInt(best.slice(0, T_WIDTH), 36)
+  }
+
+  /**
+   * Reads what the folder holds: a file of a sealed segment is kept when its header is whole (a
+   * body that fails its check is found when a page reads it, and built again then); a sealed
+   * segment without one has it built from the segment, and the segment being written is read
+   * into memory. LevelDB must be caught up with the log: it says where each run's first record is.
+   */
+  async open(): Promise<void> {
+    const { log, db } = this.stores()
+    this.ready = false
+    await this.sealing
+    this.memory.clear()
+    this.files.clear()
+    this.sizes.clear()
+    this.cache.clear()
+    const head = log.position().seg
+    const kept = new Set(log.segments().map((s) => s.n))
+    for (const name of await readdir(this.dir)) {
+      if (name.endsWith('.idx.tmp')) await unlink(join(this.dir, name)).catch(() => undefined)
+      const m = INDEX_FILE.exec(name)
+      if (!m) continue
+      const n = Number.parseInt(m[1]!, 16)
+      const read = kept.has(n) && n !== head ? await readHeader(join(this.dir, name), n) : null
+      if (read) {
+        this.files.set(n, read.header)
+        this.sizes.set(n, read.size)
+      } else await unlink(join(this.dir, name)).catch(() => undefined)
+    }
+    for (const s of log.segments()) {
+      if (this.files.has(s.n)) continue
+      const entries = await entriesOfSegment(log, s.n, db)
+      this.memory.set(s.n, {
+        entries,
+        sorted: false,
+        pairs: new Map(entries.map((e) => [`${e.sop}\u0000${e.state}`, [e.sop, e.state] as const])),
+      })
+    }
+    this.ready = true
+    await this.sealBefore(head)
+  }
+
+  /** Every file removed and nothing held: what `open` then finds, it builds again. */
+  async clear(): Promise<void> {
+    this.ready = false
+    await this.sealing
+    this.memory.clear()
+    this.files.clear()
+    this.sizes.clear()
+    this.cache.clear()
+    for (const name of await readdir(this.dir).catch(() => [] as string[]))
+      if (INDEX_FILE.test(name) || name.endsWith('.idx.tmp'))
+        await unlink(join(this.dir, name)).catch(() => undefined)
+  }
+
+  async close(): Promise<void> {
+    await this.sealing
+  }
+
+  private sources(): Source[] {
+    const out: Source[] = []
+    for (const [seg, m] of this.memory) {
+      const entries = this.sortedOf(m)
+      if (entries.length === 0) continue
+      out.push({
+        seg,
+        min: entries[0]!.pos,
+        max: entries.at(-1)!.pos,
+        pairs: m.pairs.values(),
+        entries: () => Promise.resolve(entries),
+      })
+    }
+    for (const [seg, h] of this.files)
+      if (h.count > 0)
+        out.push({ seg, min: h.min, max: h.max, pairs: h.pairs, entries: () => this.read(seg, h) })
+    return out
+  }
+
+  private sortedOf(m: InMemory): IndexEntry[] {
+    if (!m.sorted) {
+      m.entries.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
+      m.sorted = true
+    }
+    return m.entries
+  }
+
+  private read(seg: number, header: IndexHeader): Promise<IndexEntry[]> {
+    const hit = this.cache.get(seg)
+    if (hit) {
+      this.cache.delete(seg)
+      this.cache.set(seg, hit)
+      return hit
+    }
+    const p = (async () => {
+      try {
+        const fh = await open(join(this.dir, indexFileName(seg)), 'r')
+        try {
+          return decodeIndexFile(await fh.readFile(), header)
+        } finally {
+          await fh.close()
+        }
+      } catch {
+        // Damaged since the open read its header (or gone): built again from its segment.
+        const { log, db } = this.stores()
+        const entries = await entriesOfSegment(log, seg, db)
+        entries.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
+        const again = await this.writeFile(seg, entries).catch(() => null)
+        if (again && this.files.has(seg)) {
+          this.files.set(seg, again.header)
+          this.sizes.set(seg, again.size)
+        }
+        return entries
+      }
+    })()
+    this.cache.set(seg, p)
+    if (this.cache.size > CACHED_FILES) this.cache.delete(this.cache.keys().next().value!)
+    p.catch(() => this.cache.delete(seg))
+    return p
+  }
+
+  /** Written whole under a temporary name, synced, then renamed: a file there is always whole. */
+  private async writeFile(
+    seg: number,
+    entries: readonly IndexEntry[],
+  ): Promise<{ header: IndexHeader; size: number }> {
+    const bytes = await encodeIndexFile(seg, entries)
+    const path = join(this.dir, indexFileName(seg))
+    const fh = await open(`${path}.tmp`, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC)
+    try {
+      await fh.writeFile(bytes)
+      await fh.datasync()
+    } finally {
+      await fh.close()
+    }
+    await rename(`${path}.tmp`, path)
+    return { header: decodeIndexHeader(bytes, seg)!, size: bytes.length }
+  }
+}
+
+/** The index of the first entry at or above `pos` (entries ascending). */
+function firstAtOrAbove(entries: readonly IndexEntry[], pos: string): number {
+  let lo = 0
+  let hi = entries.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (entries[mid]!.pos < pos) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+async function readHeader(path: string, seg: number): Promise<{ header: IndexHeader; size: number } | null> {
+  let fh: Awaited<ReturnType<typeof open>> | null = null
+  try {
+    fh = await open(path, 'r')
+    const buf = Buffer.alloc(64 * 1024)
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0)
+    const header = decodeIndexHeader(buf.subarray(0, bytesRead), seg)
+    return header ? { header, size: (await fh.stat()).size } : null
+  } catch {
+    return null
+  } finally {
+    await fh?.close().catch(() => undefined)
+  }
+}
+
+/**
+ * The finished runs whose summary segment `n` holds, each with the segment of its first record
+ * (LevelDB's locator of it); a run whose first record is gone was removed, and is left out.
+ */
+async function entriesOfSegment(
+  log: SegmentLog,
+  n: number,
+  db: Level<string, string>,
+): Promise<IndexEntry[]> {
+  const summaries = new Map<string, RunSummary>()
+  for (const b of await log.scan(n))
+    for (const { op } of b.ops)
+      if (op.type === 'put' && op.key.startsWith(FIN)) {
+        const s = JSON.parse(op.value) as RunSummary
+        summaries.set(s.id, s)
+      }
+  const runs = [...summaries.values()]
+  const out: IndexEntry[] = []
+  for (let c = 0; c < runs.length; c += 1024) {
+    const chunk = runs.slice(c, c + 1024)
+    const firsts = await db.getMany(chunk.map((s) => deltaKey(s.id, 0)))
+    chunk.forEach((s, i) => {
+      const loc = firsts[i]
+      if (loc?.startsWith('@')) out.push(entryOf(s, parseLocator(loc).seg))
+    })
+  }
+  return out
+}

@@ -1,0 +1,107 @@
+// A sealed segment's run index as one file beside it (pure): the finished runs whose summary the
+// segment holds, sorted by position (`<t>!<id>`, run-index.ts), written once when the segment is
+// full and dropped with it (hub/engine/README.md, "The run index").
+//
+//   file   = header line (JSON, `\n`), body
+//   header = { v, seg, count, min, max, pairs, crc }   pairs: the (sop, state) the entries hold
+//   body   = deflated JSON: [[position, pair, first segment], …] in ascending position
+//
+// The header alone says whether a query needs the body (its positions and pairs), so an open
+// reads a few hundred bytes of each file, not the file. `crc` covers the body: a file that fails
+// it, or any other check, is built again from its segment.
+import { promisify } from 'node:util'
+import { crc32, deflate, inflateSync } from 'node:zlib'
+import type { RunState } from '../../../sops/run/states.ts'
+
+/** A finished run as the index holds it. */
+export interface IndexEntry {
+  /** `<t>!<id>` (run-index.ts `position`). */
+  pos: string
+  sop: string
+  state: RunState
+  /**
+   * The segment holding the run's first record. Retention removes a run with that segment, so an
+   * entry whose first segment is gone stands for a run already removed, and is passed over.
+   */
+  fs: number
+}
+
+export interface IndexHeader {
+  v: 1
+  seg: number
+  count: number
+  /** The lowest and highest positions (empty strings: no entries). */
+  min: string
+  max: string
+  pairs: [string, RunState][]
+  crc: number
+}
+
+export const INDEX_FILE = /^([0-9a-f]{8})\.idx$/
+export const indexFileName = (n: number) => `${n.toString(16).padStart(8, '0')}.idx`
+
+const deflateAsync = promisify(deflate)
+
+/** The file for segment `seg`; `entries` in ascending position. Deflated off the main thread. */
+export async function encodeIndexFile(seg: number, entries: readonly IndexEntry[]): Promise<Buffer> {
+  const pairIndex = new Map<string, number>()
+  const pairs: [string, RunState][] = []
+  const rows = entries.map((e) => {
+    const k = `${e.sop}\u0000${e.state}`
+    let p = pairIndex.get(k)
+    if (p === undefined) {
+      p = pairs.length
+      pairIndex.set(k, p)
+      pairs.push([e.sop, e.state])
+    }
+    return [e.pos, p, e.fs]
+  })
+  const body = await deflateAsync(Buffer.from(JSON.stringify(rows)))
+  const header: IndexHeader = {
+    v: 1,
+    seg,
+    count: entries.length,
+    min: entries[0]?.pos ?? '',
+    max: entries.at(-1)?.pos ?? '',
+    pairs,
+    crc: crc32(body),
+  }
+  return Buffer.concat([Buffer.from(`${JSON.stringify(header)}\n`), body])
+}
+
+/** The header of a file's first bytes, or null when they do not hold a whole, valid one. */
+export function decodeIndexHeader(head: Buffer, seg: number): IndexHeader | null {
+  const nl = head.indexOf(0x0a)
+  if (nl < 0) return null
+  try {
+    const h = JSON.parse(head.toString('utf8', 0, nl)) as IndexHeader
+    const ok =
+      h.v === 1 &&
+      h.seg === seg &&
+      Number.isSafeInteger(h.count) &&
+      typeof h.min === 'string' &&
+      typeof h.max === 'string' &&
+      Array.isArray(h.pairs) &&
+      Number.isSafeInteger(h.crc)
+    return ok ? h : null
+  } catch {
+    return null
+  }
+}
+
+/** A whole file's entries, checked against its header; throws naming what does not agree. */
+export function decodeIndexFile(file: Buffer, header: IndexHeader): IndexEntry[] {
+  const body = file.subarray(file.indexOf(0x0a) + 1)
+  if (crc32(body) !== header.crc) throw new Error(`index of segment ${header.seg}: its body fails its check`)
+  const rows = JSON.parse(inflateSync(body).toString('utf8')) as [string, number, number][]
+  if (rows.length !== header.count)
+    throw new Error(
+      `index of segment ${header.seg}: ${rows.length} entries where its header says ${header.count}`,
+    )
+  return rows.map(([pos, p, fs]) => {
+    const pair = header.pairs[p]
+    if (!pair)
+      throw new Error(`index of segment ${header.seg}: an entry names pair ${p}, which it does not have`)
+    return { pos, sop: pair[0], state: pair[1], fs }
+  })
+}
