@@ -9,11 +9,17 @@
 // The log writes each batch as one Z frame (`sealBatch`): its check covers the batch, so it is
 // its own commit. A record is then found by the Z frame and its place inside the inflated batch.
 // A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
+//
+// A batch that would cross a page boundary starts at the boundary instead (`PAGE`,
+// segment-log.ts `append`): the bytes between are never written and read as zeroes, which a scan
+// steps over to the boundary when a frame follows there.
 import { promisify } from 'node:util'
 import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
 import type { BatchOp } from '../group-commit.ts'
 
 export const HEADER = 8
+/** The page the log aligns a batch to rather than let it cross one (segment-log.ts `append`). */
+export const PAGE = 4096
 const KIND_PUT = 0x50
 const KIND_DEL = 0x44
 const KIND_COMMIT = 0x43
@@ -119,7 +125,15 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
   let ops: ScannedBatch['ops'] = []
   for (;;) {
     const body = checkedBody(buf, at)
-    if (body === null) break
+    if (body === null) {
+      // Zeroes to the next page boundary, and more after it: a batch moved to the boundary.
+      const next = Math.ceil((from + at) / PAGE) * PAGE - from
+      if (ops.length === 0 && next > at && next < buf.length && zeroes(buf, at, next)) {
+        at = next
+        continue
+      }
+      break
+    }
     const len = HEADER + body.length
     if (body[0] === KIND_DEFLATED) {
       const inner = scanBatches(inflate(body))
@@ -143,6 +157,11 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
     at += len
   }
   return { batches, end: from + end }
+}
+
+function zeroes(buf: Buffer, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (buf[i] !== 0) return false
+  return true
 }
 
 /**
