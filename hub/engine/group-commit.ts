@@ -26,6 +26,12 @@ export type BatchOp =
  */
 export const DEFER_MS = 5
 export const DEFER_MAX_MS = 2000
+/**
+ * How long a lazy write (`write(ops, { lazy: true })`) waits for another to carry it: what is
+ * only tidied away (a once-only mark forgotten 30 s after its PUBACK) never costs a sync of its
+ * own while the hub is busy, and at most one a minute while it is not.
+ */
+export const LAZY_MS = 60_000
 
 /** How long a deferrable write waits, given when the last urgent writes came (ms, monotonic). */
 export function deferFor(now: number, lastUrgentAt: number, gap: number): number {
@@ -46,8 +52,10 @@ interface Pending {
 export class GroupCommitter {
   private pending: Pending | null = null
   private flushing: Promise<void> | null = null
-  /** A batch of deferrable writes only, waiting DEFER_MS for a write that cannot wait. */
+  /** A batch of deferrable or lazy writes only, waiting for a write that cannot wait. */
   private deferred: NodeJS.Timeout | null = null
+  /** When `deferred` fires (ms, monotonic): a write that may wait less brings it forward. */
+  private deferredAt = Number.POSITIVE_INFINITY
   /** Batches written and operations in them (for the bench and the logs). */
   batches = 0
   ops = 0
@@ -61,6 +69,7 @@ export class GroupCommitter {
   constructor(
     private readonly writeBatch: WriteBatch,
     private readonly windowMs = 0,
+    private readonly lazyMs = LAZY_MS,
   ) {}
 
   private window: NodeJS.Timeout | null = null
@@ -71,15 +80,17 @@ export class GroupCommitter {
   /**
    * Resolves once `ops` are synced. `defer`: nothing the caller does next depends on it being
    * durable soon, so the batch may wait up to DEFER_MS for another write to share its sync.
+   * `lazy`: nothing depends on it being durable at all before the next write (a crash before it
+   * only leaves a record to tidy later): it waits for another write to carry it, up to LAZY_MS.
    */
-  write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
+  write(ops: BatchOp[], opts: { defer?: boolean; lazy?: boolean } = {}): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       if (!this.pending) this.pending = { ops: [], waiters: [], due: false }
       const pending = this.pending
       for (const op of ops) pending.ops.push(op)
       pending.waiters.push({ resolve, reject })
       const now = performance.now()
-      if (!opts.defer) {
+      if (!opts.defer && !opts.lazy) {
         // Writes close together (an admission and its run's first checkpoint) are one event's.
         if (now - this.lastUrgentAt >= 2 * DEFER_MS) this.urgentGap = now - this.lastUrgentAt
         this.lastUrgentAt = now
@@ -87,7 +98,12 @@ export class GroupCommitter {
       }
       if (!pending.due) {
         // Deferred only: it waits its time, also while a batch is on disk (the loop leaves it).
-        this.deferred ??= setTimeout(() => this.due(), deferFor(now, this.lastUrgentAt, this.urgentGap))
+        const wait = opts.lazy ? this.lazyMs : deferFor(now, this.lastUrgentAt, this.urgentGap)
+        if (now + wait < this.deferredAt) {
+          if (this.deferred) clearTimeout(this.deferred)
+          this.deferredAt = now + wait
+          this.deferred = setTimeout(() => this.due(), wait)
+        }
         return
       }
       // The loop writes a due batch as soon as the one on disk is done.
@@ -103,6 +119,7 @@ export class GroupCommitter {
   /** The deferred batch's time is up. */
   private due(): void {
     this.deferred = null
+    this.deferredAt = Number.POSITIVE_INFINITY
     if (this.pending) this.pending.due = true
     this.start()
   }
@@ -129,6 +146,7 @@ export class GroupCommitter {
       // Any deferred write waiting is in this batch.
       if (this.deferred) clearTimeout(this.deferred)
       this.deferred = null
+      this.deferredAt = Number.POSITIVE_INFINITY
       const t0 = performance.now()
       try {
         const ops = batch.ops

@@ -86,9 +86,11 @@ export class OnceOnly {
       const left = this.marks.forget(m.sop, m.key, m.fingerprint)
       if (left !== null) ops.push(ctx.store.markOp(key, left))
     }
+    // Lazy: a mark forgotten late is only kept a little longer, so the forgetting rides with the
+    // next event's sync rather than costing the card a page a second of its own.
     if (ops.length > 0)
       ctx.store
-        .write(ops)
+        .write(ops, { lazy: true })
         .catch((err: unknown) => ctx.log.warn({ err: errorText(err) }, 'once-only marks not forgotten'))
   }
 

@@ -100,7 +100,7 @@ export async function heartbeat(ctx: StoreContext, freshMs = 300_000): Promise<v
 export async function write(
   ctx: StoreContext,
   ops: BatchOp[],
-  opts: { defer?: boolean } = {},
+  opts: { defer?: boolean; lazy?: boolean } = {},
 ): Promise<void> {
   if (!ctx.unmarked) return ctx.committer.write(ops, opts)
   await ctx.committer.write(

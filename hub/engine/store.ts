@@ -78,8 +78,8 @@ export class EngineStore {
 
   // ---- writes -----------------------------------------------------------------------------
 
-  /** One synced write, shared with concurrent writers (group-commit.ts, also for `defer`). */
-  write(ops: BatchOp[], opts: { defer?: boolean } = {}): Promise<void> {
+  /** One synced write, shared with concurrent writers (group-commit.ts, also for `defer` and `lazy`). */
+  write(ops: BatchOp[], opts: { defer?: boolean; lazy?: boolean } = {}): Promise<void> {
     return write(this.ctx, ops, opts)
   }
 

@@ -89,6 +89,35 @@ t.test('a deferrable write alone is still written, and drain() does not wait for
 })
 
 t.test(
+  'a lazy write rides with the next write however late; alone, it is written after its wait',
+  async (t) => {
+    const w = heldWriter()
+    const c = new GroupCommitter(w.write, 0, 200)
+    const done: string[] = []
+    void c.write([{ type: 'del', key: 'mark' }], { lazy: true }).then(() => done.push('mark'))
+    // Longer than a deferred write would wait (DEFER_MS): the lazy one still waits.
+    await new Promise((r) => setTimeout(r, DEFER_MS * 4))
+    t.equal(w.batches.length, 0, 'the lazy write waits')
+    void c.write([{ type: 'put', key: 'fin', value: 'x' }], { defer: true }).then(() => done.push('fin'))
+    await waitFor(() => w.batches.length === 1, 'the deferred write, at its own time')
+    t.same(
+      w.batches[0]!.map((o) => o.key),
+      ['mark', 'fin'],
+      'a deferred write does not wait as long as the lazy one: both go at its time',
+    )
+    w.releaseOne()
+    await waitFor(() => done.length === 2, 'both stored')
+    const started = Date.now()
+    void c.write([{ type: 'del', key: 'mark2' }], { lazy: true }).then(() => done.push('mark2'))
+    await waitFor(() => w.batches.length === 2, 'the lazy write alone')
+    t.ok(Date.now() - started >= 150, `written alone only after its wait (${Date.now() - started} ms)`)
+    w.releaseOne()
+    await c.drain()
+    t.same(done, ['mark', 'fin', 'mark2'])
+  },
+)
+
+t.test(
   'operations go in arrival order; a failed batch rejects its writers, the next goes through',
   async (t) => {
     let fail = true
