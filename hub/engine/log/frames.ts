@@ -10,15 +10,14 @@
 // its own commit. A record is then found by the Z frame and its place inside the inflated batch.
 // A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
 //
-// A batch that would cross a page boundary starts at the boundary instead (`PAGE`,
-// segment-log.ts `append`): the bytes between are never written and read as zeroes, which a scan
-// steps over to the boundary when a frame follows there.
+// A batch may be followed by zeroes to the end of its page (`PAGE`, segment-log.ts `append`),
+// which a scan steps over to the boundary when a frame follows there.
 import { promisify } from 'node:util'
 import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
 import type { BatchOp } from '../group-commit.ts'
 
 export const HEADER = 8
-/** The page the log aligns a batch to rather than let it cross one (segment-log.ts `append`). */
+/** The page whose end a batch may be padded to (segment-log.ts `append`). */
 export const PAGE = 4096
 const KIND_PUT = 0x50
 const KIND_DEL = 0x44
@@ -126,7 +125,7 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
   for (;;) {
     const body = checkedBody(buf, at)
     if (body === null) {
-      // Zeroes to the next page boundary, and more after it: a batch moved to the boundary.
+      // Zeroes to the next page boundary, and more after it: a batch padded to its page's end.
       const next = Math.ceil((from + at) / PAGE) * PAGE - from
       if (ops.length === 0 && next > at && next < buf.length && zeroes(buf, at, next)) {
         at = next
