@@ -11,7 +11,7 @@
 // A body is at least 5 bytes, so zeroes (a page the disk never wrote) are never a frame.
 //
 // A batch may be followed by zeroes to the end of its page (`PAGE`, segment-log.ts `append`),
-// which a scan steps over to the boundary when a frame follows there.
+// which a scan steps over to the boundary.
 import { promisify } from 'node:util'
 import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
 import type { BatchOp } from '../group-commit.ts'
@@ -125,9 +125,11 @@ export function scanBatches(buf: Buffer, from = 0): { batches: ScannedBatch[]; e
   for (;;) {
     const body = checkedBody(buf, at)
     if (body === null) {
-      // Zeroes to the next page boundary, and more after it: a batch padded to its page's end.
+      // Zeroes to the next page boundary: a batch padded to its page's end. They are part of
+      // the log (a reopen keeps them, a repair does not call them unreadable).
       const next = Math.ceil((from + at) / PAGE) * PAGE - from
-      if (ops.length === 0 && next > at && next < buf.length && zeroes(buf, at, next)) {
+      if (ops.length === 0 && next > at && next <= buf.length && zeroes(buf, at, next)) {
+        end = next
         at = next
         continue
       }
