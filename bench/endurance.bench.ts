@@ -32,6 +32,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import mqtt from 'mqtt'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
+import { STAGE_MS } from '../hub/engine/store-context.ts'
 import { cpuSecOf, type HubProcess, rssOf, rssPartsOf, startHub, statCpuSec } from './hub-process.ts'
 import { loadAverages, loadLine } from './load.ts'
 
@@ -151,21 +152,21 @@ async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
 }
 
 /**
- * Waits until `pid` has written nothing for 7 s (at most 90 s): longer than the engine holds its
- * index writes back (STAGE_MS, 5 s, hub/engine/store-context.ts), so they are not read as idle writes.
- * How long that took, in s.
+ * Waits until `pid` has written nothing for STAGE_MS and 2 s more (at most 120 s): longer than the
+ * engine holds its LevelDB writes back (hub/engine/store-context.ts), so they are not read as idle
+ * writes. How long that took, in s.
  */
 async function quiet(pid: number): Promise<number> {
   const t0 = performance.now()
   let last = ioOf(`/proc/${pid}/io`).writeBytes
   let still = performance.now()
-  while (performance.now() - t0 < 90_000) {
+  while (performance.now() - t0 < 120_000) {
     await sleep(250)
     const now = ioOf(`/proc/${pid}/io`).writeBytes
     if (now !== last) {
       last = now
       still = performance.now()
-    } else if (performance.now() - still >= 7000) break
+    } else if (performance.now() - still >= STAGE_MS + 2000) break
   }
   return (still - t0) / 1000
 }

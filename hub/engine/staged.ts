@@ -1,5 +1,5 @@
-// LevelDB's share of the engine's batches, held back and written as one unsynced batch every few
-// seconds, or sooner when many wait (hub/engine/README.md, "The write budget"). Each LevelDB
+// LevelDB's share of the engine's batches, held back and written as one unsynced batch every half
+// minute (STAGE_MS), or sooner when many wait (hub/engine/README.md, "The write budget"). Each LevelDB
 // write appends to LevelDB's own log, and on ext4 the history log's fdatasync writes that page
 // out with its own: written per event, LevelDB cost the card a second page per event. The
 // history log holds everything staged here, so a crash loses nothing: the store applies the

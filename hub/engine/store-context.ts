@@ -19,9 +19,11 @@ import { APPLIED, SEGTIME, parseLocator } from './store-layout.ts'
 /**
  * LevelDB's share of the batches is written at most this long after them, or once this many
  * operations wait (staged.ts): an event at a time then costs LevelDB a page per STAGE_MS, not
- * one per event; a crash costs a replay of that much log at the next open.
+ * one per event; a crash costs a replay of that much log at the next open. 30 s, the kernel's
+ * own age for dirty pages (vm.dirty_expire_centisecs): at 5 s, LevelDB's log took a page of its
+ * own every 5 s, 800 B an event at one a second (bench/README.md, "endurance").
  */
-const STAGE_MS = 5000
+export const STAGE_MS = 30_000
 const STAGE_MAX_OPS = 8192
 
 /** When each full segment was last written, as LevelDB holds it: the log opens with them. */

@@ -132,12 +132,17 @@ Environment=NODE_ENV=production
 # - a small young generation: the default semi-space keeps ~30 MB of new space resident;
 # - two malloc arenas instead of one per thread (libuv's pool threads doing LevelDB and fs work):
 #   a few MB less, at no measurable cost for a hub's load;
+# - malloc's mmap threshold fixed at 128 KiB: glibc raises it after each large buffer is freed
+#   (an index file written, a history segment read), and then keeps freed memory in its heap;
+#   settled RSS after 1,000,000 events 206-214 MB with it, 375 MB without (bench/README.md,
+#   "endurance");
 # - one bundled JavaScript program run by bare node, instead of tsx (whose loader thread costs
 #   ~31-35 MB) and ~1,000 separate modules (~10 MB of V8 heap).
 #   Build it once after each checkout or update:  npm run build   (esbuild → dist/main.js)
 #   Without a build, \`svc hub install-service\` writes a unit that runs bin/svc.js (through tsx).
 Environment=NODE_OPTIONS=--max-semi-space-size=1
 Environment=MALLOC_ARENA_MAX=2
+Environment=MALLOC_MMAP_THRESHOLD_=131072
 ExecStart=${exec}
 ExecReload=/bin/kill -HUP $MAINPID
 # SIGTERM: the hub closes the bridge, the triggers, flushes the engine, then the broker.
