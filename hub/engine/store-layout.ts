@@ -25,9 +25,13 @@ export const ONCE_AT = 'onceat!'
 export const MARK = 'mark!'
 /** How far into the history log LevelDB has applied: `<segment>:<offset>`. */
 export const APPLIED = 'meta!applied'
-/** The layout: '2' once run records live in the log (a store without it is migrated on open). */
+/**
+ * The layout (hub/stores/format.ts): '2' once run records live in the log (a store without it is
+ * migrated on open); '3' once the log's batches may be followed by zeroes to their page's end
+ * (segment-log.ts `append`), which the code of layout 2 would take for the log's end.
+ */
 export const LAYOUT = 'meta!layout'
-export const LAYOUT_VERSION = '2'
+export const LAYOUT_VERSION = '3'
 /** When a full segment was last written (`meta!segtime!<n>`, base 36): the age retention judges. */
 export const SEGTIME = 'meta!segtime!'
 /** The last segment retention dropped (written with the sync that comes before the drop). */

@@ -64,8 +64,9 @@ export async function inspectEngine(dir: string): Promise<EngineFound> {
 }
 
 /**
- * Moves a format-1 store into format 2: EngineStore's own open does it (`migrate`, which sets
- * `meta!layout` last, so a crash part-way leaves format 1 and the next start goes on). No
+ * Brings an older store to the current format: EngineStore's own open does it (from format 1,
+ * `migrate`, which sets `meta!layout` last, so a crash part-way leaves format 1 and the next
+ * start goes on; from format 2, the marker alone, and the run index's files built). No
  * retention runs here: the hub's open after it does. `onMigrate`: runs moved of how many, as
  * it goes. Resolves to the runs it then holds.
  */

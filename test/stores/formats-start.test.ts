@@ -41,10 +41,24 @@ t.test("today's stores open with this code, every record there, their versions r
     reserve: { mb: 1, percent: null },
     log,
   })
-  t.same(
-    (await readdir(data)).sort(),
-    ['attest', 'broker', 'engine'],
-    'no copy taken: nothing needed upgrading',
+  const names = (await readdir(data)).sort()
+  t.match(
+    names,
+    ['attest', 'broker', 'engine', /^engine\.format2-\d{8}T\d{6}Z\.bak$/],
+    'the engine (format 2) copied beside itself before its upgrade; nothing else needed one',
+  )
+  t.match(
+    lines.filter((l) => l.startsWith('engine store')),
+    [
+      /^engine store: copying it to .*engine\.format2-.*\.bak before the upgrade/,
+      /^engine store backup made: /,
+      /^engine store: upgrading from format 2 to 3$/,
+      new RegExp(
+        `^engine store: now format 3 \\(\\d+ ms\\): ${TODAY.engine.runs - 1} finished and 1 unfinished runs$`,
+      ),
+      /^engine store upgraded to format 3; the copy from before is /,
+    ],
+    'the engine upgraded from format 2 to 3, told step by step',
   )
   for (const store of ['broker', 'attest'] as const)
     t.same(
@@ -52,7 +66,11 @@ t.test("today's stores open with this code, every record there, their versions r
       { store, format: 1 },
       `${store}: today's layout recorded as format 1`,
     )
-  t.match(lines, [/broker store: format 1 recorded/, /attest store: format 1 recorded/], 'each told once')
+  t.match(
+    lines.filter((l) => !l.startsWith('engine store')),
+    [/broker store: format 1 recorded/, /attest store: format 1 recorded/],
+    'each told once',
+  )
   await t.rejects(
     readFile(join(data, 'engine', 'FORMAT')),
     { code: 'ENOENT' },
@@ -150,9 +168,11 @@ t.test(
         /^engine store: upgrading from format 1 to 2 \(8 runs\)$/,
         /^engine store: upgrading, 8 of 8$/,
         /^engine store: now format 2 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
-        /^engine store upgraded to format 2; the copy from before is /,
+        /^engine store: upgrading from format 2 to 3$/,
+        /^engine store: now format 3 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
+        /^engine store upgraded to format 3; the copy from before is /,
       ],
-      'the upgrade told step by step',
+      'the upgrade told step by step, each format in turn',
     )
     t.equal((await hub.engine.queryRuns({ limit: 100 })).runs.length, 8, 'every run, through the running hub')
 
@@ -166,7 +186,7 @@ t.test(
     await old.close()
 
     await hub.close()
-    // A second start finds format 2: no second copy.
+    // A second start finds format 3: no second copy.
     const again = await startHub(cfg.config, silentLog)
     await again.close()
     t.equal((await readdir(data)).filter((n) => n.endsWith('.bak')).length, 1, 'no copy at the next start')
