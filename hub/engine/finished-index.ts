@@ -204,12 +204,7 @@ export class FinishedIndex {
    */
   async open(): Promise<void> {
     const { log, db } = this.stores()
-    this.ready = false
-    await this.sealing
-    this.memory.clear()
-    this.files.clear()
-    this.sizes.clear()
-    this.cache.clear()
+    await this.forgetAll()
     const head = log.position().seg
     const kept = new Set(log.segments().map((s) => s.n))
     for (const name of await readdir(this.dir)) {
@@ -238,12 +233,7 @@ export class FinishedIndex {
 
   /** Every file removed and nothing held: what `open` then finds, it builds again. */
   async clear(): Promise<void> {
-    this.ready = false
-    await this.sealing
-    this.memory.clear()
-    this.files.clear()
-    this.sizes.clear()
-    this.cache.clear()
+    await this.forgetAll()
     for (const name of await readdir(this.dir).catch(() => [] as string[]))
       if (INDEX_FILE.test(name) || name.endsWith('.idx.tmp'))
         await unlink(join(this.dir, name)).catch(() => undefined)
@@ -251,6 +241,16 @@ export class FinishedIndex {
 
   async close(): Promise<void> {
     await this.sealing
+  }
+
+  /** Holds nothing, and takes nothing in until `open` has read the folder again. */
+  private async forgetAll(): Promise<void> {
+    this.ready = false
+    await this.sealing
+    this.memory.clear()
+    this.files.clear()
+    this.sizes.clear()
+    this.cache.clear()
   }
 
   private sources(): Source[] {

@@ -4,6 +4,7 @@
 // SIGHUP reload in RELOADING=1 … READY=1, says STOPPING=1 on SIGTERM, every message from the
 // hub's own PID (NotifyAccess=main). Then the stuck hub: its engine store on a small tmpfs that
 // the test fills, so the store refuses writes; the pings stop while the process stays up.
+import { STAGE_MS } from '../../hub/engine/store-context.ts'
 import t from 'tap'
 import { execFileSync } from 'node:child_process'
 import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
@@ -177,10 +178,13 @@ t.test(
       return
     }
     t.teardown(() => immutable(engine, false))
+    // An idle hub finds out at its next write: LevelDB's staged share, at most STAGE_MS after the
+    // last batch (hub/engine/store-context.ts), or the next event's.
     const sick =
       (await waitFor(
         () => r.messages.findIndex((m) => m.fields.STATUS?.startsWith('unhealthy:')) + 1,
         'STATUS=unhealthy',
+        { timeoutMs: STAGE_MS + 20_000 },
       )) - 1
     t.match(
       r.messages[sick]?.fields.STATUS,
