@@ -133,9 +133,9 @@ Environment=NODE_ENV=production
 # - two malloc arenas instead of one per thread (libuv's pool threads doing LevelDB and fs work):
 #   a few MB less, at no measurable cost for a hub's load;
 # - malloc's mmap threshold fixed at 128 KiB: glibc raises it after each large buffer is freed
-#   (an index file written, a history segment read), and then keeps freed memory in its heap;
-#   settled RSS after 1,000,000 events 206-214 MB with it, 375 MB without (bench/README.md,
-#   "endurance");
+#   (an index file written, a history segment read), and then keeps more freed memory in its
+#   heap; settled RSS after 1,000,000 runs 206-214 MB with it, 267 MB without, in one fill
+#   (bench/README.md, "endurance: the run index in files");
 # - one bundled JavaScript program run by bare node, instead of tsx (whose loader thread costs
 #   ~31-35 MB) and ~1,000 separate modules (~10 MB of V8 heap).
 #   Build it once after each checkout or update:  npm run build   (esbuild → dist/main.js)
