@@ -149,6 +149,11 @@ t.test(
         (await hub.engine.queryRuns({ sop: 'echo', state: 'completed', limit: 100 })).runs.length === 53,
       '53 echo runs',
     )
+    // Parked at its checkpoint before the pages are read: under load it may still be running.
+    await waitFor(
+      async () => (await hub.engine.getRun(waiting))?.state === 'paused_checkpoint',
+      'the dispense run to park',
+    )
 
     const all = await (await c.get('/runs?sop=echo')).text()
     const rows = (s: string) => [...s.matchAll(/<tr data-run="([^"]+)"/g)].map((m) => m[1])
