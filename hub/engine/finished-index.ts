@@ -21,6 +21,7 @@ import {
   decodeIndexHeader,
   encodeIndexFile,
   indexFileName,
+  pairKey,
 } from './log/index-file.ts'
 import type { SegmentLog } from './log/segment-log.ts'
 import { T_WIDTH, position } from './run-index.ts'
@@ -36,8 +37,6 @@ export interface IndexQuery {
   want: number
   /** Runs to pass over (the live ones, which the engine's memory answers for). */
   skip: ReadonlySet<string>
-  /** The oldest segment kept: an entry whose first segment is older stands for a removed run. */
-  oldestSeg: number
 }
 
 interface Source {
@@ -98,7 +97,7 @@ export class FinishedIndex {
     const last = m.entries.at(-1)
     if (last && last.pos > e.pos) m.sorted = false
     m.entries.push(e)
-    const k = `${e.sop}\u0000${e.state}`
+    const k = pairKey(e.sop, e.state)
     if (!m.pairs.has(k)) m.pairs.set(k, [e.sop, e.state])
   }
 
@@ -161,7 +160,8 @@ export class FinishedIndex {
       (q.sop === undefined || sop === q.sop) && (q.state === undefined || state === q.state)
     const sources = this.sources()
       .filter((s) => s.min < q.upper && s.max >= q.lower && [...s.pairs].some(([sop, st]) => match(sop, st)))
-      .sort((a, b) => (a.max < b.max ? 1 : a.max > b.max ? -1 : 0))
+      .sort((a, b) => byPosition(b.max, a.max))
+    const oldestSeg = this.oldestSegment()
     let out: string[] = []
     for (const src of sources) {
       if (out.length >= q.want && src.max < out[q.want - 1]!) break
@@ -171,20 +171,21 @@ export class FinishedIndex {
       for (; i >= 0 && taken < q.want; i--) {
         const e = entries[i]!
         if (e.pos < q.lower) break
-        if (!match(e.sop, e.state) || e.fs < q.oldestSeg || q.skip.has(idOfPosition(e.pos))) continue
+        if (!match(e.sop, e.state) || e.fs < oldestSeg || q.skip.has(idOfPosition(e.pos))) continue
         out.push(e.pos)
         taken++
       }
-      out.sort((a, b) => (a < b ? 1 : a > b ? -1 : 0))
+      out.sort((a, b) => byPosition(b, a))
       if (out.length > q.want) out = out.slice(0, q.want)
     }
     return out
   }
 
   /** The creation time of the oldest run the index holds (ms), or null when it holds none. */
-  async oldest(oldestSeg: number): Promise<number | null> {
+  async oldest(): Promise<number | null> {
+    const oldestSeg = this.oldestSegment()
     let best: string | null = null
-    const sources = this.sources().sort((a, b) => (a.min < b.min ? -1 : a.min > b.min ? 1 : 0))
+    const sources = this.sources().sort((a, b) => byPosition(a.min, b.min))
     for (const src of sources) {
       if (src.min === '' || (best !== null && src.min >= best)) continue
       for (const e of await src.entries())
@@ -224,7 +225,7 @@ export class FinishedIndex {
       this.memory.set(s.n, {
         entries,
         sorted: false,
-        pairs: new Map(entries.map((e) => [`${e.sop}\u0000${e.state}`, [e.sop, e.state] as const])),
+        pairs: new Map(entries.map((e) => [pairKey(e.sop, e.state), [e.sop, e.state] as const])),
       })
     }
     this.ready = true
@@ -274,10 +275,18 @@ export class FinishedIndex {
 
   private sortedOf(m: InMemory): IndexEntry[] {
     if (!m.sorted) {
-      m.entries.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
+      m.entries.sort((a, b) => byPosition(a.pos, b.pos))
       m.sorted = true
     }
     return m.entries
+  }
+
+  /**
+   * The oldest segment the log keeps: an entry whose first segment is older stands for a run
+   * retention removed (its summary sits in a later segment's file), and is passed over.
+   */
+  private oldestSegment(): number {
+    return this.stores().log.segments()[0]?.n ?? 0
   }
 
   private read(seg: number, header: IndexHeader): Promise<IndexEntry[]> {
@@ -299,7 +308,7 @@ export class FinishedIndex {
         // Damaged since the open read its header (or gone): built again from its segment.
         const { log, db } = this.stores()
         const entries = await entriesOfSegment(log, seg, db)
-        entries.sort((a, b) => (a.pos < b.pos ? -1 : a.pos > b.pos ? 1 : 0))
+        entries.sort((a, b) => byPosition(a.pos, b.pos))
         const again = await this.writeFile(seg, entries).catch(() => null)
         if (again && this.files.has(seg)) {
           this.files.set(seg, again.header)
@@ -332,6 +341,8 @@ export class FinishedIndex {
     return { header: decodeIndexHeader(bytes, seg)!, size: bytes.length }
   }
 }
+
+const byPosition = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The index of the first entry at or above `pos` (entries ascending). */
 function firstAtOrAbove(entries: readonly IndexEntry[], pos: string): number {

@@ -62,7 +62,7 @@ export class StoreContext {
   segTimeDue: BatchOp | null = null
   /** Backups reading the store (`exportRecords`): retention waits for them. */
   exporting = 0
-  /** The creation time of the oldest run in the index, read when retention last looked. */
+  /** The creation time of the oldest finished run in the index, read when retention last looked. */
   oldest: number | null = null
   /** The finished runs' index: a file per sealed segment, the one being written in memory. */
   readonly index: FinishedIndex

@@ -35,14 +35,15 @@ export async function openFiles(
 /** What an open checks, in this order, before the store is used; the caller closes the files when it throws. */
 export async function checkLayout(ctx: StoreContext): Promise<void> {
   const ahead = await catchUp(ctx)
+  const layout = await ctx.db.get(LAYOUT)
   if (ahead) {
     ctx.opts.onAheadOfLog?.(ahead.applied, ahead.end)
     await rebuildIndex(ctx, ahead.end)
-  } else if ((await ctx.db.get(LAYOUT)) === '2') {
+  } else if (layout === '2') {
     // Layout 2 to 3 moves nothing: the marker is set, synced, before the first padded batch.
     await ctx.db.put(LAYOUT, LAYOUT_VERSION, { sync: true })
     if ((await ctx.db.get(INDEX_MARKER)) !== INDEX_VERSION) await rebuildIndex(ctx)
-  } else if ((await ctx.db.get(LAYOUT)) !== LAYOUT_VERSION) {
+  } else if (layout !== LAYOUT_VERSION) {
     // A store with no runs has nothing to move or index: its markers ride with its first
     // write, so opening a fresh store writes nothing.
     if (await hasRuns(ctx)) await migrate(ctx)

@@ -84,8 +84,7 @@ export async function queryRuns(
   }
   // A state the index does not hold (not finished) is served by the live runs alone.
   if (filter.state === undefined || indexedState(filter.state)) {
-    const oldestSeg = ctx.log.segments()[0]?.n ?? 0
-    const q = { lower, upper, want: limit + 1, skip: liveIds, oldestSeg }
+    const q = { lower, upper, want: limit + 1, skip: liveIds }
     for (const pos of await ctx.index.page({ ...filter, ...q })) page.push({ pos, id: idOfPosition(pos) })
   }
   page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))

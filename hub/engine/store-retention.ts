@@ -49,7 +49,7 @@ export function history(ctx: StoreContext): HistoryReach {
 }
 
 async function readOldest(ctx: StoreContext): Promise<void> {
-  ctx.oldest = await ctx.index.oldest(ctx.log.segments()[0]?.n ?? 0)
+  ctx.oldest = await ctx.index.oldest()
 }
 
 export function schedulePrune(ctx: StoreContext): void {

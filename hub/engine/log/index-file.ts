@@ -37,6 +37,9 @@ export interface IndexHeader {
   crc: number
 }
 
+/** One key per (sop, state) pair: a SOP name never holds a NUL (run-index.ts `checkFilter`). */
+export const pairKey = (sop: string, state: RunState) => `${sop}\u0000${state}`
+
 export const INDEX_FILE = /^([0-9a-f]{8})\.idx$/
 export const indexFileName = (n: number) => `${n.toString(16).padStart(8, '0')}.idx`
 
@@ -47,7 +50,7 @@ export async function encodeIndexFile(seg: number, entries: readonly IndexEntry[
   const pairIndex = new Map<string, number>()
   const pairs: [string, RunState][] = []
   const rows = entries.map((e) => {
-    const k = `${e.sop}\u0000${e.state}`
+    const k = pairKey(e.sop, e.state)
     let p = pairIndex.get(k)
     if (p === undefined) {
       p = pairs.length
