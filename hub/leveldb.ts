@@ -12,9 +12,9 @@ export const HUB_LEVELDB_SIZES = { cacheSize: 1024 * 1024, writeBufferSize: 1024
 /**
  * The engine's index beside its history log (hub/engine/README.md, "The write budget") takes
  * LevelDB's own default write buffer, 4 MB. Every level-0 table LevelDB writes is merged with
- * the level-1 tables its keys overlap, and keys by random run id (`run!`, `fin!`) overlap all of
- * them, so each flush of the write buffer rewrites up to 10 MB: with 1 MB tables that was 4.5 KB
- * of tables per event in bursts at 100,000-200,000 stored runs, with 4 MB 2.2 KB (bench/README.md,
- * "endurance", when the run index was in LevelDB too). The cost is up to twice 3 MB more resident while a full buffer is written out.
+ * the level-1 tables its keys overlap, and keys by random run id (`run!`, `fin!`, before run ids
+ * were time-ordered) overlapped all of them, so each flush of the write buffer rewrote up to
+ * 10 MB: with 1 MB tables that was 4.5 KB of tables per event in bursts at 100,000-200,000 stored
+ * runs, with 4 MB 2.2 KB (bench/README.md, "endurance", when the run index was in LevelDB too). The cost is up to twice 3 MB more resident while a full buffer is written out.
  */
 export const ENGINE_LEVELDB_SIZES = { ...HUB_LEVELDB_SIZES, writeBufferSize: 4 * 1024 * 1024 } as const

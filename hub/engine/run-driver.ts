@@ -2,7 +2,7 @@
 // (states, gates, routing, decisions). It makes the run, starts it (decide: questions), drives
 // its steps (skip, gate, input contract, the step's work, output contract), routes after each,
 // parks it at a gate and finishes it. Freed slots go back to admission through `release`.
-import { randomUUID } from 'node:crypto'
+import { v7 as uuidv7 } from 'uuid'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
 import { fail } from '../../errors/codes.ts'
 import { errorText } from '../../errors/text.ts'
@@ -45,7 +45,9 @@ export class RunDriver {
     const ctx = this.ctx
     const first = firstStep(sop)
     const run = newRun({
-      id: randomUUID(),
+      // Time-ordered (RFC 9562 UUIDv7): a run's LevelDB keys then land after the ones before it
+      // instead of among them (hub/engine/README.md, "The write budget").
+      id: uuidv7(),
       sop: sop.name,
       mode: sop.executionMode,
       trigger: event,

@@ -112,3 +112,17 @@ t.test('a finished run reads as finished while its final record waits for the ne
   await engine.idle()
   t.equal((await engine.getRun(d.runId!))?.state, 'completed', 'and from the store once written')
 })
+
+t.test('run ids are RFC 9562 version 7 UUIDs and sort in the order the runs were made', async (t) => {
+  // LevelDB keys by run id then land after the ones before them (hub/engine/README.md,
+  // "The write budget"); ids that did not sort would put every run among the others.
+  const { engine } = await startEngine(t, [sop({ steps: [step(1, { calls: [call('echo')] })] })])
+  const ids: string[] = []
+  for (let i = 0; i < 100; i++) {
+    ids.push((await engine.trigger('test-sop', event({ i }))).runId!)
+    await engine.idle()
+  }
+  for (const id of ids) t.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+  t.same([...ids].sort(), ids, 'made in order, sorted in order')
+  t.equal(new Set(ids).size, ids.length, 'no id repeats')
+})
