@@ -30,6 +30,7 @@ import { startConsole } from './steps/console.ts'
 import { Closers, type StartContext } from './steps/context.ts'
 import { buildTools, startEngine } from './steps/engine.ts'
 import { startLocalApi } from './steps/local-api.ts'
+import { startMemoryGiveBack } from './steps/memory.ts'
 import { startMetrics } from './steps/metrics.ts'
 import { connectSession } from './steps/session.ts'
 import { invalidCount, type LoadedSops, loadAndReport } from './steps/sops.ts'
@@ -90,6 +91,7 @@ export async function startHub(
     const attestation = await startAttestation(ctx, { publish, sops: loaded.sops, disk })
     const tools = buildTools(ctx, { publish, bridge, attestation: attestation.parts })
     const engine = await startEngine(ctx, { sops: loaded.sops, tools, disk })
+    startMemoryGiveBack(ctx)
     // Counted from before the first trigger, for GET /metrics (hub/metrics/counts.ts).
     const counts = countEngine(engine)
     late.stateTopics = await startHubStateTopics(ctx, {
