@@ -7,9 +7,10 @@
 // every event is one stored run. The engine, the broker's persistence and the attestation store all
 // live in that one process, so /proc/<pid> sees all of their writes:
 //   disk      write_bytes and syscw deltas of /proc/<pid>/io per event, one event at a time (QoS 1,
-//             each PUBACK awaited) at 1/s (20 events), 10/s (100) and 50/s (300), and in a burst of
-//             20,000 published at once. write_bytes counts a page each time a clean page is
-//             dirtied, so a small synced write costs 4 KiB; syscw counts write(2)/writev(2) calls of
+//             each PUBACK awaited) at 1/s (120 events: LevelDB's share is written every STAGE_MS,
+//             so a shorter window catches one of those writes or none), 10/s (100) and 50/s (300),
+//             and in a burst of 20,000 published at once. write_bytes counts a page each time a
+//             clean page is dirtied, so a small synced write costs 4 KiB; syscw counts write(2)/writev(2) calls of
 //             any kind, sockets included (libuv writes TCP with writev). Beside them: the disk's
 //             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io)
 //             and the hub's own idle writes per second
@@ -17,7 +18,8 @@
 //             thread's share (/proc/<pid>/task/<pid>/stat); the idle hub's
 //   store     <data>/engine's size (all files, recursively) over the runs stored
 //   RSS       VmRSS at 10,000, 100,000 and ENDURANCE_EVENTS (default 1,000,000) stored runs, 1 s
-//             after the last events and settled (V8 gives back a burst's heap once idle); idle at 0
+//             after the last events and settled (the hub gives back a burst's heap once quiet); idle at 0;
+//             beside it the V8 heap (used, total) and external memory from the hub's GET /metrics
 //   rate      the 20,000-event burst at ENDURANCE_EVENTS stored runs over the same burst at 10,000
 // The store is filled in bursts of 20,000, and the bytes written over the whole fill per event
 // printed (fill); a progress line goes to stderr every 50,000 runs. The
@@ -33,16 +35,18 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import mqtt from 'mqtt'
 import { withNoDelay } from '../hub/broker/no-delay.ts'
+import { QUIET_MS } from '../hub/daemon/steps/memory.ts'
 import { LAZY_MS } from '../hub/engine/group-commit.ts'
 import { STAGE_MS } from '../hub/engine/store-context.ts'
 import { FORGET_AFTER_MS } from '../hub/triggers/intake.ts'
 import { cpuSecOf, type HubProcess, rssOf, rssPartsOf, startHub, statCpuSec } from './hub-process.ts'
 import { loadAverages, loadLine } from './load.ts'
+import { freePort } from '../test/helpers/ports.ts'
 
 const EVENTS = Number(process.env.ENDURANCE_EVENTS ?? 1_000_000)
 const BURST = 20_000
 const PACED = [
-  { rate: 1, n: 20 },
+  { rate: 1, n: 120 },
   { rate: 10, n: 100 },
   { rate: 50, n: 300 },
 ] as const
@@ -136,10 +140,11 @@ function meter(pid: number): () => Cost {
 }
 
 /**
- * RSS once the hub has been idle long enough for V8 to give back the heap a burst grew: its
- * memory reducer starts some seconds after allocation stops and took 46 s to give back a 100,000-run
- * burst's heap here. Sampled every 2 s until five samples in a row (8 s) are within 2% of each
- * other, at least 60 s and at most 150 s.
+ * RSS once the hub has been idle long enough to give back the heap a burst grew: it runs a full
+ * collection once it has been quiet QUIET_MS after a busy spell (hub/memory/give-back.ts), and
+ * what the burst left to do (marks forgotten, LevelDB's staged write) is a busy window of its
+ * own up to a minute after the last event. Sampled every 2 s until five samples in a row (8 s)
+ * are within 2% of each other, at least QUIET_MS + 60 s and at most 90 s more.
  */
 async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
   const t0 = performance.now()
@@ -150,7 +155,20 @@ async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
     const last = samples.slice(-5)
     const sec = Math.round((performance.now() - t0) / 1000)
     const steady = last.length === 5 && Math.max(...last) <= Math.min(...last) * 1.02
-    if ((steady && sec >= 60) || sec >= 150) return { rss: samples[samples.length - 1]!, sec }
+    const least = (QUIET_MS + 60_000) / 1000
+    if ((steady && sec >= least) || sec >= least + 90) return { rss: samples[samples.length - 1]!, sec }
+  }
+}
+
+/** The hub's V8 heap, from its own GET /metrics (prom-client's process figures), in bytes. */
+async function heapOf(port: number): Promise<{ used: number; total: number; external: number }> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text()
+  const get = (name: string): number =>
+    Number(new RegExp(`^${name} (\\S+)`, 'm').exec(text)?.[1] ?? Number.NaN)
+  return {
+    used: get('nodejs_heap_size_used_bytes'),
+    total: get('nodejs_heap_size_total_bytes'),
+    external: get('nodejs_external_memory_bytes'),
   }
 }
 
@@ -346,13 +364,18 @@ async function endurance(dir: string): Promise<void> {
   if (nodeArgs.length > 0) say(`node      the hub runs with ${nodeArgs.join(' ')} (ENDURANCE_NODE_ARGS)`)
   if (COMMIT_WINDOW_MS > 0)
     say(`window    [history] commit_window_ms = ${COMMIT_WINDOW_MS} (ENDURANCE_COMMIT_WINDOW_MS)`)
+  const metricsPort = await freePort()
   const hub: HubProcess = await startHub({
     dir,
     nodeArgs,
     clientId: `svc-endurance-${process.pid}`,
-    // Every run of the bench kept, so the store's size over the runs is per kept run.
-    toml: `[history]\nmax_mb = 1048576\ncommit_window_ms = ${COMMIT_WINDOW_MS}\n`,
+    // Every run of the bench kept, so the store's size over the runs is per kept run. The metrics
+    // listener (loopback, no token) tells the V8 heap apart from the rest of RSS; it is first read
+    // at the first checkpoint, after the idle and paced figures, as prom-client then starts an
+    // event-loop monitor that wakes the hub 100 times a second.
+    toml: `[history]\nmax_mb = 1048576\ncommit_window_ms = ${COMMIT_WINDOW_MS}\n[metrics]\nport = ${metricsPort}\n`,
   })
+  const heap = () => heapOf(metricsPort)
   const capacity = EVENTS + 3 * BURST + 100_000
   const d = await driver(hub.brokerUrl, capacity)
   const engineDir = join(hub.dataDir, 'engine')
@@ -404,9 +427,10 @@ async function endurance(dir: string): Promise<void> {
       const loaded = rssOf(hub.pid)
       const settled = await settledRss(hub.pid)
       const parts = rssPartsOf(hub.pid)
+      const h = await heap()
       const store = storeSize(engineDir)
       say(
-        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle: anonymous ${mb(parts.anon)}, file pages ${mb(parts.file)}); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
+        `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle: anonymous ${mb(parts.anon)}, file pages ${mb(parts.file)}; V8 heap ${mb(h.total)}, ${mb(h.used)} of it used with garbage not yet collected, external ${mb(h.external)}); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
       )
     }
     await checkpoint()

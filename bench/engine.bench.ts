@@ -3,9 +3,9 @@
 //   floor: the disk alone, a 1 KiB append and fdatasync(2) (what any durable write here costs)
 //   runs/s of a 5-step deterministic SOP with in-memory tools and durable run records
 //   trigger → first-step latency p50/p99 (one run at a time, durable)
-import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { fsyncFloor } from './disk-floor.ts'
 import { loadLine } from './load.ts'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
@@ -76,28 +76,6 @@ async function baseline(dir: string, seconds: number): Promise<{ rate: number; p
   return { rate, p50: pct(samples, 0.5), p99: pct(samples, 0.99) }
 }
 
-/**
- * The disk's own floor under any durable write: a 1 KiB append to a file and its fdatasync,
- * done on this thread (no thread pool, no LevelDB). What LevelDB's synced batch adds is above it.
- */
-function diskFloor(dir: string, n: number): { p50: number; p99: number } {
-  const fd = openSync(join(dir, 'floor'), 'a')
-  const chunk = Buffer.alloc(1024, 0x78)
-  const samples: number[] = []
-  try {
-    for (let i = 0; i < n; i++) {
-      const t0 = performance.now()
-      writeSync(fd, chunk)
-      fdatasyncSync(fd)
-      samples.push(performance.now() - t0)
-    }
-  } finally {
-    closeSync(fd)
-  }
-  samples.sort((a, b) => a - b)
-  return { p50: pct(samples, 0.5), p99: pct(samples, 0.99) }
-}
-
 async function throughput(
   dir: string,
   total: number,
@@ -145,7 +123,7 @@ async function latency(dir: string, n: number): Promise<{ p50: number; p99: numb
 const dir = await mkdtemp(join(tmpdir(), 'svc-engine-bench-'))
 try {
   const raw = await baseline(dir, 3)
-  const floor = diskFloor(dir, 2000)
+  const floor = fsyncFloor(dir, 2000)
   const total = Number(process.env.RUNS ?? 10000)
   const inFlight = Number(process.env.IN_FLIGHT ?? 256)
   const tp = await throughput(dir, total, inFlight)
