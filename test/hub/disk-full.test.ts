@@ -113,7 +113,10 @@ async function status(home: string): Promise<{ text: string; json: HubStatus }> 
     if (code !== 0) throw new Error(`svc hub status exited ${code}: ${err.join('')}`)
     return out.join('')
   }
-  return { text: await run([]), json: JSON.parse(await run(['--json'])) as HubStatus }
+  // The JSON first: a wait on its state then reads the text after the state was reached (the
+  // text read first could be from just before it, under load).
+  const json = JSON.parse(await run(['--json'])) as HubStatus
+  return { text: await run([]), json }
 }
 
 interface RunInfo {
