@@ -2,44 +2,19 @@
 // to take a burst of events and, measured here, often keeps it: after a fill from 100,000 to
 // 1,000,000 runs and a minute idle, the heap held 143 MB with 50 MB in use, where a full
 // collection left 42 MB (bench/README.md, "endurance: time-ordered run ids, memory given back").
-// Its memory reducer gives the heap back only some of the time. So once the hub has been quiet for
-// a while after a busy spell, it runs one full collection itself: a pause of tens of milliseconds
-// at a moment no event is waiting, once per spell. Quiet for a while, not at the first quiet
-// window: what a burst leaves to do later (LevelDB's staged writes, the MQTT once-only marks
-// forgotten 30 s after their PUBACK) is still alive and builds batches of its own a minute on.
-// A hub at a steady pace is left to V8.
+// Its memory reducer gives the heap back only some of the time. So once the hub has been quiet
+// for a while after a busy spell (spells.ts), it runs one full collection itself: one pause
+// (85 ms here with 72 MB alive) at a moment no event is waiting, once per spell. Quiet for a
+// while, not at the first quiet window: what a burst leaves to do later (LevelDB's staged
+// writes, the MQTT once-only marks forgotten 30 s after their PUBACK) is still alive then and
+// builds batches of its own a minute on. A hub at a steady pace is left to V8.
 import { setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
 import type { Log } from '../log.ts'
+import { afterWindow, NOTHING_TO_GIVE_BACK } from './spells.ts'
 
 /** How often the CPU is sampled. */
 export const WINDOW_MS = 10_000
-/** A window with at least this share of one core busy is a busy one. */
-export const BUSY_SHARE = 0.1
-
-/** Whether a busy spell has been seen and not collected after, and the quiet windows since it. */
-export interface GiveBackState {
-  armed: boolean
-  quiet: number
-}
-
-export const NOTHING_TO_GIVE_BACK: GiveBackState = { armed: false, quiet: 0 }
-
-/**
- * The next state after a window whose CPU was `share` of one core, and whether to collect now:
- * after `quietWindows` quiet windows in a row following a busy one.
- */
-export function afterWindow(
-  state: GiveBackState,
-  share: number,
-  quietWindows: number,
-): { state: GiveBackState; collect: boolean } {
-  if (share >= BUSY_SHARE) return { state: { armed: true, quiet: 0 }, collect: false }
-  if (!state.armed) return { state, collect: false }
-  const quiet = state.quiet + 1
-  if (quiet >= quietWindows) return { state: NOTHING_TO_GIVE_BACK, collect: true }
-  return { state: { armed: true, quiet }, collect: false }
-}
 
 /**
  * V8's full collection as a function, without starting node with --expose-gc: the flag is set

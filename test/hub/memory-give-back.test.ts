@@ -2,13 +2,8 @@
 // it with the CPU figures injected, and V8's full collection as the hub takes it.
 import { runInNewContext } from 'node:vm'
 import t from 'tap'
-import {
-  afterWindow,
-  BUSY_SHARE,
-  fullCollection,
-  NOTHING_TO_GIVE_BACK,
-  startGiveBack,
-} from '../../hub/memory/give-back.ts'
+import { fullCollection, startGiveBack } from '../../hub/memory/give-back.ts'
+import { afterWindow, BUSY_SHARE, NOTHING_TO_GIVE_BACK } from '../../hub/memory/spells.ts'
 import { silentLog } from '../../hub/log.ts'
 import { waitFor } from '../helpers/wait.ts'
 
