@@ -24,7 +24,7 @@ import {
   pairKey,
 } from './log/index-file.ts'
 import type { SegmentLog } from './log/segment-log.ts'
-import { T_WIDTH, position } from './run-index.ts'
+import { T_WIDTH, byPosition, position } from './run-index.ts'
 import { FIN, deltaKey, parseLocator } from './store-layout.ts'
 
 /** What a page asks of the index (run-index.ts `checkFilter`). */
@@ -341,8 +341,6 @@ export class FinishedIndex {
     return { header: decodeIndexHeader(bytes, seg)!, size: bytes.length }
   }
 }
-
-const byPosition = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The index of the first entry at or above `pos` (entries ascending). */
 function firstAtOrAbove(entries: readonly IndexEntry[], pos: string): number {

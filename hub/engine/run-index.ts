@@ -24,6 +24,9 @@ const t36 = (ms: number) => Math.max(0, Math.floor(ms)).toString(36).padStart(T_
 /** A run's place in every ordering: `<t>!<id>`, which is also what a cursor carries. */
 export const position = (r: { createdAt: number; id: string }) => `${t36(r.createdAt)}!${r.id}`
 
+/** Positions in ascending order (a sort comparator; swap the arguments for newest first). */
+export const byPosition = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+
 /** Whether the index holds runs in this state (finished ones); the others come from the live runs. */
 export const indexedState = (state: RunState): boolean => isFinished(state)
 

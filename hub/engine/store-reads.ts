@@ -8,7 +8,7 @@ import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops
 import type { RunRecord } from '../../sops/run/record.ts'
 import { fold, writtenOf } from './run-deltas.ts'
 import { idOfPosition } from './finished-index.ts'
-import { checkFilter, cursorAt, indexedState, position } from './run-index.ts'
+import { byPosition, checkFilter, cursorAt, indexedState, position } from './run-index.ts'
 import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
 import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, parseLocator } from './store-layout.ts'
@@ -87,7 +87,7 @@ export async function queryRuns(
     const q = { lower, upper, want: limit + 1, skip: liveIds }
     for (const pos of await ctx.index.page({ ...filter, ...q })) page.push({ pos, id: idOfPosition(pos) })
   }
-  page.sort((a, b) => (a.pos < b.pos ? 1 : a.pos > b.pos ? -1 : 0))
+  page.sort((a, b) => byPosition(b.pos, a.pos))
   page.length = Math.min(page.length, limit + 1)
   const wanted = page.filter((p) => !p.run)
   const fin = await Promise.all(
