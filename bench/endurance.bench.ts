@@ -10,16 +10,18 @@
 //             each PUBACK awaited) at 1/s (120 events: LevelDB's share is written every STAGE_MS,
 //             so a shorter window catches one of those writes or none), 10/s (100) and 50/s (300),
 //             and in a burst of 20,000 published at once. write_bytes counts a page each time a
-//             clean page is dirtied, so a small synced write costs 4 KiB; syscw counts write(2)/writev(2) calls of
-//             any kind, sockets included (libuv writes TCP with writev). Beside them: the disk's
+//             clean page is dirtied, so a small synced write costs 4 KiB; syscw counts
+//             write(2)/writev(2) calls of any kind, sockets included (libuv writes TCP with
+//             writev). Beside them: the disk's
 //             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io)
 //             and the hub's own idle writes per second
 //   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst, and the main
 //             thread's share (/proc/<pid>/task/<pid>/stat); the idle hub's
 //   store     <data>/engine's size (all files, recursively) over the runs stored
 //   RSS       VmRSS at 10,000, 100,000 and ENDURANCE_EVENTS (default 1,000,000) stored runs, 1 s
-//             after the last events and settled (the hub gives back a burst's heap once quiet); idle at 0;
-//             beside it the V8 heap (used, total) and external memory from the hub's GET /metrics
+//             after the last events and settled (the hub gives back a burst's heap once quiet);
+//             idle at 0; beside it the V8 heap (used, total) and external memory from the hub's
+//             GET /metrics
 //   rate      the 20,000-event burst at ENDURANCE_EVENTS stored runs over the same burst at 10,000
 // The store is filled in bursts of 20,000, and the bytes written over the whole fill per event
 // printed (fill); a progress line goes to stderr every 50,000 runs. The
@@ -148,6 +150,7 @@ function meter(pid: number): () => Cost {
  */
 async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
   const t0 = performance.now()
+  const least = (QUIET_MS + 60_000) / 1000
   const samples: number[] = []
   for (;;) {
     await sleep(2000)
@@ -155,7 +158,6 @@ async function settledRss(pid: number): Promise<{ rss: number; sec: number }> {
     const last = samples.slice(-5)
     const sec = Math.round((performance.now() - t0) / 1000)
     const steady = last.length === 5 && Math.max(...last) <= Math.min(...last) * 1.02
-    const least = (QUIET_MS + 60_000) / 1000
     if ((steady && sec >= least) || sec >= least + 90) return { rss: samples[samples.length - 1]!, sec }
   }
 }
@@ -375,7 +377,6 @@ async function endurance(dir: string): Promise<void> {
     // event-loop monitor that wakes the hub 100 times a second.
     toml: `[history]\nmax_mb = 1048576\ncommit_window_ms = ${COMMIT_WINDOW_MS}\n[metrics]\nport = ${metricsPort}\n`,
   })
-  const heap = () => heapOf(metricsPort)
   const capacity = EVENTS + 3 * BURST + 100_000
   const d = await driver(hub.brokerUrl, capacity)
   const engineDir = join(hub.dataDir, 'engine')
@@ -427,7 +428,7 @@ async function endurance(dir: string): Promise<void> {
       const loaded = rssOf(hub.pid)
       const settled = await settledRss(hub.pid)
       const parts = rssPartsOf(hub.pid)
-      const h = await heap()
+      const h = await heapOf(metricsPort)
       const store = storeSize(engineDir)
       say(
         `at ${n0(d.sent).padStart(9)} runs  RSS ${mb(loaded)} 1 s after the last events, ${mb(settled.rss)} settled (${settled.sec} s idle: anonymous ${mb(parts.anon)}, file pages ${mb(parts.file)}; V8 heap ${mb(h.total)}, ${mb(h.used)} of it used with garbage not yet collected, external ${mb(h.external)}); 0 runs, 3 s after start: ${mb(idleRss)}; store ${store.text}, ${n0(store.total / d.sent)} B/run; broker ${mb(sizeOf(join(hub.dataDir, 'broker')))}, attest ${mb(sizeOf(join(hub.dataDir, 'attest')))}; ${((performance.now() - t0) / 1000).toFixed(0)} s in, load ${loadAverages()}`,
