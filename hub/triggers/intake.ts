@@ -9,6 +9,7 @@ import type { Firer, FireResult } from './fire.ts'
 import { dispatchMessage } from './dispatch.ts'
 import type { TriggerPlan } from './plan.ts'
 import { errorText } from '../../errors/text.ts'
+import { flat } from '../memory/flat.ts'
 
 /** Messages bigger than this are not offered to triggers (logged and ignored). */
 export const MAX_TRIGGER_PAYLOAD = 256 * 1024
@@ -66,17 +67,20 @@ export function messageFingerprint(topic: string, payload: Buffer): string {
  * id): the admission and a mark of the message go in one write, and a copy sent again (its
  * PUBACK never arrived) finds the mark and is acknowledged without a second run. The fingerprint
  * is taken only for a message that starts something (half of a busy topic may not); each mark
- * made is pushed onto `marks`, to be forgotten once the PUBACK is out.
+ * made is pushed onto `marks`, to be forgotten once the PUBACK is out. The key is kept flat
+ * (hub/memory/flat.ts): the marks and the forget queue hold it for FORGET_AFTER_MS.
  */
 export function onceKeys(
-  key: string,
+  sent: string,
   topic: string,
   payload: Buffer,
   marks: OnceMark[],
 ): (sop: string) => TriggerEvent['once'] {
   let fingerprint: string | undefined
+  let key: string | undefined
   return (sop) => {
     fingerprint ??= messageFingerprint(topic, payload)
+    key ??= flat(sent)
     marks.push({ sop, key, fingerprint })
     return { key, check: true, fingerprint }
   }

@@ -4,6 +4,9 @@
 // the first one's mark; a forgotten mark no longer holds the event back.
 import t from 'tap'
 import { OnceMarks } from '../../hub/engine/once-marks.ts'
+import { flat } from '../../hub/memory/flat.ts'
+import { fullCollection } from '../../hub/memory/give-back.ts'
+import { messageFingerprint } from '../../hub/triggers/intake.ts'
 import { startEngine } from './engine-helpers.ts'
 import { call, event, sop, step } from './helpers.ts'
 
@@ -91,4 +94,43 @@ t.test('OnceMarks: every key forgotten leaves nothing held; at most four marks a
   t.equal(marks.size, 0, 'all forgotten: no key left')
   const again = new OnceMarks([['m\u0000from pub 1', [{ fp: 'x', d: d(1) }]]])
   t.same(again.decision('m', 'from pub 1', 'x'), d(1), "read back from the store's keys")
+})
+
+const gc = fullCollection()
+const noGc = gc ? {} : { skip: "V8 refused --expose-gc for one context: the heap can't be measured" }
+
+t.test('OnceMarks: a mark costs the heap its text, not the parts it was built from', noGc, async (t) => {
+  // A busy hub keeps a mark for every message of the last FORGET_AFTER_MS (tens of thousands):
+  // kept as V8 builds JSON.stringify's output (a tree of parts), each cost about 330 bytes.
+  if (!gc) return
+  const n = 20_000
+  const d = (i: number) => ({
+    outcome: 'started' as const,
+    runId: `0193a7c2-5b1e-7abc-9def-${String(100_000_000_000 + i)}`,
+    reason: `slot free (${i % 1000}/100000 active)`,
+  })
+  const fps = Array.from({ length: n }, (_, i) => messageFingerprint(`in/${i}`, Buffer.from(String(i))))
+  const keys = Array.from({ length: n }, (_, i) => flat(`from board-kitchen-01 ${i}`))
+  gc()
+  const before = process.memoryUsage().heapUsed
+  const marks = new OnceMarks()
+  for (let i = 0; i < n; i++) marks.set('m', keys[i]!, marks.with('m', keys[i]!, fps[i]!, d(i)))
+  gc()
+  const perMark = (process.memoryUsage().heapUsed - before) / n
+  t.equal(marks.size, n)
+  t.ok(perMark < 250, `${perMark.toFixed(0)} bytes of heap a mark (its JSON is about 150 characters)`)
+  t.same(marks.decision('m', keys[7]!, fps[7]!), d(7), 'and each still answers')
+})
+
+t.test('flat: the same string, whatever it holds', async (t) => {
+  const made = [
+    '',
+    'a',
+    `${'x'.repeat(40)}${Math.random()}`,
+    'ü €',
+    '\u{1F600} emoji',
+    'lone \ud800 surrogate',
+  ]
+  for (const s of made) t.equal(flat(s), s, JSON.stringify(s))
+  t.equal(flat(JSON.stringify({ a: '\udfff', b: 'ß' })), '{"a":"\\udfff","b":"ß"}')
 })
