@@ -56,6 +56,12 @@ interface InMemory {
 
 /** A sealed segment's file bodies read lately: a page mostly needs the newest one or two. */
 const CACHED_FILES = 2
+/**
+ * How often the bodies kept are looked at: one not used since the last look goes, so a body is
+ * kept one to two of these after its last page. A body is about 7 MB of heap at the default
+ * 8 MiB segment (56 at 64): a look at the console must not leave that held for good.
+ */
+export const CACHE_SWEEP_MS = 60_000
 
 export const entryOf = (summary: RunSummary, fs: number): IndexEntry => ({
   pos: position(summary),
@@ -71,7 +77,10 @@ export class FinishedIndex {
   private files = new Map<number, IndexHeader>()
   /** Each file's size in bytes: history's size counts them with the segments. */
   private sizes = new Map<number, number>()
-  private cache = new Map<number, Promise<IndexEntry[]>>()
+  private cache = new Map<number, { body: Promise<IndexEntry[]>; used: boolean }>()
+  private sweep: NodeJS.Timeout | null = null
+  /** `oldest`'s answer from the oldest file, while that file and the oldest kept segment stay. */
+  private firstKept: { seg: number; from: number; pos: string | null } | null = null
   private sealing: Promise<void> | null = null
   /** False while `open` reads the log: what is written then, it reads itself. */
   private ready = false
@@ -80,6 +89,7 @@ export class FinishedIndex {
   constructor(
     private readonly dir: string,
     private readonly stores: () => { log: SegmentLog; db: Level<string, string> },
+    private readonly sweepMs = CACHE_SWEEP_MS,
   ) {}
 
   get opened(): boolean {
@@ -188,13 +198,28 @@ export class FinishedIndex {
     const sources = this.sources().sort((a, b) => byPosition(a.min, b.min))
     for (const src of sources) {
       if (src.min === '' || (best !== null && src.min >= best)) continue
-      for (const e of await src.entries())
-        if (e.fs >= oldestSeg) {
-          if (best === null || e.pos < best) best = e.pos
-          break
-        }
+      const pos = await this.firstKeptOf(src, oldestSeg)
+      if (pos !== null && (best === null || pos < best)) best = pos
     }
     return best === null ? null : Number.parseInt(best.slice(0, T_WIDTH), 36)
+  }
+
+  /**
+   * The first position in `src` whose run's first record the log still keeps. Retention asks at
+   * every pass: a file's body is read for it without being cached, and the answer remembered.
+   */
+  private async firstKeptOf(src: Source, oldestSeg: number): Promise<string | null> {
+    const h = this.files.get(src.seg)
+    const memo = this.firstKept
+    if (h && memo && memo.seg === src.seg && memo.from === oldestSeg) return memo.pos
+    let pos: string | null = null
+    for (const e of h ? await this.read(src.seg, h, false) : await src.entries())
+      if (e.fs >= oldestSeg) {
+        pos = e.pos
+        break
+      }
+    if (h) this.firstKept = { seg: src.seg, from: oldestSeg, pos }
+    return pos
   }
 
   /**
@@ -242,6 +267,9 @@ export class FinishedIndex {
 
   async close(): Promise<void> {
     await this.sealing
+    if (this.sweep) clearTimeout(this.sweep)
+    this.sweep = null
+    this.cache.clear()
   }
 
   /** Holds nothing, and takes nothing in until `open` has read the folder again. */
@@ -252,6 +280,7 @@ export class FinishedIndex {
     this.files.clear()
     this.sizes.clear()
     this.cache.clear()
+    this.firstKept = null
   }
 
   private sources(): Source[] {
@@ -289,12 +318,13 @@ export class FinishedIndex {
     return this.stores().log.segments()[0]?.n ?? 0
   }
 
-  private read(seg: number, header: IndexHeader): Promise<IndexEntry[]> {
+  /** A sealed segment's entries; `keep`: cached for the next page (CACHED_FILES, CACHE_SWEEP_MS). */
+  private read(seg: number, header: IndexHeader, keep = true): Promise<IndexEntry[]> {
     const hit = this.cache.get(seg)
     if (hit) {
       this.cache.delete(seg)
-      this.cache.set(seg, hit)
-      return hit
+      this.cache.set(seg, { body: hit.body, used: true })
+      return hit.body
     }
     const p = (async () => {
       try {
@@ -317,10 +347,25 @@ export class FinishedIndex {
         return entries
       }
     })()
-    this.cache.set(seg, p)
+    if (!keep) return p
+    this.cache.set(seg, { body: p, used: true })
     if (this.cache.size > CACHED_FILES) this.cache.delete(this.cache.keys().next().value!)
     p.catch(() => this.cache.delete(seg))
+    this.sweepLater()
     return p
+  }
+
+  /** Drops the bodies no page used since the last look, looking again while any is kept. */
+  private sweepLater(): void {
+    if (this.sweep) return
+    this.sweep = setTimeout(() => {
+      this.sweep = null
+      for (const [seg, c] of this.cache)
+        if (c.used) c.used = false
+        else this.cache.delete(seg)
+      if (this.cache.size > 0) this.sweepLater()
+    }, this.sweepMs)
+    this.sweep.unref()
   }
 
   /** Written whole under a temporary name, synced, then renamed: a file there is always whole. */

@@ -76,7 +76,11 @@ export class StoreContext {
     writeBatch: WriteBatch,
   ) {
     this.committer = new GroupCommitter(writeBatch, opts.commitWindowMs ?? 0)
-    this.index = new FinishedIndex(join(path, 'history'), () => ({ log: this.log, db: this.db }))
+    this.index = new FinishedIndex(
+      join(path, 'history'),
+      () => ({ log: this.log, db: this.db }),
+      opts.indexCacheSweepMs,
+    )
     this.staged = new StagedWrites(
       (ops, applied) => this.writeIndex(ops, applied),
       STAGE_MS,

@@ -35,6 +35,8 @@ export interface StoreOptions {
   onAheadOfLog?: (applied: string, end: string) => void
   /** Told of each segment retention dropped: finished runs removed, unfinished ones carried on. */
   onDrop?: (d: { segment: number; removed: number; carried: number }) => void
+  /** How often index file bodies kept for pages are looked at (finished-index.ts `CACHE_SWEEP_MS`). */
+  indexCacheSweepMs?: number
 }
 
 /** What was last written for a live run, so a state change writes only what changed. */

@@ -171,3 +171,49 @@ t.test('retention drops a file with its segment; pages pass over the runs it rem
     'the history reaches back to the oldest run listed',
   )
 })
+
+t.test("retention's look at the oldest run keeps no body; a page's goes once no page uses it", async (t) => {
+  // Whether a body is kept is seen from the disk: a body damaged after it was kept is not
+  // noticed by a page; one read again is found damaged and its file is built again. The page
+  // asked for is the three oldest runs, which only the oldest file holds.
+  const dir = join(await tempDir(t, 'svc-finidx-kept-'), 'engine')
+  const states = await fill(t, dir)
+  const idx = await files(dir, '.idx')
+  const path = (f: string) => join(dir, 'history', f)
+  const written = await readFile(path(idx[0]!))
+  const damage = async () => {
+    const fh = await open(path(idx[0]!), 'r+')
+    const at = written.indexOf(0x0a) + 20
+    await fh.write(Buffer.from([written[at]! ^ 0xff]), 0, 1, at)
+    await fh.close()
+  }
+  const damaged = async () => !(await readFile(path(idx[0]!))).equals(written)
+  const oldest = async (store: EngineStore) => {
+    const from = store.history().oldestAt!
+    return (await store.queryRuns({ until: from + 3_000 })).runs.map((r) => r.id)
+  }
+
+  // Looked at every minute (the default): nothing here takes that long.
+  const store = await EngineStore.open(dir, { history: SMALL, retention: false })
+  await store.prune()
+  t.ok(store.history().oldestAt, 'retention read how far back the history reaches')
+  const want = (await expected(store, states.keys())).all.slice(-3)
+  await damage()
+  t.same(await oldest(store), want, 'the three oldest runs')
+  t.notOk(await damaged(), 'the page read the oldest file from disk, and built it again')
+  await damage()
+  t.same(await oldest(store), want)
+  t.ok(await damaged(), 'the page before kept the body: the damage went unseen')
+  await store.close()
+
+  // Looked at every 50 ms: a second without a page is many looks.
+  const again = await EngineStore.open(dir, { history: SMALL, retention: false, indexCacheSweepMs: 50 })
+  t.teardown(() => again.close())
+  await again.prune()
+  t.same(await oldest(again), want, 'reopened')
+  t.notOk(await damaged(), 'built again')
+  await damage()
+  await new Promise((r) => setTimeout(r, 1000))
+  t.same(await oldest(again), want, 'a second after the last page')
+  t.notOk(await damaged(), 'the body had gone: read from disk again, and built again')
+})
