@@ -48,23 +48,34 @@ export interface ForwardOnce {
   claimReplay(client: Client, packet: AedesPublishPacket): boolean
 }
 
+/**
+ * A delivery's name: its counter alone when this broker counted it (a number costs a set nothing
+ * beyond its slot, where a string of broker id and counter cost about 130 bytes, 2 MB for a busy
+ * subscriber's window), else both (a message stored by an earlier run of the broker).
+ */
+type Key = number | string
+
 export function forwardOnce(window = FORWARD_WINDOW): ForwardOnce {
   // Per connection object, so a reconnected session starts empty and gets its stored packets replayed.
-  const sent = new WeakMap<Client, Set<string>>()
+  const sent = new WeakMap<Client, Set<Key>>()
   // Queued packets claimed for the replay and not yet past authorizeForward.
-  const claimed = new WeakMap<Client, Set<string>>()
-  const keyOf = (packet: AedesPublishPacket): string | null => {
+  const claimed = new WeakMap<Client, Set<Key>>()
+  const keyOf = (client: Client, packet: AedesPublishPacket): Key | null => {
     const { brokerId, brokerCounter } = packet as AedesPublishPacket & {
       brokerId?: string
       brokerCounter?: number
     }
-    return brokerId ? `${brokerId}:${brokerCounter}` : null
+    if (!brokerId) return null
+    const own = (client as { broker?: { id?: string } }).broker?.id
+    return brokerId === own && typeof brokerCounter === 'number'
+      ? brokerCounter
+      : `${brokerId}:${brokerCounter}`
   }
-  const remember = (client: Client, key: string): void => {
+  const remember = (client: Client, key: Key): void => {
     let keys = sent.get(client)
     if (!keys) sent.set(client, (keys = new Set()))
     keys.add(key)
-    if (keys.size > window) keys.delete(keys.values().next().value as string)
+    if (keys.size > window) keys.delete(keys.values().next().value as Key)
   }
   return {
     preConnect(client, _packet, callback) {
@@ -72,7 +83,7 @@ export function forwardOnce(window = FORWARD_WINDOW): ForwardOnce {
       callback(null, true)
     },
     authorizeForward(client, packet) {
-      const key = keyOf(packet)
+      const key = keyOf(client, packet)
       if (key === null) return packet
       if (claimed.get(client)?.delete(key)) return packet
       if (sent.get(client)?.has(key)) return null
@@ -80,7 +91,7 @@ export function forwardOnce(window = FORWARD_WINDOW): ForwardOnce {
       return packet
     },
     claimReplay(client, packet) {
-      const key = keyOf(packet)
+      const key = keyOf(client, packet)
       if (key === null) return true
       if (sent.get(client)?.has(key)) return false
       remember(client, key)

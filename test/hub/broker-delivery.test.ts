@@ -97,6 +97,20 @@ t.test('forwardOnce: exact duplicates dropped, out-of-order deliveries kept', as
   t.ok(once.authorizeForward(a, p(1, null)), 'a packet with no broker id is never held back')
   t.ok(once.authorizeForward(a, p(1, null)), 'twice')
 
+  // A connection to this very broker (id B): its own deliveries are remembered by counter alone.
+  const own = { broker: { id: 'B' } } as unknown as Client
+  t.ok(once.authorizeForward(own, p(5)), 'own broker: first delivery')
+  t.equal(once.authorizeForward(own, p(5)), null, 'own broker: the same packet again is a duplicate')
+  t.ok(
+    once.authorizeForward(own, p(5, 'other')),
+    "the same counter from an earlier broker's store is another",
+  )
+  t.equal(once.authorizeForward(own, p(5, 'other')), null, 'and its copy a duplicate')
+  t.equal(once.claimReplay(own, p(5)), false, 'a queued copy of what went out live is not replayed')
+  t.equal(once.claimReplay(own, p(6)), true, 'one not sent yet is, from the queue')
+  t.ok(once.authorizeForward(own, p(6)), 'the queued copy goes out')
+  t.equal(once.authorizeForward(own, p(6)), null, 'the live copy after it is dropped')
+
   const client = { duplicates: { B: 7 } } as unknown as Client & { duplicates: Record<string, number> }
   let ok: boolean | undefined
   once.preConnect(client, {} as never, (_e, success) => (ok = success))
