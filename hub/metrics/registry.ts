@@ -50,7 +50,11 @@ export function createMetricsRegistry(take: () => Promise<Snapshot>, parts: Metr
         },
       })
   }
-  collectDefaultMetrics({ register: registry })
+  // The event-loop lag is sampled every 100 ms, not prom-client's 10: at 10 the sampling timer
+  // alone kept an idle hub at 5-9 ms of CPU a second once scraped, against 1.0-1.3 at 100
+  // (bench/README.md, "endurance: once-only marks flat"). Each sample is still exact, and a scrape
+  // a minute sees 600 of them.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 100 })
 
   let queue: Promise<unknown> = Promise.resolve()
   return {
