@@ -79,8 +79,8 @@ export class FinishedIndex {
   private sizes = new Map<number, number>()
   private cache = new Map<number, { body: Promise<IndexEntry[]>; used: boolean }>()
   private sweep: NodeJS.Timeout | null = null
-  /** `oldest`'s answer from the oldest file, while that file and the oldest kept segment stay. */
-  private firstKept: { seg: number; from: number; pos: string | null } | null = null
+  /** `oldest`'s answer from each file it read, while the oldest kept segment stays the same. */
+  private firstKept = new Map<number, { from: number; pos: string | null }>()
   private sealing: Promise<void> | null = null
   /** False while `open` reads the log: what is written then, it reads itself. */
   private ready = false
@@ -146,6 +146,7 @@ export class FinishedIndex {
   async drop(n: number): Promise<void> {
     this.memory.delete(n)
     this.cache.delete(n)
+    this.firstKept.delete(n)
     this.sizes.delete(n)
     if (this.files.delete(n))
       await unlink(join(this.dir, indexFileName(n))).catch((err: NodeJS.ErrnoException) => {
@@ -210,15 +211,15 @@ export class FinishedIndex {
    */
   private async firstKeptOf(src: Source, oldestSeg: number): Promise<string | null> {
     const h = this.files.get(src.seg)
-    const memo = this.firstKept
-    if (h && memo && memo.seg === src.seg && memo.from === oldestSeg) return memo.pos
+    const memo = this.firstKept.get(src.seg)
+    if (h && memo?.from === oldestSeg) return memo.pos
     let pos: string | null = null
     for (const e of h ? await this.read(src.seg, h, false) : await src.entries())
       if (e.fs >= oldestSeg) {
         pos = e.pos
         break
       }
-    if (h) this.firstKept = { seg: src.seg, from: oldestSeg, pos }
+    if (h) this.firstKept.set(src.seg, { from: oldestSeg, pos })
     return pos
   }
 
@@ -280,7 +281,7 @@ export class FinishedIndex {
     this.files.clear()
     this.sizes.clear()
     this.cache.clear()
-    this.firstKept = null
+    this.firstKept.clear()
   }
 
   private sources(): Source[] {
@@ -322,8 +323,11 @@ export class FinishedIndex {
   private read(seg: number, header: IndexHeader, keep = true): Promise<IndexEntry[]> {
     const hit = this.cache.get(seg)
     if (hit) {
-      this.cache.delete(seg)
-      this.cache.set(seg, { body: hit.body, used: true })
+      // A look that keeps nothing does not keep this one longer either.
+      if (keep) {
+        this.cache.delete(seg)
+        this.cache.set(seg, { body: hit.body, used: true })
+      }
       return hit.body
     }
     const p = (async () => {
