@@ -79,13 +79,23 @@ export class OnceOnly {
     const ctx = this.ctx
     if (ctx.closed || marks.length === 0) return
     const ops: BatchOp[] = []
+    const writing: Promise<void>[] = []
+    const after: (typeof marks)[number][] = []
     for (const m of marks) {
       const key = onceKey(m.sop, m.key)
-      // A key being written now is left to that write.
-      if (this.busy.has(key)) continue
+      // A key being written now (its packet id came round again within FORGET_AFTER_MS) is
+      // forgotten once that write is through. Dropped instead, the mark stayed, and every later
+      // write of the key carried it, up to MAX_MARKS_PER_KEY of them.
+      const busy = this.busy.get(key)
+      if (busy) {
+        writing.push(busy)
+        after.push(m)
+        continue
+      }
       const left = this.marks.forget(m.sop, m.key, m.fingerprint)
       if (left !== null) ops.push(ctx.store.markOp(key, left))
     }
+    if (after.length > 0) void Promise.all(writing).then(() => this.forget(after))
     // Lazy: a mark forgotten late is only kept a little longer, so the forgetting rides with the
     // next event's sync rather than costing the card a page a second of its own.
     if (ops.length > 0)

@@ -76,6 +76,25 @@ t.test('any fingerprint is recognised, after a restart too, and only its own', a
   await again.engine.idle()
 })
 
+t.test(
+  'a mark forgotten while its key is being admitted again is forgotten once that is through',
+  async (t) => {
+    // A publisher's packet ids come round within FORGET_AFTER_MS under a burst: the forgetting of
+    // the first message's mark meets the admission of the next one under the same key.
+    const { engine } = await startEngine(t, [S])
+    const a = await engine.trigger('m', mqttEvent('a', 'fp-a'))
+    const next = engine.trigger('m', mqttEvent('b', 'fp-b'))
+    engine.forgetOnce?.([{ sop: 'm', key: 'mqtt hub 17', fingerprint: 'fp-a' }])
+    t.match(await next, { outcome: 'started' })
+    await new Promise((r) => setImmediate(r))
+    const again = await engine.trigger('m', mqttEvent('a', 'fp-a'))
+    t.notOk(again.duplicate, 'fp-a was forgotten: the same content is a new event')
+    t.not(again.runId, a.runId)
+    t.match(await engine.trigger('m', mqttEvent('b', 'fp-b')), { duplicate: true }, 'fp-b still marked')
+    await engine.idle()
+  },
+)
+
 t.test('OnceMarks: every key forgotten leaves nothing held; at most four marks a key', async (t) => {
   const marks = new OnceMarks()
   const d = (n: number) => ({ outcome: 'started' as const, runId: `run-${n}`, reason: 'slot free' })
