@@ -120,7 +120,7 @@ const noGc = gc ? {} : { skip: "V8 refused --expose-gc for one context: the heap
 
 t.test('OnceMarks: a mark costs the heap its text, not the parts it was built from', noGc, async (t) => {
   // A busy hub keeps a mark for every message of the last FORGET_AFTER_MS (tens of thousands):
-  // kept as V8 builds JSON.stringify's output (a tree of parts), each cost about 330 bytes.
+  // kept as V8 builds JSON.stringify's output (a tree of parts), each cost about 310 bytes.
   if (!gc) return
   const n = 20_000
   const d = (i: number) => ({
