@@ -131,9 +131,11 @@ t.test('OnceMarks: a mark costs the heap its text, not the parts it was built fr
   const fps = Array.from({ length: n }, (_, i) => messageFingerprint(`in/${i}`, Buffer.from(String(i))))
   const keys = Array.from({ length: n }, (_, i) => flat(`from board-kitchen-01 ${i}`))
   gc()
+  gc()
   const before = process.memoryUsage().heapUsed
   const marks = new OnceMarks()
   for (let i = 0; i < n; i++) marks.set('m', keys[i]!, marks.with('m', keys[i]!, fps[i]!, d(i)))
+  gc()
   gc()
   const perMark = (process.memoryUsage().heapUsed - before) / n
   t.equal(marks.size, n)
