@@ -374,7 +374,7 @@ async function endurance(dir: string): Promise<void> {
     // Every run of the bench kept, so the store's size over the runs is per kept run. The metrics
     // listener (loopback, no token) tells the V8 heap apart from the rest of RSS; it is first read
     // at the first checkpoint, after the idle and paced figures, as prom-client then starts an
-    // event-loop monitor that wakes the hub 100 times a second.
+    // event-loop monitor that wakes the hub 10 times a second (hub/metrics/registry.ts).
     toml: `[history]\nmax_mb = 1048576\ncommit_window_ms = ${COMMIT_WINDOW_MS}\n[metrics]\nport = ${metricsPort}\n`,
   })
   const capacity = EVENTS + 3 * BURST + 100_000
