@@ -2,7 +2,6 @@
 // (states, gates, routing, decisions). It makes the run, starts it (decide: questions), drives
 // its steps (skip, gate, input contract, the step's work, output contract), routes after each,
 // parks it at a gate and finishes it. Freed slots go back to admission through `release`.
-import { v7 as uuidv7 } from 'uuid'
 import type { TriggerEvent } from '../../sops/engine-api.ts'
 import { fail } from '../../errors/codes.ts'
 import { errorText } from '../../errors/text.ts'
@@ -28,6 +27,7 @@ import type { EngineContext } from './context.ts'
 import { contractProblem } from './contracts.ts'
 import { agentAlias, executeStep } from './execute.ts'
 import { summary } from './summary.ts'
+import { runId } from './run-id.ts'
 
 export class RunDriver {
   private readonly conditions = new ConditionCache()
@@ -44,15 +44,14 @@ export class RunDriver {
   create(sop: Sop, event: TriggerEvent, admission: RunRecord['admission']): RunRecord {
     const ctx = this.ctx
     const first = firstStep(sop)
+    const now = ctx.now()
     const run = newRun({
-      // Time-ordered (RFC 9562 UUIDv7): a run's LevelDB keys then land after the ones before it
-      // instead of among them (hub/engine/README.md, "The write budget").
-      id: uuidv7(),
+      id: runId(now),
       sop: sop.name,
       mode: sop.executionMode,
       trigger: event,
       first: first.kind === 'step' ? first.step : null,
-      now: ctx.now(),
+      now,
       admission,
     })
     if (first.kind === 'step') this.enter(run, first.step)

@@ -24,6 +24,19 @@ const t36 = (ms: number) => Math.max(0, Math.floor(ms)).toString(36).padStart(T_
 /** A run's place in every ordering: `<t>!<id>`, which is also what a cursor carries. */
 export const position = (r: { createdAt: number; id: string }) => `${t36(r.createdAt)}!${r.id}`
 
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/**
+ * A run's position from its id alone, when the id is an RFC 9562 UUIDv7 (its first 48 bits, the
+ * creation time in ms), else null. The engine makes a run's id from its creation time
+ * (run-driver.ts), so for its runs this is `position(run)`; a finished run the run index alone
+ * locates is found by it (finished-index.ts `find`).
+ */
+export function idPosition(id: string): string | null {
+  if (!UUID_V7.test(id)) return null
+  return `${t36(Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16))}!${id}`
+}
+
 /** Positions in ascending order (a sort comparator; swap the arguments for newest first). */
 export const byPosition = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
