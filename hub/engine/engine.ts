@@ -65,6 +65,7 @@ export class Engine implements HubEngine {
       ...(opts.history ? { history: opts.history } : {}),
       ...(opts.now ? { now: opts.now } : {}),
       ...(opts.commitWindowMs ? { commitWindowMs: opts.commitWindowMs } : {}),
+      ...(opts.stageMs ? { stageMs: opts.stageMs } : {}),
       onRebuild: (done, of) =>
         (opts.log ?? silent).info(
           { done, of },

@@ -24,8 +24,9 @@ import {
   pairKey,
 } from './log/index-file.ts'
 import type { SegmentLog } from './log/segment-log.ts'
-import { T_WIDTH, byPosition, position } from './run-index.ts'
-import { FIN, deltaKey, parseLocator } from './store-layout.ts'
+import { flat } from '../memory/flat.ts'
+import { T_WIDTH, byPosition, idPosition, position } from './run-index.ts'
+import { FIN, RUN, deltaKey, locatorText, parseLocator } from './store-layout.ts'
 
 /** What a page asks of the index (run-index.ts `checkFilter`). */
 export interface IndexQuery {
@@ -63,12 +64,13 @@ const CACHED_FILES = 2
  */
 export const CACHE_SWEEP_MS = 60_000
 
-export const entryOf = (summary: RunSummary, fs: number): IndexEntry => ({
-  pos: position(summary),
-  sop: summary.sop,
-  state: summary.state,
-  fs,
-})
+/** `recs`: the run's records' locators when LevelDB holds none of them (`IndexEntry.recs`). */
+export const entryOf = (summary: RunSummary, fs: number, recs?: readonly string[]): IndexEntry => {
+  const e: IndexEntry = { pos: position(summary), sop: summary.sop, state: summary.state, fs }
+  // Kept as long as the segment is written, or a page's file body: one piece, not a tree.
+  if (recs) e.recs = flat(recs.join(' '))
+  return e
+}
 
 export const idOfPosition = (pos: string) => pos.slice(T_WIDTH + 1)
 
@@ -165,17 +167,17 @@ export class FinishedIndex {
     return sum
   }
 
-  /** Up to `q.want` positions newest first, with lower <= position < upper, that match. */
-  async page(q: IndexQuery): Promise<string[]> {
+  /** Up to `q.want` entries newest first, with lower <= position < upper, that match. */
+  async page(q: IndexQuery): Promise<IndexEntry[]> {
     const match = (sop: string, state: RunState) =>
       (q.sop === undefined || sop === q.sop) && (q.state === undefined || state === q.state)
     const sources = this.sources()
       .filter((s) => s.min < q.upper && s.max >= q.lower && [...s.pairs].some(([sop, st]) => match(sop, st)))
       .sort((a, b) => byPosition(b.max, a.max))
     const oldestSeg = this.oldestSegment()
-    let out: string[] = []
+    let out: IndexEntry[] = []
     for (const src of sources) {
-      if (out.length >= q.want && src.max < out[q.want - 1]!) break
+      if (out.length >= q.want && src.max < out[q.want - 1]!.pos) break
       const entries = await src.entries()
       let i = firstAtOrAbove(entries, q.upper) - 1
       let taken = 0
@@ -183,12 +185,55 @@ export class FinishedIndex {
         const e = entries[i]!
         if (e.pos < q.lower) break
         if (!match(e.sop, e.state) || e.fs < oldestSeg || q.skip.has(idOfPosition(e.pos))) continue
-        out.push(e.pos)
+        out.push(e)
         taken++
       }
-      out.sort((a, b) => byPosition(b, a))
+      out.sort((a, b) => byPosition(b.pos, a.pos))
       if (out.length > q.want) out = out.slice(0, q.want)
     }
+    return out
+  }
+
+  /**
+   * The entry of run `id` when the index alone locates its records (`IndexEntry.recs`): found by
+   * the position its id gives (run-index.ts `idPosition`). Undefined for any other run.
+   */
+  async find(id: string): Promise<IndexEntry | undefined> {
+    const pos = idPosition(id)
+    if (pos === null) return undefined
+    const oldestSeg = this.oldestSegment()
+    for (const src of this.sources()) {
+      if (pos < src.min || pos > src.max) continue
+      const entries = await src.entries()
+      const e: IndexEntry | undefined = entries[firstAtOrAbove(entries, pos)]
+      if (e?.pos === pos && e.recs !== undefined && e.fs >= oldestSeg) return e
+    }
+    return undefined
+  }
+
+  /**
+   * Every entry the index alone locates (`IndexEntry.recs`), oldest segment first: the finished
+   * runs a whole read of the history (`finished`, a backup) finds nowhere in LevelDB. A file's
+   * body is read without being kept.
+   */
+  async *located(): AsyncGenerator<IndexEntry> {
+    const oldestSeg = this.oldestSegment()
+    const segs = [...new Set([...this.files.keys(), ...this.memory.keys()])].sort((a, b) => a - b)
+    for (const seg of segs) {
+      const h = this.files.get(seg)
+      const m = this.memory.get(seg)
+      const entries = h ? await this.read(seg, h, false) : m ? [...this.sortedOf(m)] : []
+      for (const e of entries) if (e.recs !== undefined && e.fs >= oldestSeg) yield e
+    }
+  }
+
+  /** The runs segment `n`'s entries alone locate (`IndexEntry.recs`): they go with its file. */
+  async ownOf(n: number): Promise<Set<string>> {
+    const h = this.files.get(n)
+    const m = this.memory.get(n)
+    const entries = h ? await this.read(n, h, false) : m ? m.entries : []
+    const out = new Set<string>()
+    for (const e of entries) if (e.recs !== undefined && e.fs === n) out.add(idOfPosition(e.pos))
     return out
   }
 
@@ -420,28 +465,47 @@ async function readHeader(path: string, seg: number): Promise<{ header: IndexHea
 
 /**
  * The finished runs whose summary segment `n` holds, each with the segment of its first record
- * (LevelDB's locator of it); a run whose first record is gone was removed, and is left out.
+ * (LevelDB's locator of it). A run LevelDB holds nothing of has its first record in `n` too
+ * (store-writes.ts `indexOwn`): its entry gets its records' locators from the scan. A run whose
+ * first record is gone was removed, and is left out.
  */
 async function entriesOfSegment(
   log: SegmentLog,
   n: number,
   db: Level<string, string>,
 ): Promise<IndexEntry[]> {
-  const summaries = new Map<string, RunSummary>()
+  const summaries = new Map<string, { s: RunSummary; at: string }>()
+  // The records of each run whose first record is in this segment, by their number.
+  const records = new Map<string, (string | undefined)[]>()
   for (const b of await log.scan(n))
-    for (const { op } of b.ops)
+    for (const { op, off, len, inner } of b.ops) {
       if (op.type === 'put' && op.key.startsWith(FIN)) {
         const s = JSON.parse(op.value) as RunSummary
-        summaries.set(s.id, s)
+        summaries.set(s.id, { s, at: locatorText(n, off, len, inner) })
+      } else if (op.key.startsWith(RUN)) {
+        const bang = op.key.lastIndexOf('!')
+        const id = op.key.slice(RUN.length, bang)
+        const seq = Number.parseInt(op.key.slice(bang + 1), 36)
+        let recs = records.get(id)
+        if (!recs) {
+          if (seq !== 0 || op.type !== 'put') continue
+          recs = []
+          records.set(id, recs)
+        }
+        recs[seq] = op.type === 'put' ? locatorText(n, off, len, inner) : undefined
       }
+    }
   const runs = [...summaries.values()]
   const out: IndexEntry[] = []
   for (let c = 0; c < runs.length; c += 1024) {
     const chunk = runs.slice(c, c + 1024)
-    const firsts = await db.getMany(chunk.map((s) => deltaKey(s.id, 0)))
-    chunk.forEach((s, i) => {
+    const firsts = await db.getMany(chunk.map(({ s }) => deltaKey(s.id, 0)))
+    chunk.forEach(({ s, at }, i) => {
       const loc = firsts[i]
+      const recs = records.get(s.id)
       if (loc?.startsWith('@')) out.push(entryOf(s, parseLocator(loc).seg))
+      else if (loc === undefined && recs?.[0] !== undefined)
+        out.push(entryOf(s, n, [...recs.filter((r): r is string => r !== undefined), at]))
     })
   }
   return out

@@ -144,6 +144,7 @@ export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
   let w = ctx.written.get(run.id)
   const { id: _i, mode: _m, trigger: _t, admission: _a, steps, log, lastOutput: _o, ...st } = run
   let json = '{'
+  const fresh = !w
   if (!w) {
     // Until retention next reads it: the first run of an empty history is the oldest.
     if (ctx.oldest === null) ctx.oldest = run.createdAt
@@ -178,7 +179,10 @@ export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
     json += `,"log":${JSON.stringify(log.slice(Math.max(0, log.length - (run.logSeq - w.logSeq))))}`
   w.logSeq = run.logSeq
   json += '}'
-  ops.push({ type: 'put', key: deltaKey(run.id, w.seq++), value: json })
+  // A new run's first record is fresh too: finished before LevelDB's next write, the run's
+  // records need never reach LevelDB (store-writes.ts `indexOwn`).
+  const key = deltaKey(run.id, w.seq++)
+  ops.push(fresh ? { type: 'put', key, value: json, fresh: true } : { type: 'put', key, value: json })
   return ops
 }
 

@@ -68,6 +68,23 @@ export class StagedWrites {
     return this.writingKeys?.get(key)
   }
 
+  /** Whether `key` was put fresh since the last write: LevelDB has never held it. */
+  isFresh(key: string): boolean {
+    return this.fresh.has(key)
+  }
+
+  /**
+   * Takes back staged puts of keys LevelDB has never held, so it never does: a finished run's
+   * records, which the run index locates itself (store-writes.ts `indexOwn`). The caller knows
+   * they are new (the run's first record was staged fresh since the last write).
+   */
+  withdraw(keys: readonly string[]): void {
+    for (const key of keys) {
+      this.keys.delete(key)
+      this.fresh.delete(key)
+    }
+  }
+
   get pending(): boolean {
     return this.count > 0 || this.writing !== null
   }

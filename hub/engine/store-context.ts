@@ -83,7 +83,7 @@ export class StoreContext {
     )
     this.staged = new StagedWrites(
       (ops, applied) => this.writeIndex(ops, applied),
-      STAGE_MS,
+      opts.stageMs ?? STAGE_MS,
       STAGE_MAX_OPS,
       () => undefined,
     )

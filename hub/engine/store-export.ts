@@ -1,8 +1,10 @@
 // What a backup reads of the engine store (`exportRecords`): apart from the other reads because
 // it stops retention while it runs and reads the whole store, not a run or a page.
+import { idOfPosition } from './finished-index.ts'
 import { INDEX } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
-import { ADM, FIN, OPEN, RUN } from './store-layout.ts'
+import { ADM, FIN, OPEN, RUN, deltaKey } from './store-layout.ts'
+import { indexOnly } from './store-reads.ts'
 
 /**
  * What a backup keeps (hub/backup/README.md, "What an archive holds"), as the store kept it
@@ -10,8 +12,9 @@ import { ADM, FIN, OPEN, RUN } from './store-layout.ts'
  * LevelDB, and the open after it moves them into a log of its own (`migrate`). One LevelDB
  * snapshot, once everything logged is applied to it; no retention pass runs while it is read,
  * so every segment a locator points into stays. Left out: what the log or a migration makes
- * again (the index, `meta!`). `history: false` also leaves out finished runs and admission
- * records: what stays is what the hub would go on with.
+ * again (the index, `meta!`), and the finished runs LevelDB holds nothing of come after the
+ * rest, from the run index (store-writes.ts `indexOwn`). `history: false` also leaves out
+ * finished runs and admission records: what stays is what the hub would go on with.
  */
 export async function* exportRecords(
   ctx: StoreContext,
@@ -42,6 +45,14 @@ export async function* exportRecords(
       }
       chunk.push([key, v])
       // A value in a segment retention dropped before (an old admission record) is gone.
+      if (chunk.length >= 256) yield* await read()
+    }
+    yield* await read()
+    if (!opts.history) return
+    for await (const e of indexOnly(ctx)) {
+      const id = idOfPosition(e.pos)
+      const recs = e.recs!.split(' ')
+      recs.forEach((at, i) => chunk.push([i === recs.length - 1 ? FIN + id : deltaKey(id, i), at]))
       if (chunk.length >= 256) yield* await read()
     }
     yield* await read()

@@ -28,10 +28,12 @@ export const APPLIED = 'meta!applied'
 /**
  * The layout (hub/stores/format.ts): '2' once run records live in the log (a store without it is
  * migrated on open); '3' once the log's batches may be followed by zeroes to their page's end
- * (segment-log.ts `append`), which the code of layout 2 would take for the log's end.
+ * (segment-log.ts `append`), which the code of layout 2 would take for the log's end; '4' once a
+ * finished run may be located by the run index alone (store-writes.ts `indexOwn`), which the
+ * code of layout 3 would not find.
  */
 export const LAYOUT = 'meta!layout'
-export const LAYOUT_VERSION = '3'
+export const LAYOUT_VERSION = '4'
 /** When a full segment was last written (`meta!segtime!<n>`, base 36): the age retention judges. */
 export const SEGTIME = 'meta!segtime!'
 /** The last segment retention dropped (written with the sync that comes before the drop). */

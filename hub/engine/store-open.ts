@@ -39,8 +39,9 @@ export async function checkLayout(ctx: StoreContext): Promise<void> {
   if (ahead) {
     ctx.opts.onAheadOfLog?.(ahead.applied, ahead.end)
     await rebuildIndex(ctx, ahead.end)
-  } else if (layout === '2') {
-    // Layout 2 to 3 moves nothing: the marker is set, synced, before the first padded batch.
+  } else if (layout === '2' || layout === '3') {
+    // Layouts 2 and 3 to 4 move nothing: the marker is set, synced, before the first padded
+    // batch and the first run only the run index locates.
     await ctx.db.put(LAYOUT, LAYOUT_VERSION, { sync: true })
     if ((await ctx.db.get(INDEX_MARKER)) !== INDEX_VERSION) await rebuildIndex(ctx)
   } else if (layout !== LAYOUT_VERSION) {

@@ -8,10 +8,11 @@ import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops
 import type { RunRecord } from '../../sops/run/record.ts'
 import { fold, writtenOf } from './run-deltas.ts'
 import { idOfPosition } from './finished-index.ts'
+import type { IndexEntry } from './log/index-file.ts'
 import { byPosition, checkFilter, cursorAt, indexedState, position } from './run-index.ts'
 import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
-import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, parseLocator } from './store-layout.ts'
+import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, deltaKey, parseLocator } from './store-layout.ts'
 import { summary } from './summary.ts'
 
 /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
@@ -48,10 +49,26 @@ export async function replay(
     stored.push(v)
     keys.push(k)
   }
+  // A finished run LevelDB holds nothing of: the run index locates its records.
+  if (stored.length === 0) return located(ctx, id)
   const r = fold(keys, await Promise.all(stored.map((v) => ctx.valueOf(v))))
   // Where its first record is, for the finished runs' index when it finishes (finished-index.ts).
   return r && stored[0]?.startsWith('@') ? { ...r, firstSeg: parseLocator(stored[0]).seg } : r
 }
+
+/** A finished run whose records only the run index locates (finished-index.ts `find`). */
+async function located(ctx: StoreContext, id: string): Promise<ReturnType<typeof fold>> {
+  const e = await ctx.index.find(id)
+  if (e?.recs === undefined) return undefined
+  const deltas = e.recs.split(' ').slice(0, -1)
+  return fold(
+    deltas.map((_, i) => deltaKey(id, i)),
+    await Promise.all(deltas.map((v) => ctx.valueOf(v))),
+  )
+}
+
+/** The summary's locator of an entry the run index alone locates: its last. */
+const summaryAt = (recs: string) => recs.slice(recs.lastIndexOf(' ') + 1)
 
 export async function getRun(ctx: StoreContext, id: string): Promise<RunRecord | undefined> {
   return (await replay(ctx, id))?.run
@@ -74,7 +91,7 @@ export async function queryRuns(
   await ctx.settle()
   live ??= await openSummaries(ctx)
   const liveIds = new Set<string>()
-  const page: { pos: string; run?: RunSummary; id: string }[] = []
+  const page: { pos: string; run?: RunSummary; id: string; recs?: string }[] = []
   for (const r of live) {
     liveIds.add(r.id)
     if (filter.sop !== undefined && r.sop !== filter.sop) continue
@@ -85,13 +102,22 @@ export async function queryRuns(
   // A state the index does not hold (not finished) is served by the live runs alone.
   if (filter.state === undefined || indexedState(filter.state)) {
     const q = { lower, upper, want: limit + 1, skip: liveIds }
-    for (const pos of await ctx.index.page({ ...filter, ...q })) page.push({ pos, id: idOfPosition(pos) })
+    for (const e of await ctx.index.page({ ...filter, ...q }))
+      page.push(
+        e.recs === undefined
+          ? { pos: e.pos, id: idOfPosition(e.pos) }
+          : { pos: e.pos, id: idOfPosition(e.pos), recs: e.recs },
+      )
   }
   page.sort((a, b) => byPosition(b.pos, a.pos))
   page.length = Math.min(page.length, limit + 1)
   const wanted = page.filter((p) => !p.run)
+  const inDb = wanted.filter((p) => p.recs === undefined)
+  const stored = new Map(
+    (await ctx.db.getMany(inDb.map((p) => FIN + p.id))).map((v, i) => [inDb[i]!.id, v] as const),
+  )
   const fin = await Promise.all(
-    (await ctx.db.getMany(wanted.map((p) => FIN + p.id))).map((v) => ctx.valueOf(v)),
+    wanted.map((p) => ctx.valueOf(p.recs === undefined ? stored.get(p.id) : summaryAt(p.recs))),
   )
   for (let i = 0; i < wanted.length; i++) {
     const v = fin[i]
@@ -119,13 +145,38 @@ export async function openSummaries(ctx: StoreContext): Promise<RunSummary[]> {
   return out
 }
 
-/** Summaries of the finished runs, in id order: the whole history read (the bench's baseline). */
+/**
+ * Summaries of the finished runs: the whole history read (the bench's baseline). Those LevelDB
+ * holds in id order, then those the run index alone locates, oldest segment first.
+ */
 export async function* finished(ctx: StoreContext): AsyncGenerator<unknown> {
   await ctx.settle()
   for await (const v of ctx.db.values({ gt: FIN, lt: FIN + '\xff' })) {
     const text = await ctx.valueOf(v)
     if (text !== undefined) yield JSON.parse(text)
   }
+  for await (const e of indexOnly(ctx)) {
+    const text = await ctx.valueOf(summaryAt(e.recs!))
+    if (text !== undefined) yield JSON.parse(text)
+  }
+}
+
+/**
+ * The entries the run index alone locates whose run LevelDB does not hold as well (a replay of
+ * the log after a crash puts a run's locators there again, `catchUp`), a chunk at a time.
+ */
+export async function* indexOnly(ctx: StoreContext): AsyncGenerator<IndexEntry> {
+  let chunk: IndexEntry[] = []
+  const unheld = async function* () {
+    const held = await ctx.db.getMany(chunk.map((e) => FIN + idOfPosition(e.pos)))
+    for (const [i, e] of chunk.entries()) if (held[i] === undefined) yield e
+    chunk = []
+  }
+  for await (const e of ctx.index.located()) {
+    chunk.push(e)
+    if (chunk.length >= 512) yield* unheld()
+  }
+  yield* unheld()
 }
 
 /**

@@ -128,6 +128,8 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
     return true
   }
   const gone: string[] = []
+  // Runs LevelDB holds nothing of: those the run index alone locates go with the segment's file.
+  const unheld = new Set<string>()
   let removed = 0
   let carried = 0
   // Read in chunks, each run's keys at once: a segment holds thousands of runs, and retention
@@ -142,6 +144,7 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
     await Promise.all(
       chunk.map(async (id, i) => {
         const loc = firsts[i]
+        if (loc === undefined) unheld.add(id)
         if (loc === undefined || !loc.startsWith('@') || parseLocator(loc).seg !== n) return
         if (opens[i] !== undefined) {
           const r = await replay(ctx, id)
@@ -165,6 +168,7 @@ async function dropSegment(ctx: StoreContext, n: number): Promise<boolean> {
     if (carry.length >= 2000 && !(await flushCarry())) return false
   }
   if (!(await flushCarry())) return false
+  for (const id of await ctx.index.ownOf(n)) if (unheld.has(id)) removed++
   // A finished run's keys go from LevelDB alone, not through the log: the log needs no record
   // of it (`rebuildIndex` leaves out a run whose first record is gone). The batch is synced,
   // and with it every earlier LevelDB write, before the file goes.

@@ -37,6 +37,8 @@ export interface StoreOptions {
   onDrop?: (d: { segment: number; removed: number; carried: number }) => void
   /** How often index file bodies kept for pages are looked at (finished-index.ts `CACHE_SWEEP_MS`). */
   indexCacheSweepMs?: number
+  /** How long LevelDB's share of the batches waits at most (store-context.ts `STAGE_MS`). */
+  stageMs?: number
 }
 
 /** What was last written for a live run, so a state change writes only what changed. */

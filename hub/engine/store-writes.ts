@@ -9,12 +9,24 @@ import { isStoreIoError } from '../disk/errors.ts'
 import { ENGINE_LEVELDB_SIZES } from '../leveldb.ts'
 import type { RunSummary } from '../../sops/hub-engine.ts'
 import { entryOf } from './finished-index.ts'
+import type { IndexEntry } from './log/index-file.ts'
 import type { BatchOp } from './group-commit.ts'
 import { encodeBatch, sealBatch } from './log/frames.ts'
 import { SegmentLog } from './log/segment-log.ts'
-import { INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
+import { INDEX_MARKER, INDEX_VERSION, idPosition, position } from './run-index.ts'
 import { type StoreContext, segmentTimes } from './store-context.ts'
-import { FIN, FIRST, LAYOUT, LAYOUT_VERSION, RUN, SEGTIME, indexOp, locatorText } from './store-layout.ts'
+import {
+  FIN,
+  FIRST,
+  LAYOUT,
+  LAYOUT_VERSION,
+  RUN,
+  SEGTIME,
+  deltaKey,
+  indexOp,
+  locatorText,
+  parseLocator,
+} from './store-layout.ts'
 import { catchUp } from './store-replay.ts'
 import { errorText } from '../../errors/text.ts'
 
@@ -76,12 +88,38 @@ function noteIndexed(ctx: StoreContext, ops: readonly BatchOp[], seg: number): v
     if (op.type !== 'put') continue
     if (op.key.startsWith(FIN)) {
       const s = JSON.parse(op.value) as RunSummary
-      ctx.index.add(seg, entryOf(s, ctx.written.get(s.id)?.firstSeg ?? seg))
+      ctx.index.add(seg, indexOwn(ctx, s, seg) ?? entryOf(s, ctx.written.get(s.id)?.firstSeg ?? seg))
     } else if (op.key.startsWith(RUN) && op.key.endsWith(FIRST)) {
       const w = ctx.written.get(op.key.slice(RUN.length, -FIRST.length))
       if (w) w.firstSeg = seg
     }
   }
+}
+
+/**
+ * A run admitted and finished since LevelDB's last write, whose first record and summary are in
+ * the same segment: its records' locators go in its index entry instead, and are taken back
+ * from what is staged, so LevelDB never holds them (hub/engine/README.md, "The write budget").
+ * The segment's scan finds them again after a crash (finished-index.ts `entriesOfSegment`), and
+ * retention drops them with the segment's file. Null for any other run, which LevelDB locates:
+ * one whose first record LevelDB was already given, or whose id does not give its position
+ * (`idPosition`: the index finds the run by it).
+ */
+function indexOwn(ctx: StoreContext, s: RunSummary, seg: number): IndexEntry | null {
+  if (!ctx.index.opened || !ctx.staged.isFresh(deltaKey(s.id, 0))) return null
+  if (idPosition(s.id) !== position(s)) return null
+  const keys: string[] = []
+  const recs: string[] = []
+  for (let i = 0; ; i++) {
+    const at = ctx.staged.get(deltaKey(s.id, i))
+    if (typeof at !== 'string') break
+    keys.push(deltaKey(s.id, i))
+    recs.push(at)
+  }
+  const summaryAt = ctx.staged.get(FIN + s.id)
+  if (typeof summaryAt !== 'string' || parseLocator(recs[0]!).seg !== seg) return null
+  ctx.staged.withdraw([...keys, FIN + s.id])
+  return entryOf(s, seg, [...recs, summaryAt])
 }
 
 /**

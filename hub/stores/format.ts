@@ -18,8 +18,10 @@ export interface StoreFormat {
 export const FORMATS: Record<StoreName, StoreFormat> = {
   // 1: run records as JSON values in LevelDB (no `meta!layout`); 2: run records in the history
   // log, LevelDB an index of them (hub/engine/README.md, "The history log"); 3: the log's batches
-  // may be followed by zeroes to their page's end, which the code of 2 would take for its end.
-  engine: { store: 'engine', current: 3, recordedIn: 'meta!layout' },
+  // may be followed by zeroes to their page's end, which the code of 2 would take for its end;
+  // 4: a finished run may be located by the run index's files alone (hub/engine/README.md, "The
+  // run index"), where the code of 3 would not look.
+  engine: { store: 'engine', current: 4, recordedIn: 'meta!layout' },
   // 1: aedes-persistence-level's LevelDB as the hub has written it since the broker was embedded.
   broker: { store: 'broker', current: 1, recordedIn: 'FORMAT' },
   // 1: the attestation store's LevelDB (hub/attest/store.ts) as written since it exists.

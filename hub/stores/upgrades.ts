@@ -22,10 +22,20 @@ export const UPGRADES: Partial<Record<StoreName, Record<number, Upgrade>>> = {
         return `${r.finished} finished and ${r.unfinished} unfinished runs`
       },
     },
-    // Nothing moved: the open records format 3 (store-open.ts `checkLayout`); the run index is
-    // built again in its files if it was LevelDB's keys (hub/engine/README.md, "The run index").
+    // Nothing moved: the open records the current format (store-open.ts `checkLayout`); the run
+    // index is built again in its files if it was LevelDB's keys (hub/engine/README.md, "The run
+    // index").
     2: {
       growth: 0.1,
+      async run(dir, progress) {
+        const r = await migrateEngine(dir, progress)
+        return `${r.finished} finished and ${r.unfinished} unfinished runs`
+      },
+    },
+    // Nothing moved: the open records format 4 (store-open.ts `checkLayout`); only runs written
+    // after it may be located by the run index alone.
+    3: {
+      growth: 0,
       async run(dir, progress) {
         const r = await migrateEngine(dir, progress)
         return `${r.finished} finished and ${r.unfinished} unfinished runs`

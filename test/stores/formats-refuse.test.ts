@@ -9,6 +9,7 @@ import { cp, readFile, readdir, rm, writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Level } from 'level'
+import { FORMATS } from '../../hub/stores/format.ts'
 import { type Teardown, tempDir } from '../helpers/tmp.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url))
@@ -62,20 +63,21 @@ async function setLevelKey(dir: string, key: string, value: string): Promise<voi
 
 t.test('an engine store of a newer format: one line, and nothing changed', async (t) => {
   const { home, data } = await homeWithStores(t)
-  await setLevelKey(join(data, 'engine'), 'meta!layout', '4')
+  const newer = String(FORMATS.engine.current + 1)
+  await setLevelKey(join(data, 'engine'), 'meta!layout', newer)
   const before = await snapshot(join(data, 'broker'))
   const r = await runHub(home)
   t.not(r.code, 0, 'the hub does not start')
   t.equal(
     r.err,
-    `svc hub: could not start: ${join(data, 'engine')} (meta!layout): engine store format 4 was written by a newer svc (this one reads up to 3); run that svc again, or restore a backup taken before the upgrade\n`,
+    `svc hub: could not start: ${join(data, 'engine')} (meta!layout): engine store format ${newer} was written by a newer svc (this one reads up to ${FORMATS.engine.current}); run that svc again, or restore a backup taken before the upgrade\n`,
     'one line: the store, where its format is recorded, the fix',
   )
   t.same((await readdir(data)).sort(), ['attest', 'broker', 'engine'], 'no copy taken')
   t.same(await snapshot(join(data, 'broker')), before, 'no other store written, not even its FORMAT')
   const db = new Level<string, string>(join(data, 'engine'), { createIfMissing: false })
   await db.open()
-  t.equal(await db.get('meta!layout'), '4', 'the newer marker left as it was')
+  t.equal(await db.get('meta!layout'), newer, 'the newer marker left as it was')
   await db.close()
 })
 

@@ -56,9 +56,13 @@ t.test("today's stores open with this code, every record there, their versions r
       new RegExp(
         `^engine store: now format 3 \\(\\d+ ms\\): ${TODAY.engine.runs - 1} finished and 1 unfinished runs$`,
       ),
-      /^engine store upgraded to format 3; the copy from before is /,
+      /^engine store: upgrading from format 3 to 4$/,
+      new RegExp(
+        `^engine store: now format 4 \\(\\d+ ms\\): ${TODAY.engine.runs - 1} finished and 1 unfinished runs$`,
+      ),
+      /^engine store upgraded to format 4; the copy from before is /,
     ],
-    'the engine upgraded from format 2 to 3, told step by step',
+    'the engine upgraded from format 2 to 4, told step by step',
   )
   for (const store of ['broker', 'attest'] as const)
     t.same(
@@ -170,7 +174,9 @@ t.test(
         /^engine store: now format 2 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
         /^engine store: upgrading from format 2 to 3$/,
         /^engine store: now format 3 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
-        /^engine store upgraded to format 3; the copy from before is /,
+        /^engine store: upgrading from format 3 to 4$/,
+        /^engine store: now format 4 \(\d+ ms\): 7 finished and 1 unfinished runs$/,
+        /^engine store upgraded to format 4; the copy from before is /,
       ],
       'the upgrade told step by step, each format in turn',
     )
@@ -186,7 +192,7 @@ t.test(
     await old.close()
 
     await hub.close()
-    // A second start finds format 3: no second copy.
+    // A second start finds the current format: no second copy.
     const again = await startHub(cfg.config, silentLog)
     await again.close()
     t.equal((await readdir(data)).filter((n) => n.endsWith('.bak')).length, 1, 'no copy at the next start')

@@ -4,7 +4,11 @@
 //
 //   file   = header line (JSON, `\n`), body
 //   header = { v, seg, count, min, max, pairs, crc }   pairs: the (sop, state) the entries hold
-//   body   = deflated JSON: [[position, pair, first segment], …] in ascending position
+//   body   = deflated JSON: [[position, pair, first segment, records?], …] in ascending position
+//
+// `records` (version 2): where the run's records are in the log, for a run whose records never
+// reached LevelDB (hub/engine/README.md, "The run index"). A file of version 1 has none: every
+// run it lists has its records' locators in LevelDB.
 //
 // The header alone says whether a query needs the body (its positions and pairs), so an open
 // reads a few hundred bytes of each file, not the file. `crc` covers the body: a file that fails
@@ -24,10 +28,16 @@ export interface IndexEntry {
    * entry whose first segment is gone stands for a run already removed, and is passed over.
    */
   fs: number
+  /**
+   * The locators of the run's records (store-layout.ts `locatorText`), its deltas in order and its
+   * summary last, separated by spaces: set when LevelDB holds none of them, the index is then
+   * the only place the run is found.
+   */
+  recs?: string
 }
 
 export interface IndexHeader {
-  v: 1
+  v: 1 | 2
   seg: number
   count: number
   /** The lowest and highest positions (empty strings: no entries). */
@@ -57,11 +67,11 @@ export async function encodeIndexFile(seg: number, entries: readonly IndexEntry[
       pairIndex.set(k, p)
       pairs.push([e.sop, e.state])
     }
-    return [e.pos, p, e.fs]
+    return e.recs === undefined ? [e.pos, p, e.fs] : [e.pos, p, e.fs, e.recs]
   })
   const body = await deflateAsync(Buffer.from(JSON.stringify(rows)))
   const header: IndexHeader = {
-    v: 1,
+    v: 2,
     seg,
     count: entries.length,
     min: entries[0]?.pos ?? '',
@@ -79,7 +89,7 @@ export function decodeIndexHeader(head: Buffer, seg: number): IndexHeader | null
   try {
     const h = JSON.parse(head.toString('utf8', 0, nl)) as IndexHeader
     const ok =
-      h.v === 1 &&
+      (h.v === 1 || h.v === 2) &&
       h.seg === seg &&
       Number.isSafeInteger(h.count) &&
       typeof h.min === 'string' &&
@@ -96,15 +106,17 @@ export function decodeIndexHeader(head: Buffer, seg: number): IndexHeader | null
 export function decodeIndexFile(file: Buffer, header: IndexHeader): IndexEntry[] {
   const body = file.subarray(file.indexOf(0x0a) + 1)
   if (crc32(body) !== header.crc) throw new Error(`index of segment ${header.seg}: its body fails its check`)
-  const rows = JSON.parse(inflateSync(body).toString('utf8')) as [string, number, number][]
+  const rows = JSON.parse(inflateSync(body).toString('utf8')) as [string, number, number, string?][]
   if (rows.length !== header.count)
     throw new Error(
       `index of segment ${header.seg}: ${rows.length} entries where its header says ${header.count}`,
     )
-  return rows.map(([pos, p, fs]) => {
+  return rows.map(([pos, p, fs, recs]) => {
     const pair = header.pairs[p]
     if (!pair)
       throw new Error(`index of segment ${header.seg}: an entry names pair ${p}, which it does not have`)
-    return { pos, sop: pair[0], state: pair[1], fs }
+    return recs === undefined
+      ? { pos, sop: pair[0], state: pair[1], fs }
+      : { pos, sop: pair[0], state: pair[1], fs, recs }
   })
 }
