@@ -66,8 +66,11 @@ export const CACHE_SWEEP_MS = 60_000
 
 /** `recs`: the run's records' locators when LevelDB holds none of them (`IndexEntry.recs`). */
 export const entryOf = (summary: RunSummary, fs: number, recs?: readonly string[]): IndexEntry => {
-  const e: IndexEntry = { pos: position(summary), sop: summary.sop, state: summary.state, fs }
-  // Kept as long as the segment is written, or a page's file body: one piece, not a tree.
+  // Kept as long as the segment is written (about 30,000 at 8 MiB): each string one piece, not
+  // a tree of the parts it was made of (hub/memory/flat.ts). A position flat took 139 bytes of
+  // heap an entry against 190 (bench/README.md, "endurance: finished runs located by the run
+  // index").
+  const e: IndexEntry = { pos: flat(position(summary)), sop: summary.sop, state: summary.state, fs }
   if (recs) e.recs = flat(recs.join(' '))
   return e
 }
