@@ -167,7 +167,7 @@ export const HubTomlSchema = {
         max_age_days: { type: 'number', exclusiveMinimum: 0, maximum: 36_500, default: 30 },
         max_mb: { type: 'number', exclusiveMinimum: 0, maximum: 1_048_576, default: 1024 },
         // A segment is read whole when the log is opened and when it is dropped: kept small.
-        segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 64, default: 8 },
+        segment_mb: { type: 'number', exclusiveMinimum: 0, maximum: 64, default: 4 },
         // Every write waits this long for others to share its sync: fewer pages written for the
         // latency of the window; an event is still acknowledged only once it is on disk.
         commit_window_ms: { type: 'integer', minimum: 0, maximum: 1000, default: 0 },

@@ -60,13 +60,13 @@ const CACHED_FILES = 2
 /**
  * How often the bodies kept are looked at: one not used since the last look goes, so a body is
  * kept one to two of these after its last page. A body is about 7 MB of heap at the default
- * 8 MiB segment (56 at 64): a look at the console must not leave that held for good.
+ * 4 MiB segment (112 at 64): a look at the console must not leave that held for good.
  */
 export const CACHE_SWEEP_MS = 60_000
 
 /** `recs`: the run's records' locators when LevelDB holds none of them (`IndexEntry.recs`). */
 export const entryOf = (summary: RunSummary, fs: number, recs?: readonly string[]): IndexEntry => {
-  // Kept as long as the segment is written (about 30,000 at 8 MiB): each string one piece, not
+  // Kept as long as the segment is written (about 25,000 at 4 MiB): each string one piece, not
   // a tree of the parts it was made of (hub/memory/flat.ts). A position flat took 139 bytes of
   // heap an entry against 190 (bench/README.md, "endurance: finished runs located by the run
   // index").

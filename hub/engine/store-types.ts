@@ -12,7 +12,7 @@ export interface OnceMark {
 
 export interface StoreOptions {
   onWriteError?: (err: unknown) => void
-  /** How much finished history to keep; default 30 days and 1 GiB in 8 MiB segments. */
+  /** How much finished history to keep; default 30 days and 1 GiB in 4 MiB segments. */
   history?: HistoryBounds
   /**
    * false: this process only reads the records (`svc sop runs` with no hub running): no segment

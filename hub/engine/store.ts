@@ -38,7 +38,10 @@ import { heartbeat, reopen, write, writeSynced } from './store-writes.ts'
 export const DEFAULT_BOUNDS: HistoryBounds = {
   maxAgeMs: 30 * 86_400_000,
   maxBytes: 1024 * 1024 * 1024,
-  segmentBytes: 8 * 1024 * 1024,
+  // The run index holds the segment being written in memory, about 25,000 runs at 4 MiB in
+  // bursts (hub/engine/README.md, "The run index"): at 8 MiB, 50,000 were too many for a
+  // 96 MB heap (bench/README.md, "endurance: finished runs located by the run index").
+  segmentBytes: 4 * 1024 * 1024,
 }
 
 export class EngineStore {

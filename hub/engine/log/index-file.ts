@@ -59,7 +59,7 @@ const ROWS_AT_ONCE = 1024
 /**
  * The file for segment `seg`; `entries` in ascending position. Deflated off the main thread, a
  * chunk of rows at a time: as one JSON text with its rows as arrays, the body of a full 8 MiB
- * segment (about 30,000 runs, 3.3 MB of text) was all alive at once, on top of the segment's
+ * segment (about 50,000 runs, 5.5 MB of text) was all alive at once, on top of the segment's
  * entries and the next segment's, when the heap is fullest.
  */
 export async function encodeIndexFile(seg: number, entries: readonly IndexEntry[]): Promise<Buffer> {
