@@ -15,16 +15,12 @@ import { EngineStore } from '../../hub/engine/store.ts'
 import type { RunFilter } from '../../sops/hub-engine.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
+import { call, event, incompressible, memoryTools, paddedSop, sop, step } from './helpers.ts'
 
 const SMALL: HistoryBounds = { maxAgeMs: 365 * 86_400_000, maxBytes: 1 << 30, segmentBytes: 64 * 1024 }
 
 const SOPS = [
-  sop({
-    name: 'work',
-    maxConcurrent: 100,
-    steps: [step(1, { calls: [call('echo', { pad: incompressible(600) })] })],
-  }),
+  paddedSop('work'),
   sop({
     name: 'bad',
     maxConcurrent: 100,

@@ -156,3 +156,16 @@ export function incompressible(n: number): string {
     .toString('base64')
     .slice(0, n)
 }
+
+/**
+ * A SOP whose one step echoes `pad` incompressible characters: each run's records take about that
+ * much of the history log, so a test fills small segments with a known number of runs.
+ */
+export function paddedSop(name: string, pad = 600, over: Partial<Sop> = {}): Sop {
+  return sop({
+    name,
+    maxConcurrent: 100,
+    ...over,
+    steps: [step(1, { calls: [call('echo', { pad: incompressible(pad) })] })],
+  })
+}

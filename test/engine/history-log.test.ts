@@ -11,7 +11,7 @@ import { createEngine } from '../../hub/engine/index.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
+import { call, event, incompressible, memoryTools, paddedSop, sop, step } from './helpers.ts'
 import { indexOf } from './fixtures/history-world.ts'
 import { FIXTURE_SOPS } from '../fixtures/engine-store-v1/sops.ts'
 
@@ -165,11 +165,7 @@ t.test(
     const clock = () => now
     const tools = memoryTools()
     const sops = [
-      sop({
-        name: 'work',
-        maxConcurrent: 100,
-        steps: [step(1, { calls: [call('echo', { pad: incompressible(600) })] })],
-      }),
+      paddedSop('work'),
       sop({
         name: 'gate',
         admissionPolicy: 'hold',

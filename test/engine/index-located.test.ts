@@ -14,18 +14,14 @@ import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import { SegmentLog } from '../../hub/engine/log/segment-log.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import { tempDir } from '../helpers/tmp.ts'
-import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
+import { call, event, memoryTools, paddedSop, sop, step } from './helpers.ts'
 
 const SMALL: HistoryBounds = { maxAgeMs: 365 * 86_400_000, maxBytes: 1 << 30, segmentBytes: 64 * 1024 }
 /** LevelDB's share waits an hour: it is written when the test reads, and at close. */
 const STAGE_MS = 3_600_000
 
 const SOPS = [
-  sop({
-    name: 'work',
-    maxConcurrent: 100,
-    steps: [step(1, { calls: [call('echo', { pad: incompressible(600) })] })],
-  }),
+  paddedSop('work'),
   sop({
     name: 'gate',
     steps: [step(1, { requiresConfirmation: true, calls: [call('echo')] })],
