@@ -52,6 +52,10 @@ async function make(dir: string, makefile: string): Promise<{ bytes: Uint8Array;
   // The test may itself run under make: its flags are not the recipe's.
   const env = { ...process.env }
   for (const k of ['MAKEFLAGS', 'MFLAGS', 'MAKELEVEL', 'MAKEOVERRIDES']) delete env[k]
+  // Debian's arduino-mk depends on its Arduino IDE package, whose lib/version.txt tells Arduino.mk
+  // the core's layout (1.5 and later: hardware/arduino/avr/). CI unpacks arduino-mk without the
+  // IDE (.ci/run), so the version that package gives (1.8.19, read as 1819) is passed instead.
+  if (!existsSync('/usr/share/arduino/lib/version.txt')) env.ARDUINO_VERSION = '1819'
   let out: string
   try {
     const r = await run('make', [], { cwd: sketchDir, env, maxBuffer: 32 << 20 })
