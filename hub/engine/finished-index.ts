@@ -223,21 +223,25 @@ export class FinishedIndex {
     const oldestSeg = this.oldestSegment()
     const segs = [...new Set([...this.files.keys(), ...this.memory.keys()])].sort((a, b) => a - b)
     for (const seg of segs) {
-      const h = this.files.get(seg)
-      const m = this.memory.get(seg)
-      const entries = h ? await this.read(seg, h, false) : m ? [...this.sortedOf(m)] : []
-      for (const e of entries) if (e.recs !== undefined && e.fs >= oldestSeg) yield e
+      // A copy: the segment being written takes entries while the caller awaits between them.
+      for (const e of [...(await this.entriesOf(seg))]) if (e.recs !== undefined && e.fs >= oldestSeg) yield e
     }
   }
 
   /** The runs segment `n`'s entries alone locate (`IndexEntry.recs`): they go with its file. */
   async ownOf(n: number): Promise<Set<string>> {
-    const h = this.files.get(n)
-    const m = this.memory.get(n)
-    const entries = h ? await this.read(n, h, false) : m ? m.entries : []
     const out = new Set<string>()
-    for (const e of entries) if (e.recs !== undefined && e.fs === n) out.add(idOfPosition(e.pos))
+    for (const e of await this.entriesOf(n))
+      if (e.recs !== undefined && e.fs === n) out.add(idOfPosition(e.pos))
     return out
+  }
+
+  /** Segment `seg`'s entries: its file's body read without being kept for pages, or memory's. */
+  private async entriesOf(seg: number): Promise<readonly IndexEntry[]> {
+    const h = this.files.get(seg)
+    if (h) return this.read(seg, h, false)
+    const m = this.memory.get(seg)
+    return m ? this.sortedOf(m) : []
   }
 
   /** The creation time of the oldest run the index holds (ms), or null when it holds none. */
@@ -262,7 +266,7 @@ export class FinishedIndex {
     const memo = this.firstKept.get(src.seg)
     if (h && memo?.from === oldestSeg) return memo.pos
     let pos: string | null = null
-    for (const e of h ? await this.read(src.seg, h, false) : await src.entries())
+    for (const e of await this.entriesOf(src.seg))
       if (e.fs >= oldestSeg) {
         pos = e.pos
         break

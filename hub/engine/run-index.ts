@@ -34,7 +34,7 @@ const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f
  */
 export function idPosition(id: string): string | null {
   if (!UUID_V7.test(id)) return null
-  return `${t36(Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16))}!${id}`
+  return position({ createdAt: Number.parseInt(id.slice(0, 8) + id.slice(9, 13), 16), id })
 }
 
 /** Positions in ascending order (a sort comparator; swap the arguments for newest first). */

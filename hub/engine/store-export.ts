@@ -1,6 +1,7 @@
 // What a backup reads of the engine store (`exportRecords`): apart from the other reads because
 // it stops retention while it runs and reads the whole store, not a run or a page.
 import { idOfPosition } from './finished-index.ts'
+import { splitRecs } from './log/index-file.ts'
 import { INDEX } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
 import { ADM, FIN, OPEN, RUN, deltaKey } from './store-layout.ts'
@@ -51,8 +52,9 @@ export async function* exportRecords(
     if (!opts.history) return
     for await (const e of indexOnly(ctx)) {
       const id = idOfPosition(e.pos)
-      const recs = e.recs!.split(' ')
-      recs.forEach((at, i) => chunk.push([i === recs.length - 1 ? FIN + id : deltaKey(id, i), at]))
+      const { deltas, summary } = splitRecs(e.recs!)
+      deltas.forEach((at, i) => chunk.push([deltaKey(id, i), at]))
+      chunk.push([FIN + id, summary])
       if (chunk.length >= 256) yield* await read()
     }
     yield* await read()

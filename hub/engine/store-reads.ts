@@ -8,7 +8,7 @@ import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops
 import type { RunRecord } from '../../sops/run/record.ts'
 import { fold, writtenOf } from './run-deltas.ts'
 import { idOfPosition } from './finished-index.ts'
-import type { IndexEntry } from './log/index-file.ts'
+import { type IndexEntry, splitRecs } from './log/index-file.ts'
 import { byPosition, checkFilter, cursorAt, indexedState, position } from './run-index.ts'
 import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
@@ -60,15 +60,12 @@ export async function replay(
 async function located(ctx: StoreContext, id: string): Promise<ReturnType<typeof fold>> {
   const e = await ctx.index.find(id)
   if (e?.recs === undefined) return undefined
-  const deltas = e.recs.split(' ').slice(0, -1)
+  const { deltas } = splitRecs(e.recs)
   return fold(
     deltas.map((_, i) => deltaKey(id, i)),
     await Promise.all(deltas.map((v) => ctx.valueOf(v))),
   )
 }
-
-/** The summary's locator of an entry the run index alone locates: its last. */
-const summaryAt = (recs: string) => recs.slice(recs.lastIndexOf(' ') + 1)
 
 export async function getRun(ctx: StoreContext, id: string): Promise<RunRecord | undefined> {
   return (await replay(ctx, id))?.run
@@ -103,11 +100,7 @@ export async function queryRuns(
   if (filter.state === undefined || indexedState(filter.state)) {
     const q = { lower, upper, want: limit + 1, skip: liveIds }
     for (const e of await ctx.index.page({ ...filter, ...q }))
-      page.push(
-        e.recs === undefined
-          ? { pos: e.pos, id: idOfPosition(e.pos) }
-          : { pos: e.pos, id: idOfPosition(e.pos), recs: e.recs },
-      )
+      page.push({ pos: e.pos, id: idOfPosition(e.pos), recs: e.recs })
   }
   page.sort((a, b) => byPosition(b.pos, a.pos))
   page.length = Math.min(page.length, limit + 1)
@@ -117,7 +110,7 @@ export async function queryRuns(
     (await ctx.db.getMany(inDb.map((p) => FIN + p.id))).map((v, i) => [inDb[i]!.id, v] as const),
   )
   const fin = await Promise.all(
-    wanted.map((p) => ctx.valueOf(p.recs === undefined ? stored.get(p.id) : summaryAt(p.recs))),
+    wanted.map((p) => ctx.valueOf(p.recs === undefined ? stored.get(p.id) : splitRecs(p.recs).summary)),
   )
   for (let i = 0; i < wanted.length; i++) {
     const v = fin[i]
@@ -156,7 +149,7 @@ export async function* finished(ctx: StoreContext): AsyncGenerator<unknown> {
     if (text !== undefined) yield JSON.parse(text)
   }
   for await (const e of indexOnly(ctx)) {
-    const text = await ctx.valueOf(summaryAt(e.recs!))
+    const text = await ctx.valueOf(splitRecs(e.recs!).summary)
     if (text !== undefined) yield JSON.parse(text)
   }
 }

@@ -36,6 +36,12 @@ export interface IndexEntry {
   recs?: string
 }
 
+/** An entry's `recs` read back: the run's deltas' locators in order, and its summary's. */
+export function splitRecs(recs: string): { deltas: string[]; summary: string } {
+  const all = recs.split(' ')
+  return { deltas: all.slice(0, -1), summary: all.at(-1)! }
+}
+
 export interface IndexHeader {
   v: 1 | 2
   seg: number
