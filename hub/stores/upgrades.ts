@@ -11,35 +11,24 @@ export interface Upgrade {
   growth: number
 }
 
+/**
+ * The engine's every step: its own open (store-open.ts `checkLayout`) brings a store of any older
+ * format to the current one, and the step reports the runs it then holds.
+ */
+async function openEngine(dir: string, progress: (done: number, of: number) => void): Promise<string> {
+  const r = await migrateEngine(dir, progress)
+  return `${r.finished} finished and ${r.unfinished} unfinished runs`
+}
+
 /** By store, by the format an upgrade starts from. */
 export const UPGRADES: Partial<Record<StoreName, Record<number, Upgrade>>> = {
   engine: {
     // Every run record written again through the history log (store.ts `migrate`).
-    1: {
-      growth: 1,
-      async run(dir, progress) {
-        const r = await migrateEngine(dir, progress)
-        return `${r.finished} finished and ${r.unfinished} unfinished runs`
-      },
-    },
-    // Nothing moved: the open records the current format (store-open.ts `checkLayout`); the run
-    // index is built again in its files if it was LevelDB's keys (hub/engine/README.md, "The run
-    // index").
-    2: {
-      growth: 0.1,
-      async run(dir, progress) {
-        const r = await migrateEngine(dir, progress)
-        return `${r.finished} finished and ${r.unfinished} unfinished runs`
-      },
-    },
-    // Nothing moved: the open records format 4 (store-open.ts `checkLayout`); only runs written
-    // after it may be located by the run index alone.
-    3: {
-      growth: 0,
-      async run(dir, progress) {
-        const r = await migrateEngine(dir, progress)
-        return `${r.finished} finished and ${r.unfinished} unfinished runs`
-      },
-    },
+    1: { growth: 1, run: openEngine },
+    // Nothing moved: the run index is built again in its files if it was LevelDB's keys
+    // (hub/engine/README.md, "The run index").
+    2: { growth: 0.1, run: openEngine },
+    // Nothing moved: only runs written after it may be located by the run index alone.
+    3: { growth: 0, run: openEngine },
   },
 }
