@@ -155,3 +155,11 @@ t.test('flat: the same string, whatever it holds', async (t) => {
   for (const s of made) t.equal(flat(s), s, JSON.stringify(s))
   t.equal(flat(JSON.stringify({ a: '\udfff', b: 'ß' })), '{"a":"\\udfff","b":"ß"}')
 })
+
+t.test('flat: copies in the V8 heap, taking no memory outside it', async (t) => {
+  const before = process.memoryUsage().arrayBuffers
+  const kept = Array.from({ length: 2000 }, (_, i) => flat(`${'mark '.repeat(40)}${i}`))
+  const grown = process.memoryUsage().arrayBuffers - before
+  t.equal(kept.length, 2000)
+  t.ok(grown < 8192, `array buffers grew ${grown} bytes while 2,000 strings of 200 characters were copied`)
+})
