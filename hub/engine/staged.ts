@@ -1,13 +1,42 @@
-// LevelDB's share of the engine's batches, held back and written as one unsynced batch every half
-// minute (STAGE_MS), or sooner when many wait (hub/engine/README.md, "The write budget"). Each LevelDB
-// write appends to LevelDB's own log, and on ext4 the history log's fdatasync writes that page
-// out with its own: written per event, LevelDB cost the card a second page per event. The
-// history log holds everything staged here, so a crash loses nothing: the store applies the
-// log's batches past LevelDB's `meta!applied` again when it opens.
+// LevelDB's share of the engine's batches, held back and written as one unsynced batch
+// (hub/engine/README.md, "The write budget"). Each LevelDB write appends to LevelDB's own log and
+// dirties its partly written last page again, whatever it holds: written per event, that was a
+// second page per event. So a write waits for the hub to go quiet, or for enough to fill its
+// pages (`stagedDue`). The history log holds everything staged here, so a crash loses nothing:
+// the store applies the log's batches past LevelDB's `meta!applied` again when it opens.
 /** `fresh`: a put of a key LevelDB has never held (group-commit.ts, `BatchOp`). */
 export type StagedOp =
   | { type: 'put'; key: string; value: string; fresh?: true }
   | { type: 'del'; key: string }
+
+/** When what is staged is written (store-context.ts gives the engine's figures). */
+export interface StagePolicy {
+  /** Written once nothing more was staged for this long, */
+  quietMs: number
+  /** or this long after the first operation staged, even while more keep coming, */
+  longestMs: number
+  /** or quietMs after the first once this many keys wait, */
+  manyKeys: number
+  /** or at once when this many operations wait. */
+  maxOps: number
+}
+
+/**
+ * When the staged operations are due to be written (epoch ms): `ops` staged since the last write,
+ * `keys` of them left to write (a key written twice once, a fresh key put and deleted not at all),
+ * the first staged at `firstAt` and the latest at `lastAt`. A burst fills a write at once; a busy
+ * hub writes every quietMs; a hub at one event a second writes every longestMs, when its keys
+ * fill pages of LevelDB's log rather than each write dirtying the same one again; a hub gone quiet
+ * writes quietMs after its last event, so an idle hub has nothing waiting for long.
+ */
+export function stagedDue(
+  s: { ops: number; keys: number; firstAt: number; lastAt: number },
+  p: StagePolicy,
+): number {
+  if (s.ops >= p.maxOps) return s.lastAt
+  if (s.keys >= p.manyKeys) return s.firstAt + p.quietMs
+  return Math.min(s.lastAt + p.quietMs, s.firstAt + p.longestMs)
+}
 
 export class StagedWrites {
   /** Operations staged since the last write (a key written twice counts twice). */
@@ -29,11 +58,15 @@ export class StagedWrites {
   private writingKeys: Map<string, string | null> | null = null
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
+  /** When the timer fires. */
+  private timerAt = 0
+  /** When the first and the latest operation since the last write were staged. */
+  private firstAt = 0
+  private lastAt = 0
 
   constructor(
     private readonly write: (ops: StagedOp[], applied: string) => Promise<void>,
-    private readonly everyMs: number,
-    private readonly maxOps: number,
+    private readonly policy: StagePolicy,
     private readonly onError: (err: unknown) => void,
   ) {}
 
@@ -46,19 +79,37 @@ export class StagedWrites {
       } else if (this.fresh.delete(op.key)) this.keys.delete(op.key)
       else this.keys.set(op.key, null)
     }
+    const now = Date.now()
+    if (this.count === 0) this.firstAt = now
+    this.lastAt = now
     this.count += ops.length
     this.applied = applied
-    if (this.count >= this.maxOps) this.later(0)
-    else this.later(this.everyMs)
+    this.schedule(now)
   }
 
-  private later(ms: number): void {
-    if (this.timer && ms > 0) return
+  private due(): number {
+    const s = { ops: this.count, keys: this.keys.size, firstAt: this.firstAt, lastAt: this.lastAt }
+    return stagedDue(s, this.policy)
+  }
+
+  /** Sets the timer for when the staged operations are due. */
+  private schedule(now: number): void {
+    const due = this.due()
+    // A timer set later than due is moved earlier; one set earlier (more was staged since)
+    // fires, finds the write not yet due and is set again.
+    if (this.timer && this.timerAt <= due) return
     if (this.timer) clearTimeout(this.timer)
-    this.timer = setTimeout(() => {
-      this.timer = null
-      this.flush().catch(this.onError)
-    }, ms)
+    this.timerAt = due
+    this.timer = setTimeout(
+      () => {
+        this.timer = null
+        if (this.count === 0) return
+        const at = Date.now()
+        if (this.due() > at) this.schedule(at)
+        else this.flush().catch(this.onError)
+      },
+      Math.max(0, due - now),
+    )
   }
 
   /** A staged key's value: a string, null when staged deleted, undefined when not staged. */

@@ -17,13 +17,15 @@ import type { StoreOptions, Written } from './store-types.ts'
 import { APPLIED, SEGTIME, parseLocator } from './store-layout.ts'
 
 /**
- * LevelDB's share of the batches is written at most this long after them, or once this many
- * operations wait (staged.ts): an event at a time then costs LevelDB a page per STAGE_MS, not
- * one per event; a crash costs a replay of that much log at the next open. 30 s, the kernel's
- * own age for dirty pages (vm.dirty_expire_centisecs): at 5 s, LevelDB's log took a page of its
- * own every 5 s, 800 B an event at one a second (bench/README.md, "endurance").
+ * When LevelDB's share of the batches is written (staged.ts `stagedDue`): STAGE_MS after the
+ * last batch, at most ten times that after the first while batches keep coming, STAGE_MS after
+ * the first once STAGE_MANY_KEYS wait, and at once when STAGE_MAX_OPS operations do. A crash
+ * costs a replay of that much log at the next open. Each write dirties LevelDB's log's last page
+ * again whatever it holds, so at a site's pace how often, not how much, sets its cost
+ * (bench/README.md, "endurance: LevelDB written when quiet").
  */
 export const STAGE_MS = 30_000
+const STAGE_MANY_KEYS = 1024
 const STAGE_MAX_OPS = 8192
 
 /** When each full segment was last written, as LevelDB holds it: the log opens with them. */
@@ -41,6 +43,8 @@ export class StoreContext {
   readonly finishedSince = new Set<string>()
   pruning: Promise<void> | null = null
   pruneTimer: NodeJS.Timeout | null = null
+  /** Told when a segment is full (retention looks then too, store-retention.ts `schedulePrune`). */
+  onSealed: (() => void) | null = null
   /** When a batch was last synced, for the watchdog's heartbeat (epoch ms). */
   lastSyncAt = 0
   readonly written = new Map<string, Written>()
@@ -81,10 +85,10 @@ export class StoreContext {
       () => ({ log: this.log, db: this.db }),
       opts.indexCacheSweepMs,
     )
+    const quietMs = opts.stageMs ?? STAGE_MS
     this.staged = new StagedWrites(
       (ops, applied) => this.writeIndex(ops, applied),
-      opts.stageMs ?? STAGE_MS,
-      STAGE_MAX_OPS,
+      { quietMs, longestMs: 10 * quietMs, manyKeys: STAGE_MANY_KEYS, maxOps: STAGE_MAX_OPS },
       () => undefined,
     )
   }

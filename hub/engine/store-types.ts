@@ -37,7 +37,7 @@ export interface StoreOptions {
   onDrop?: (d: { segment: number; removed: number; carried: number }) => void
   /** How often index file bodies kept for pages are looked at (finished-index.ts `CACHE_SWEEP_MS`). */
   indexCacheSweepMs?: number
-  /** How long LevelDB's share of the batches waits at most (store-context.ts `STAGE_MS`). */
+  /** How long LevelDB's share of the batches waits for the store to go quiet (store-context.ts `STAGE_MS`). */
   stageMs?: number
 }
 

@@ -19,7 +19,7 @@ export interface EngineOptions {
   history?: HistoryBounds
   /** `[history] commit_window_ms`: how long a write waits for others to share its sync. */
   commitWindowMs?: number
-  /** How long LevelDB's share of the store's writes waits at most (store-context.ts `STAGE_MS`; tests). */
+  /** How long LevelDB's share of the store's writes waits for quiet (store-context.ts `STAGE_MS`; tests). */
   stageMs?: number
   /** The disk guard (hub/disk/guard.ts): no new work below the disk's reserve; told of failed writes. */
   disk?: EngineDisk

@@ -1,8 +1,9 @@
 // LevelDB's share of the engine's batches, staged and written together (hub/engine/staged.ts):
 // a key written twice is written once with its last value, a point read sees what is staged,
-// and a flush is made once enough operations wait, without waiting for the timer.
+// a flush is made once enough operations wait, without waiting for the timer, and otherwise when
+// the policy says it is due.
 import t from 'tap'
-import { type StagedOp, StagedWrites } from '../../hub/engine/staged.ts'
+import { type StagedOp, StagedWrites, stagedDue } from '../../hub/engine/staged.ts'
 
 function recorder() {
   const writes: { ops: StagedOp[]; applied: string }[] = []
@@ -12,11 +13,14 @@ function recorder() {
   }
 }
 
+/** Long enough that only a flush or enough operations write. */
+const policy = (maxOps: number) => ({ quietMs: 60_000, longestMs: 600_000, manyKeys: 1024, maxOps })
+
 t.test(
   'a key put and deleted before the write is written once, as deleted; reads see the latest',
   async (t) => {
     const r = recorder()
-    const s = new StagedWrites(r.write, 60_000, 1000, () => undefined)
+    const s = new StagedWrites(r.write, policy(1000), () => undefined)
     s.add(
       [
         { type: 'put', key: 'open!a', value: '' },
@@ -54,7 +58,7 @@ t.test(
 
 t.test('enough operations waiting are written without the timer', async (t) => {
   const r = recorder()
-  const s = new StagedWrites(r.write, 60_000, 4, () => undefined)
+  const s = new StagedWrites(r.write, policy(4), () => undefined)
   s.add(
     [
       { type: 'put', key: 'a', value: '1' },
@@ -77,7 +81,7 @@ t.test('enough operations waiting are written without the timer', async (t) => {
 
 t.test('a key put fresh and deleted before the write costs LevelDB nothing', async (t) => {
   const r = recorder()
-  const s = new StagedWrites(r.write, 60_000, 1000, () => undefined)
+  const s = new StagedWrites(r.write, policy(1000), () => undefined)
   s.add(
     [
       { type: 'put', key: 'open!a', value: '', fresh: true },
@@ -107,4 +111,33 @@ t.test('a key put fresh and deleted before the write costs LevelDB nothing', asy
   s.add([{ type: 'put', key: 'open!c', value: 'again' }], '1:600')
   await s.flush()
   t.same(r.writes[2]?.ops, [{ type: 'put', key: 'open!c', value: 'again' }])
+})
+
+t.test(
+  'a write is due when quiet, when enough keys wait, or at the latest, whichever comes first',
+  async (t) => {
+    const p = { quietMs: 30, longestMs: 300, manyKeys: 10, maxOps: 100 }
+    const due = (ops: number, keys: number, firstAt: number, lastAt: number) =>
+      stagedDue({ ops, keys, firstAt, lastAt }, p)
+    t.equal(due(1, 1, 1000, 1000), 1030, 'one operation: quietMs after it')
+    t.equal(due(5, 3, 1000, 1020), 1050, 'more came: quietMs after the latest')
+    t.equal(due(9, 9, 1000, 1280), 1300, 'they keep coming: longestMs after the first')
+    t.equal(due(20, 10, 1000, 1280), 1030, 'enough keys: quietMs after the first, as a busy hub')
+    t.equal(due(20, 2, 1000, 1010), 1040, 'operations on few keys are not enough keys')
+    t.equal(due(100, 2, 1000, 1010), 1010, 'enough operations: at once')
+  },
+)
+
+t.test('operations staged are written once they are due, and not before', async (t) => {
+  const r = recorder()
+  const s = new StagedWrites(
+    r.write,
+    { quietMs: 20, longestMs: 200, manyKeys: 1024, maxOps: 1000 },
+    () => undefined,
+  )
+  s.add([{ type: 'put', key: 'a', value: '1' }], '1:1')
+  t.equal(r.writes.length, 0, 'not written as it is staged')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.same(r.writes, [{ ops: [{ type: 'put', key: 'a', value: '1' }], applied: '1:1' }], 'written once due')
+  t.notOk(s.pending, 'nothing left')
 })
