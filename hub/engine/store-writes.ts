@@ -76,7 +76,10 @@ async function writeBatch(ctx: StoreContext, batch: BatchOp[]): Promise<void> {
   ctx.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
   noteIndexed(ctx, ops, at.seg)
   // The full segment's index is written beside it, off this write's path.
-  if (at.full) void ctx.index.sealBefore(at.seg)
+  if (at.full) {
+    void ctx.index.sealBefore(at.seg)
+    ctx.onSealed?.()
+  }
 }
 
 /**

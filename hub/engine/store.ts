@@ -208,6 +208,7 @@ export class EngineStore {
   async close(): Promise<void> {
     const ctx = this.ctx
     if (ctx.pruneTimer) clearInterval(ctx.pruneTimer)
+    ctx.onSealed = null
     while (ctx.pruning) await ctx.pruning.catch(() => undefined)
     await ctx.committer.drain()
     await ctx.settle().catch(() => undefined)

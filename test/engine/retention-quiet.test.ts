@@ -1,0 +1,112 @@
+// Retention at a site's pace and in a burst (hub/engine/README.md, "Retention" and "The write
+// budget"): a pass with no segment to drop writes nothing, so the minute's look costs the card no
+// page and does not hurry LevelDB's staged share; the admission records past the age bound go once
+// a segment does; and retention looks each time a segment fills, so a burst does not outrun the
+// size bound until the next minute's look.
+import { readdir, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import { Level } from 'level'
+import t from 'tap'
+import { createEngine } from '../../hub/engine/index.ts'
+import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
+import type { EngineStore } from '../../hub/engine/store.ts'
+import { ADM } from '../../hub/engine/store-layout.ts'
+import { tempDir } from '../helpers/tmp.ts'
+import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
+
+const DAY = 86_400_000
+const BOUNDS: HistoryBounds = { maxAgeMs: DAY, maxBytes: 1 << 30, segmentBytes: 64 * 1024 }
+const S = sop({
+  name: 'w',
+  maxConcurrent: 100,
+  steps: [step(1, { calls: [call('echo', { pad: incompressible(800) })] })],
+})
+
+/** LevelDB's own files (its log, tables, manifest) by name, with their sizes. */
+async function leveldbFiles(dir: string): Promise<Record<string, number>> {
+  const out: Record<string, number> = {}
+  for (const e of await readdir(dir, { withFileTypes: true }))
+    if (e.isFile() && !e.name.startsWith('LOG')) out[e.name] = (await stat(join(dir, e.name))).size
+  return out
+}
+
+async function start(dir: string, clock: { now: number }) {
+  const engine = await createEngine({
+    sops: [S],
+    tools: memoryTools().registry,
+    dbPath: dir,
+    history: BOUNDS,
+    now: () => clock.now,
+    // LevelDB's share waits for a read, a close or a retention pass that writes.
+    stageMs: 3_600_000,
+  })
+  return { engine, store: (engine as unknown as { store: EngineStore }).store }
+}
+
+t.test('a retention pass with no segment to drop writes nothing', async (t) => {
+  const dir = join(await tempDir(t, 'svc-retention-quiet-'), 'engine')
+  const clock = { now: Date.UTC(2026, 10, 1) }
+  const { engine, store } = await start(dir, clock)
+  t.teardown(() => engine.close())
+  for (let i = 0; i < 5; i++) await engine.trigger('w', event({ i }, clock.now))
+  await engine.idle()
+  await store.prune()
+  // Runs staged for LevelDB, and a pass that finds nothing past its bounds.
+  for (let i = 0; i < 3; i++) await engine.trigger('w', event({ i }, clock.now))
+  await engine.idle()
+  const before = await leveldbFiles(dir)
+  await store.prune()
+  t.same(await leveldbFiles(dir), before, 'LevelDB was not written')
+  t.equal((await engine.queryRuns({ limit: 100 })).runs.length, 8, 'and every run is there')
+})
+
+t.test('admission records past the age bound go when a segment does', async (t) => {
+  const dir = join(await tempDir(t, 'svc-retention-adm-'), 'engine')
+  const clock = { now: Date.UTC(2026, 10, 1) }
+  const { engine, store } = await start(dir, clock)
+  for (let i = 0; i < 300; i++) await engine.trigger('w', event({ i }, clock.now))
+  await engine.idle()
+  const segments = (await readdir(join(dir, 'history'))).filter((f) => f.endsWith('.seg'))
+  t.ok(segments.length > 2, `the runs fill ${segments.length} segments`)
+  clock.now += 2 * DAY
+  const kept = (await engine.trigger('w', event({ late: true }, clock.now))).runId!
+  await engine.idle()
+  await store.prune()
+  const left = (await readdir(join(dir, 'history'))).filter((f) => f.endsWith('.seg'))
+  t.ok(left.length < segments.length, `segments dropped (${segments.length} → ${left.length})`)
+  t.equal((await engine.getRun(kept))?.state, 'completed', 'the late run is kept')
+  await engine.close()
+  const db = new Level<string, string>(dir)
+  t.teardown(() => db.close())
+  const adm: string[] = []
+  for await (const k of db.keys({ gt: ADM, lt: `${ADM}\xff` })) adm.push(k)
+  t.equal(adm.length, 1, 'only the late run admission record is left in LevelDB')
+})
+
+t.test('the size bound holds through a burst, with no pass asked for', async (t) => {
+  const dir = join(await tempDir(t, 'svc-retention-burst-'), 'engine')
+  const clock = { now: Date.UTC(2026, 10, 1) }
+  const bounds: HistoryBounds = { ...BOUNDS, maxAgeMs: 365 * DAY, maxBytes: 256 * 1024 }
+  const engine = await createEngine({
+    sops: [S],
+    tools: memoryTools().registry,
+    dbPath: dir,
+    history: bounds,
+    now: () => clock.now,
+  })
+  t.teardown(() => engine.close())
+  const ids: string[] = []
+  for (let i = 0; i < 600; i++) ids.push((await engine.trigger('w', event({ i }, clock.now))).runId!)
+  await engine.idle()
+  // The passes the filled segments started, waited out; the timer's would be a minute away.
+  const ctx = (engine as unknown as { store: { ctx: { pruning: Promise<void> | null } } }).store.ctx
+  while (ctx.pruning) await ctx.pruning
+  let bytes = 0
+  for (const f of await readdir(join(dir, 'history'))) bytes += (await stat(join(dir, 'history', f))).size
+  t.ok(
+    bytes <= bounds.maxBytes + 2 * bounds.segmentBytes,
+    `the log is within a segment or two of its bound (${bytes} bytes, bound ${bounds.maxBytes})`,
+  )
+  t.equal(await engine.getRun(ids[0]!), undefined, 'the first run is gone')
+  t.equal((await engine.getRun(ids.at(-1)!))?.state, 'completed', 'the last is kept')
+})
