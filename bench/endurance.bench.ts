@@ -7,14 +7,15 @@
 // every event is one stored run. The engine, the broker's persistence and the attestation store all
 // live in that one process, so /proc/<pid> sees all of their writes:
 //   disk      write_bytes and syscw deltas of /proc/<pid>/io per event, one event at a time (QoS 1,
-//             each PUBACK awaited) at 1/s (120 events: LevelDB's share is written every STAGE_MS,
-//             so a shorter window catches one of those writes or none), 10/s (100) and 50/s (300),
-//             and in a burst of 20,000 published at once. write_bytes counts a page each time a
+//             each PUBACK awaited) at 1/s (300 events: LevelDB's share waits up to 10 × STAGE_MS
+//             while events keep coming, so one such wait), 10/s (100) and 50/s (300), each over
+//             its events and then over what they left to write (their once-only marks forgotten,
+//             LevelDB's share once the hub is quiet), and in a burst of 20,000 published at once. write_bytes counts a page each time a
 //             clean page is dirtied, so a small synced write costs 4 KiB; syscw counts
 //             write(2)/writev(2) calls of any kind, sockets included (libuv writes TCP with
 //             writev). Beside them: the disk's
-//             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io)
-//             and the hub's own idle writes per second
+//             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io,
+//             back to back and at 1/s) and the hub's own idle writes per second
 //   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst, and the main
 //             thread's share (/proc/<pid>/task/<pid>/stat); the idle hub's
 //   store     <data>/engine's size (all files, recursively) over the runs stored
@@ -27,7 +28,7 @@
 // printed (fill); a progress line goes to stderr every 50,000 runs. The
 // first burst starts at 10,000 runs, so a run with ENDURANCE_EVENTS under 30,000 ends at 30,000.
 // Then a second hub with its own data folder and a short retention window (`[history]
-// max_age_days = 0.0003`, about 26 s; `max_mb = 64`; `segment_mb = 1`) takes 1,000 events/s for
+// max_age_days = 0.0003`, about 26 s; `max_mb = 64`; `segment_mb = 0.25`) takes 1,000 events/s for
 // ENDURANCE_RETENTION_SECONDS (default 120) while <data>/engine is sampled every 5 s: flat (within
 // 10%) over the last half, or how much it grew.
 import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
@@ -48,7 +49,7 @@ import { freePort } from '../test/helpers/ports.ts'
 const EVENTS = Number(process.env.ENDURANCE_EVENTS ?? 1_000_000)
 const BURST = 20_000
 const PACED = [
-  { rate: 1, n: 120 },
+  { rate: 1, n: (10 * STAGE_MS) / 1000 },
   { rate: 10, n: 100 },
   { rate: 50, n: 300 },
 ] as const
@@ -63,7 +64,11 @@ const COMMIT_WINDOW_MS = Number(process.env.ENDURANCE_COMMIT_WINDOW_MS ?? 0)
 const RETENTION_RATE = 1000
 const RETENTION_AGE_DAYS = 0.0003
 const RETENTION_MAX_MB = 64
-const RETENTION_SEGMENT_MB = 1
+/**
+ * A quarter MiB: the 26-s window then spans about 30 segments, so dropping one moves the log by a
+ * few percent, as dropping one of the default 256 in 1 GiB does; with 1 MiB it was 13%.
+ */
+const RETENTION_SEGMENT_MB = 0.25
 const SAMPLE_EVERY_MS = 5000
 
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? NaN
@@ -216,6 +221,30 @@ function diskFloor(dir: string, n: number): { synced: Io; unsynced: Io } {
     return { writeBytes: (after.writeBytes - before.writeBytes) / n, syscw: (after.syscw - before.syscw) / n }
   }
   return { synced: run('floor-synced', true), unsynced: run('floor-unsynced', false) }
+}
+
+/**
+ * The same floor at one append a second, as the paced events come: `n` 1 KiB appends (a page holds
+ * four, so none spans two) each followed by fdatasync, `gapMs` apart. What each cost, in bytes.
+ * Measured on this machine's ext4, a few appends a minute cost a page or more beyond their own
+ * (the file system's own writes, charged to whoever syncs), which back to back barely shows.
+ */
+async function pacedFloor(dir: string, n: number, gapMs: number): Promise<number[]> {
+  const fd = openSync(join(dir, 'floor-paced'), 'a')
+  const chunk = Buffer.alloc(1024, 0x78)
+  const each: number[] = []
+  try {
+    for (let i = 0; i < n; i++) {
+      const before = ioOf('/proc/self/io').writeBytes
+      writeSync(fd, chunk)
+      fdatasyncSync(fd)
+      each.push(ioOf('/proc/self/io').writeBytes - before)
+      await sleep(gapMs)
+    }
+  } finally {
+    closeSync(fd)
+  }
+  return each
 }
 
 /** A publisher and a subscriber to out/+ on a hub's broker; each answer counted once by its seq. */
@@ -400,7 +429,16 @@ async function endurance(dir: string): Promise<void> {
     // events': the engine's staged LevelDB share, LevelDB's compaction of it, and its events'
     // once-only marks, forgotten 30 s after their PUBACK in a lazy write (written alone within a
     // minute when no event carries it; hub/engine/README.md, "The write budget").
-    const settled = await quiet(hub.pid, FORGET_AFTER_MS + LAZY_MS + 2000)
+    // The floor at one append a second is taken meanwhile, in this process: the hub only
+    // finishes what the warm-up left, and its writes are not this process's.
+    const [settled, paced] = await Promise.all([
+      quiet(hub.pid, FORGET_AFTER_MS + LAZY_MS + 2000),
+      pacedFloor(dir, 90, 1000),
+    ])
+    const pacedMean = paced.reduce((a, b) => a + b, 0) / paced.length
+    say(
+      `floor     the same at 1/s (90 appends, as the hub settled after the warm-up): write_bytes ${n0(pacedMean)} per append (${(pacedMean / 4096).toFixed(2)} pages); ${paced.filter((b) => b > 4096).length} of 90 cost more than a page, up to ${n0(Math.max(...paced))}`,
+    )
     progress(
       `the hub stopped writing ${settled.toFixed(1)} s after the warm-up (waited at least ${(FORGET_AFTER_MS + LAZY_MS + 2000) / 1000} s for its once-only marks to be forgotten)`,
     )
@@ -419,8 +457,12 @@ async function endurance(dir: string): Promise<void> {
       const c = m()
       ticks.push(ioOf(`/proc/${hub.pid}/io`).writeBytes)
       const each = ticks.slice(1).map((b, i) => b - ticks[i]!)
+      // What the events left to write is theirs: LevelDB's share of them waits for the hub to go
+      // quiet (hub/engine/store-context.ts), after their marks are forgotten.
+      const after = await quiet(hub.pid, FORGET_AFTER_MS + LAZY_MS + 2000)
+      const all = m()
       say(
-        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; PUBACK p50 ${median(r.ackMs).toFixed(1)} ms; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event, main thread ${((c.mainCpuSec / p.n) * 1000).toFixed(2)} (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
+        `paced     ${String(p.rate).padStart(2)}/s × ${String(p.n).padStart(3)} over ${c.sec.toFixed(1)} s: ${perEvent(c, p.n)}; per interval median ${n0(median(each))}, max ${n0(Math.max(...each))} write_bytes; PUBACK p50 ${median(r.ackMs).toFixed(1)} ms; with what they left to write (its last write ${after.toFixed(0)} s after them): write_bytes ${n0(all.writeBytes / p.n)}/event (${(all.writeBytes / p.n / 4096).toFixed(2)} pages), syscw ${(all.syscw / p.n).toFixed(2)}/event; CPU ${((c.cpuSec / p.n) * 1000).toFixed(2)} ms/event, main thread ${((c.mainCpuSec / p.n) * 1000).toFixed(2)} (idle hub over the same time: write_bytes ${n0((idle.writeBytes / idle.sec) * c.sec)}, CPU ${((idle.cpuSec / idle.sec) * c.sec * 1000).toFixed(0)} ms)${r.lost ? `, lost ${r.lost}` : ''}${r.late ? `, ${r.late} sent late` : ''}`,
       )
     }
     const checkpoint = async (): Promise<void> => {
@@ -490,19 +532,25 @@ async function retention(dir: string): Promise<void> {
   })
   const d = await driver(hub.brokerUrl, RETENTION_RATE * RETENTION_SECONDS + 100_000)
   const engineDir = join(hub.dataDir, 'engine')
-  const samples: { t: number; size: number; runs: number }[] = []
+  const samples: { t: number; size: number; log: number; runs: number }[] = []
+  const sample = (t: number) => ({
+    t,
+    size: sizeOf(engineDir),
+    log: sizeOf(join(engineDir, 'history')),
+    runs: d.sent,
+  })
   try {
     await d.ready()
     let nextSample = 0
-    samples.push({ t: 0, size: sizeOf(engineDir), runs: d.sent })
+    samples.push(sample(0))
     await d.steady(RETENTION_RATE / 10, RETENTION_SECONDS, (t) => {
       if (t * 1000 < nextSample + SAMPLE_EVERY_MS) return
       nextSample += SAMPLE_EVERY_MS
-      samples.push({ t, size: sizeOf(engineDir), runs: d.sent })
+      samples.push(sample(t))
       progress(`retention: ${t.toFixed(0)} s, ${n0(d.sent)} runs, store ${storeSize(engineDir).text}`)
     })
     const lost = await d.drain()
-    samples.push({ t: RETENTION_SECONDS, size: sizeOf(engineDir), runs: d.sent })
+    samples.push(sample(RETENTION_SECONDS))
     const end = storeSize(engineDir)
     const age = RETENTION_AGE_DAYS * 86_400
     say(
@@ -511,12 +559,20 @@ async function retention(dir: string): Promise<void> {
     say(
       `retention store every ${SAMPLE_EVERY_MS / 1000} s: ${samples.map((s) => mb(s.size).replace(' MB', '')).join(' ')} MB`,
     )
+    say(
+      `retention history log (what retention bounds) every ${SAMPLE_EVERY_MS / 1000} s: ${samples.map((s) => mb(s.log).replace(' MB', '')).join(' ')} MB`,
+    )
     const half = samples.filter((s) => s.t >= RETENTION_SECONDS / 2)
     const first = half[0]!
     const last = half.at(-1)!
     const sizes = half.map((s) => s.size)
     const spread = (Math.max(...sizes) - Math.min(...sizes)) / Math.min(...sizes)
     const grew = (last.size - first.size) / first.size
+    const logs = half.map((s) => s.log)
+    const logSpread = (Math.max(...logs) - Math.min(...logs)) / Math.min(...logs)
+    say(
+      `retention history log over the last half: ${mb(Math.min(...logs))} to ${mb(Math.max(...logs))}, within ${(logSpread * 100).toFixed(1)}%; ${mb(first.log)} at ${first.t.toFixed(0)} s, ${mb(last.log)} at ${last.t.toFixed(0)} s`,
+    )
     say(
       spread <= 0.1
         ? `retention flat: within ${(spread * 100).toFixed(1)}% over the last half (${mb(first.size)} at ${first.t.toFixed(0)} s, ${mb(last.size)} at ${last.t.toFixed(0)} s)`
