@@ -10,6 +10,7 @@ import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import type { EngineStore } from '../../hub/engine/store.ts'
+import { STAGE_MS } from '../../hub/engine/store-context.ts'
 import { ADM } from '../../hub/engine/store-layout.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
@@ -30,15 +31,15 @@ async function leveldbFiles(dir: string): Promise<Record<string, number>> {
   return out
 }
 
-async function start(dir: string, clock: { now: number }) {
+/** By default LevelDB's share waits for a read, a close or a retention pass that writes. */
+async function start(dir: string, clock: { now: number }, history = BOUNDS, stageMs = 3_600_000) {
   const engine = await createEngine({
     sops: [S],
     tools: memoryTools().registry,
     dbPath: dir,
-    history: BOUNDS,
+    history,
     now: () => clock.now,
-    // LevelDB's share waits for a read, a close or a retention pass that writes.
-    stageMs: 3_600_000,
+    stageMs,
   })
   return { engine, store: (engine as unknown as { store: EngineStore }).store }
 }
@@ -87,19 +88,13 @@ t.test('the size bound holds through a burst, with no pass asked for', async (t)
   const dir = join(await tempDir(t, 'svc-retention-burst-'), 'engine')
   const clock = { now: Date.UTC(2026, 10, 1) }
   const bounds: HistoryBounds = { ...BOUNDS, maxAgeMs: 365 * DAY, maxBytes: 256 * 1024 }
-  const engine = await createEngine({
-    sops: [S],
-    tools: memoryTools().registry,
-    dbPath: dir,
-    history: bounds,
-    now: () => clock.now,
-  })
+  const { engine, store } = await start(dir, clock, bounds, STAGE_MS)
   t.teardown(() => engine.close())
   const ids: string[] = []
   for (let i = 0; i < 600; i++) ids.push((await engine.trigger('w', event({ i }, clock.now))).runId!)
   await engine.idle()
   // The passes the filled segments started, waited out; the timer's would be a minute away.
-  const ctx = (engine as unknown as { store: { ctx: { pruning: Promise<void> | null } } }).store.ctx
+  const ctx = (store as unknown as { ctx: { pruning: Promise<void> | null } }).ctx
   while (ctx.pruning) await ctx.pruning
   let bytes = 0
   for (const f of await readdir(join(dir, 'history'))) bytes += (await stat(join(dir, 'history', f))).size
