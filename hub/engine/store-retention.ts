@@ -62,11 +62,14 @@ export function schedulePrune(ctx: StoreContext): void {
   ctx.pruneTimer.unref()
   // And each time a segment fills: a burst fills one in about a second, and the size bound then
   // holds within a segment or two of max_mb, not a minute's worth of burst over it.
+  // A pass under way read the segments before this one filled: a new pass follows it.
   ctx.onSealed = () =>
-    setImmediate(() => {
-      // Not once the store is closing (`close` clears it).
-      if (ctx.onSealed) void prune(ctx).catch(() => undefined)
-    })
+    void (ctx.pruning ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => {
+        // Not once the store is closing (`close` clears it).
+        if (ctx.onSealed) void prune(ctx).catch(() => undefined)
+      })
   void prune(ctx).catch(() => undefined)
 }
 
