@@ -62,8 +62,9 @@ t.test('reads at latest never fail while blocks are being mined', async (t) => {
     while (sending > 0) {
       for (const r of [pub.getBalance({ address: target }), pub.call({ to: target, data: '0x' })]) {
         reads++
-        await r.catch((err: Error & { shortMessage?: string }) =>
-          failures.push(err.shortMessage ?? err.message),
+        // The RPC's own words (viem's `details`) say which of anvil's errors it was.
+        await r.catch((err: Error & { shortMessage?: string; details?: string }) =>
+          failures.push(`${err.shortMessage ?? err.message} (${err.details ?? 'no details'})`),
         )
       }
     }
