@@ -110,10 +110,10 @@ function sizeOf(dir: string): number {
 }
 
 /** <data>/engine's size, with its history log's share (hub/engine/log/) when the store has one. */
-function storeSize(engineDir: string): { total: number; text: string } {
+function storeSize(engineDir: string): { total: number; log: number; text: string } {
   const total = sizeOf(engineDir)
   const log = sizeOf(join(engineDir, 'history'))
-  return { total, text: log > 0 ? `${mb(total)} (history log ${mb(log)})` : mb(total) }
+  return { total, log, text: log > 0 ? `${mb(total)} (history log ${mb(log)})` : mb(total) }
 }
 
 /** What a window of the hub's life cost: bytes written, write calls and CPU seconds. */
@@ -201,51 +201,35 @@ async function quiet(pid: number, atLeastMs = 0): Promise<number> {
 }
 
 /**
- * The disk's floor under one durable write, in this process: `n` 1 KiB appends each followed by
- * fdatasync, and the same appends unsynced, in `dir` (the hubs' temp folder, so the same disk).
+ * The disk's floor under one durable write, in this process: `n` 1 KiB appends (a page holds four,
+ * so none spans two) to `file` in `dir` (the hubs' temp folder, so the same disk), each followed by
+ * fdatasync when `sync`, `gapMs` apart. What each cost. A second apart, on this machine's ext4, a
+ * few appends a minute cost a page or more beyond their own (the file system's own writes, charged
+ * to whoever syncs), which back to back barely shows.
  */
-function diskFloor(dir: string, n: number): { synced: Io; unsynced: Io } {
-  const run = (file: string, sync: boolean): Io => {
-    const fd = openSync(join(dir, file), 'a')
-    const chunk = Buffer.alloc(1024, 0x78)
-    const before = ioOf('/proc/self/io')
-    try {
-      for (let i = 0; i < n; i++) {
-        writeSync(fd, chunk)
-        if (sync) fdatasyncSync(fd)
-      }
-    } finally {
-      closeSync(fd)
-    }
-    const after = ioOf('/proc/self/io')
-    return { writeBytes: (after.writeBytes - before.writeBytes) / n, syscw: (after.syscw - before.syscw) / n }
-  }
-  return { synced: run('floor-synced', true), unsynced: run('floor-unsynced', false) }
-}
-
-/**
- * The same floor at one append a second, as the paced events come: `n` 1 KiB appends (a page holds
- * four, so none spans two) each followed by fdatasync, `gapMs` apart. What each cost, in bytes.
- * Measured on this machine's ext4, a few appends a minute cost a page or more beyond their own
- * (the file system's own writes, charged to whoever syncs), which back to back barely shows.
- */
-async function pacedFloor(dir: string, n: number, gapMs: number): Promise<number[]> {
-  const fd = openSync(join(dir, 'floor-paced'), 'a')
+async function floorAppends(dir: string, file: string, n: number, sync: boolean, gapMs = 0): Promise<Io[]> {
+  const fd = openSync(join(dir, file), 'a')
   const chunk = Buffer.alloc(1024, 0x78)
-  const each: number[] = []
+  const each: Io[] = []
   try {
     for (let i = 0; i < n; i++) {
-      const before = ioOf('/proc/self/io').writeBytes
+      const before = ioOf('/proc/self/io')
       writeSync(fd, chunk)
-      fdatasyncSync(fd)
-      each.push(ioOf('/proc/self/io').writeBytes - before)
-      await sleep(gapMs)
+      if (sync) fdatasyncSync(fd)
+      const after = ioOf('/proc/self/io')
+      each.push({ writeBytes: after.writeBytes - before.writeBytes, syscw: after.syscw - before.syscw })
+      if (gapMs > 0) await sleep(gapMs)
     }
   } finally {
     closeSync(fd)
   }
   return each
 }
+
+const meanIo = (xs: readonly Io[]): Io => ({
+  writeBytes: xs.reduce((a, x) => a + x.writeBytes, 0) / xs.length,
+  syscw: xs.reduce((a, x) => a + x.syscw, 0) / xs.length,
+})
 
 /** A publisher and a subscriber to out/+ on a hub's broker; each answer counted once by its seq. */
 async function driver(url: string, capacity: number) {
@@ -387,7 +371,10 @@ const perEvent = (c: Cost, n: number): string =>
 
 /** The main hub: the disk per event, CPU per event, the store and RSS as runs pile up, the rate at the end. */
 async function endurance(dir: string): Promise<void> {
-  const floor = diskFloor(dir, 500)
+  const floor = {
+    synced: meanIo(await floorAppends(dir, 'floor-synced', 500, true)),
+    unsynced: meanIo(await floorAppends(dir, 'floor-unsynced', 500, false)),
+  }
   say(
     `floor     1 KiB append + fdatasync (this process, same temp folder, 500 times): write_bytes ${n0(floor.synced.writeBytes)} (${(floor.synced.writeBytes / 4096).toFixed(2)} pages), syscw ${floor.synced.syscw.toFixed(2)} per append; unsynced: write_bytes ${n0(floor.unsynced.writeBytes)} per append`,
   )
@@ -433,11 +420,11 @@ async function endurance(dir: string): Promise<void> {
     // finishes what the warm-up left, and its writes are not this process's.
     const [settled, paced] = await Promise.all([
       quiet(hub.pid, FORGET_AFTER_MS + LAZY_MS + 2000),
-      pacedFloor(dir, 90, 1000),
+      floorAppends(dir, 'floor-paced', 90, true, 1000),
     ])
-    const pacedMean = paced.reduce((a, b) => a + b, 0) / paced.length
+    const pacedMean = meanIo(paced).writeBytes
     say(
-      `floor     the same at 1/s (90 appends, as the hub settled after the warm-up): write_bytes ${n0(pacedMean)} per append (${(pacedMean / 4096).toFixed(2)} pages); ${paced.filter((b) => b > 4096).length} of 90 cost more than a page, up to ${n0(Math.max(...paced))}`,
+      `floor     the same at 1/s (90 appends, as the hub settled after the warm-up): write_bytes ${n0(pacedMean)} per append (${(pacedMean / 4096).toFixed(2)} pages); ${paced.filter((x) => x.writeBytes > 4096).length} of 90 cost more than a page, up to ${n0(Math.max(...paced.map((x) => x.writeBytes)))}`,
     )
     progress(
       `the hub stopped writing ${settled.toFixed(1)} s after the warm-up (waited at least ${(FORGET_AFTER_MS + LAZY_MS + 2000) / 1000} s for its once-only marks to be forgotten)`,
@@ -532,13 +519,11 @@ async function retention(dir: string): Promise<void> {
   })
   const d = await driver(hub.brokerUrl, RETENTION_RATE * RETENTION_SECONDS + 100_000)
   const engineDir = join(hub.dataDir, 'engine')
-  const samples: { t: number; size: number; log: number; runs: number }[] = []
-  const sample = (t: number) => ({
-    t,
-    size: sizeOf(engineDir),
-    log: sizeOf(join(engineDir, 'history')),
-    runs: d.sent,
-  })
+  const samples: { t: number; size: number; log: number; runs: number; text: string }[] = []
+  const sample = (t: number) => {
+    const s = storeSize(engineDir)
+    return { t, size: s.total, log: s.log, runs: d.sent, text: s.text }
+  }
   try {
     await d.ready()
     let nextSample = 0
@@ -546,8 +531,9 @@ async function retention(dir: string): Promise<void> {
     await d.steady(RETENTION_RATE / 10, RETENTION_SECONDS, (t) => {
       if (t * 1000 < nextSample + SAMPLE_EVERY_MS) return
       nextSample += SAMPLE_EVERY_MS
-      samples.push(sample(t))
-      progress(`retention: ${t.toFixed(0)} s, ${n0(d.sent)} runs, store ${storeSize(engineDir).text}`)
+      const at = sample(t)
+      samples.push(at)
+      progress(`retention: ${t.toFixed(0)} s, ${n0(d.sent)} runs, store ${at.text}`)
     })
     const lost = await d.drain()
     samples.push(sample(RETENTION_SECONDS))
