@@ -1,8 +1,11 @@
 // Endurance: what the whole `svc hub` process costs over a long life (`npm run bench -- endurance`;
 // `ENDURANCE_EVENTS=20000 npm run bench -- endurance` for a quick run; ENDURANCE_NODE_ARGS, e.g.
 // `--max-old-space-size=96`, are given to the main hub's node; ENDURANCE_COMMIT_WINDOW_MS sets its
-// `[history] commit_window_ms`). One hub, started as users
-// start it (bench/hub-process.ts), doing the peer work: an MQTT event `in/<n>`, a condition, one
+// `[history] commit_window_ms`; ENDURANCE_DIR is the folder the hubs and the floor's file go in,
+// e.g. on the SD card's file system, the temp folder otherwise; ENDURANCE_MALLOC=glibc keeps
+// glibc's malloc where the unit would preload jemalloc). One hub, started as users
+// start it (bench/hub-process.ts), with the allocator's environment the systemd unit gives it
+// (hub/service/unit.ts `mallocEnvironment`), doing the peer work: an MQTT event `in/<n>`, a condition, one
 // QoS 1 `mqtt_publish` step, auto mode, its embedded broker. Every event passes the condition, so
 // every event is one stored run. The engine, the broker's persistence and the attestation store all
 // live in that one process, so /proc/<pid> sees all of their writes:
@@ -14,7 +17,7 @@
 //             clean page is dirtied, so a small synced write costs 4 KiB; syscw counts
 //             write(2)/writev(2) calls of any kind, sockets included (libuv writes TCP with
 //             writev). Beside them: the disk's
-//             floor (this process: a 1 KiB append + fdatasync in the same temp folder, /proc/self/io,
+//             floor (this process: a 1 KiB append + fdatasync in the same folder, /proc/self/io,
 //             back to back and at 1/s) and the hub's own idle writes per second
 //   CPU       utime+stime of /proc/<pid>/stat per event at 10/s and in the burst, and the main
 //             thread's share (/proc/<pid>/task/<pid>/stat); the idle hub's
@@ -42,6 +45,9 @@ import { QUIET_MS } from '../hub/daemon/steps/memory.ts'
 import { LAZY_MS } from '../hub/engine/group-commit.ts'
 import { STAGE_MS } from '../hub/engine/store-context.ts'
 import { FORGET_AFTER_MS } from '../hub/triggers/intake.ts'
+import { findJemalloc } from '../hub/service/jemalloc.ts'
+import { mallocEnvironment } from '../hub/service/unit.ts'
+import { describeMount, mountOf } from './file-system.ts'
 import { cpuSecOf, type HubProcess, rssOf, rssPartsOf, startHub, statCpuSec } from './hub-process.ts'
 import { loadAverages, loadLine } from './load.ts'
 import { freePort } from '../test/helpers/ports.ts'
@@ -62,6 +68,12 @@ const RETENTION_SECONDS = Number(process.env.ENDURANCE_RETENTION_SECONDS ?? 120)
 /** `[history] commit_window_ms` of the main hub (hub/engine/README.md, "The write budget"). */
 const COMMIT_WINDOW_MS = Number(process.env.ENDURANCE_COMMIT_WINDOW_MS ?? 0)
 const RETENTION_RATE = 1000
+/** The allocator the systemd unit would give the hub here (hub/service/jemalloc.ts). */
+const JEMALLOC =
+  process.env.ENDURANCE_MALLOC === 'glibc'
+    ? ({ path: null, why: 'ENDURANCE_MALLOC=glibc' } as const)
+    : await findJemalloc()
+const MALLOC_ENV = mallocEnvironment(JEMALLOC.path)
 const RETENTION_AGE_DAYS = 0.0003
 const RETENTION_MAX_MB = 64
 /**
@@ -376,7 +388,7 @@ async function endurance(dir: string): Promise<void> {
     unsynced: meanIo(await floorAppends(dir, 'floor-unsynced', 500, false)),
   }
   say(
-    `floor     1 KiB append + fdatasync (this process, same temp folder, 500 times): write_bytes ${n0(floor.synced.writeBytes)} (${(floor.synced.writeBytes / 4096).toFixed(2)} pages), syscw ${floor.synced.syscw.toFixed(2)} per append; unsynced: write_bytes ${n0(floor.unsynced.writeBytes)} per append`,
+    `floor     1 KiB append + fdatasync (this process, the same folder, 500 times): write_bytes ${n0(floor.synced.writeBytes)} (${(floor.synced.writeBytes / 4096).toFixed(2)} pages), syscw ${floor.synced.syscw.toFixed(2)} per append; unsynced: write_bytes ${n0(floor.unsynced.writeBytes)} per append`,
   )
   const nodeArgs = (process.env.ENDURANCE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '')
   if (nodeArgs.length > 0) say(`node      the hub runs with ${nodeArgs.join(' ')} (ENDURANCE_NODE_ARGS)`)
@@ -386,6 +398,7 @@ async function endurance(dir: string): Promise<void> {
   const hub: HubProcess = await startHub({
     dir,
     nodeArgs,
+    env: MALLOC_ENV,
     clientId: `svc-endurance-${process.pid}`,
     // Every run of the bench kept, so the store's size over the runs is per kept run. The metrics
     // listener (loopback, no token) tells the V8 heap apart from the rest of RSS; it is first read
@@ -514,6 +527,7 @@ async function endurance(dir: string): Promise<void> {
 async function retention(dir: string): Promise<void> {
   const hub = await startHub({
     dir,
+    env: MALLOC_ENV,
     clientId: `svc-endurance-retention-${process.pid}`,
     toml: `[history]\nmax_age_days = ${RETENTION_AGE_DAYS}\nmax_mb = ${RETENTION_MAX_MB}\nsegment_mb = ${RETENTION_SEGMENT_MB}\n`,
   })
@@ -570,10 +584,18 @@ async function retention(dir: string): Promise<void> {
   }
 }
 
-const dir = await mkdtemp(join(tmpdir(), 'svc-endurance-bench-'))
+const dir = await mkdtemp(join(process.env.ENDURANCE_DIR || tmpdir(), 'svc-endurance-bench-'))
 try {
   say(
     `${n0(EVENTS)} runs, bursts of ${n0(BURST)}; every event passes the condition (one run each); ${cpus().length} cores, load ${loadAverages()}`,
+  )
+  say(`files     in ${dir}: ${describeMount(mountOf(dir))}`)
+  say(
+    `malloc    ${JEMALLOC.path === null ? `glibc's (${JEMALLOC.why})` : `jemalloc (${JEMALLOC.path})`}, as the unit sets it: ${Object.entries(
+      MALLOC_ENV,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(' ')}`,
   )
   await endurance(dir)
   await retention(dir)

@@ -100,6 +100,8 @@ export interface HubOptions {
   nodeArgs?: string[]
   /** A bundled entry (cli/build/dist.ts); none: cli/main.ts through tsx, as `npm run svc`. */
   entry?: string | null
+  /** More environment for the hub (the unit's allocator settings, say), over the bench's own. */
+  env?: Record<string, string>
 }
 
 export interface HubProcess {
@@ -126,7 +128,7 @@ export async function startHub(o: HubOptions): Promise<HubProcess> {
   const cli = o.entry ? [o.entry] : ['--import', 'tsx', join(root, 'cli/main.ts')]
   const child = spawn(process.execPath, [...(o.nodeArgs ?? []), ...cli, 'hub'], {
     cwd: root,
-    env: { ...process.env, SVC_HOME: home },
+    env: { ...process.env, ...o.env, SVC_HOME: home },
     stdio: ['ignore', 'pipe', 'inherit'],
   })
   const line = await waitForLine(child, (l) => l.includes('"hub started"'), 'svc hub to start')
