@@ -8,6 +8,7 @@ import { basename, delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { loadConfig } from '../hub/daemon/config.ts'
 import { writeFileAtomic } from '../files/atomic-file.ts'
+import { findJemalloc } from '../hub/service/jemalloc.ts'
 import { PI_INSTALL, type UnitInput, WRAPPER_PATH, renderUnit, unitInputError } from '../hub/service/unit.ts'
 import { type CliIo, type Command, EXIT_OK, UsageError, UserError } from './io.ts'
 import { parseOptions } from './options.ts'
@@ -137,7 +138,25 @@ export const command: Command = async (argv, io: CliIo) => {
     configStep = `sudo install -d ${q(dirname(config))} && (cd ${q(root)} && SVC_HOME=${q(home)} npx svc hub config) | sudo tee ${q(config)} >/dev/null   # every key at its default; edit [[boards]]`
   }
 
-  const input: UnitInput = { node: process.execPath, perl, root, entry, user, home, config, writable, name }
+  // jemalloc when this node runs with it: memory that settles flat after bursts (unit.ts says why).
+  const found = await findJemalloc(process.execPath)
+  if (found.path === null)
+    notes.push(
+      `the unit keeps glibc's malloc: ${found.why}; with jemalloc the hub's memory settles flat after bursts (hub/README.md, "Raspberry Pi")`,
+    )
+  const jemalloc = found.path
+  const input: UnitInput = {
+    node: process.execPath,
+    perl,
+    root,
+    entry,
+    user,
+    home,
+    config,
+    writable,
+    name,
+    jemalloc,
+  }
   const bad = unitInputError(input)
   if (bad) throw new UsageError(bad)
   const unit = renderUnit(input)
@@ -197,6 +216,7 @@ export const command: Command = async (argv, io: CliIo) => {
       said,
       `  runs   ${process.execPath} ${entry === 'dist' ? join(root, 'dist/main.js') : join(root, 'bin/svc.js')} hub --config ${config}`,
       `  as     ${user}, SVC_HOME=${home}${writable.length > 0 ? `, also writing ${writable.join(', ')}` : ''}`,
+      `  malloc ${jemalloc ? `jemalloc (${jemalloc} preloaded)` : "glibc's"}`,
       ...notes.map((n) => `note: ${n}`),
       'next:',
       ...[

@@ -25,6 +25,11 @@ export interface UnitInput {
   writable: string[]
   /** The unit's file name, for the commands in its header. */
   name: string
+  /**
+   * libjemalloc to preload, checked to start node on this machine (hub/service/jemalloc.ts), or
+   * null: glibc's malloc, with a comment saying how to get jemalloc.
+   */
+  jemalloc: string | null
 }
 
 /** The same defaults as the Raspberry Pi steps in hub/README.md. */
@@ -38,6 +43,44 @@ export const PI_INSTALL: UnitInput = {
   config: '/etc/svc/hub.toml',
   writable: [],
   name: 'svc-hub.service',
+  // Not preloaded in the shipped unit: a libjemalloc built for 4 KiB pages aborts every program
+  // on a Pi 5's 16 KiB-page kernel, so only install-service, which tries it, adds it.
+  jemalloc: null,
+}
+
+/** Environment for glibc's malloc (the unit's comments say why each). */
+export const GLIBC_MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' } as const
+
+/**
+ * jemalloc's settings: two arenas, as glibc's, and a background thread that hands pages freed
+ * by a burst back to the kernel while the hub is quiet (jemalloc(3), opt.background_thread).
+ */
+export const JEMALLOC_CONF = 'narenas:2,background_thread:true'
+
+/** Where Debian's libjemalloc2 puts the library, for node's architecture first. */
+export function jemallocCandidates(arch: string): string[] {
+  const multiarch: Record<string, string> = {
+    x64: 'x86_64-linux-gnu',
+    arm64: 'aarch64-linux-gnu',
+    arm: 'arm-linux-gnueabihf',
+    riscv64: 'riscv64-linux-gnu',
+    ppc64: 'powerpc64le-linux-gnu',
+    s390x: 's390x-linux-gnu',
+  }
+  const dirs = [
+    multiarch[arch] ? `/usr/lib/${multiarch[arch]}` : null,
+    '/usr/lib64',
+    '/usr/lib',
+    '/usr/local/lib',
+  ]
+  return dirs.filter((d): d is string => d !== null).map((d) => `${d}/libjemalloc.so.2`)
+}
+
+/** The allocator's environment: glibc's settings always (they stand if the preload is ever missing), jemalloc's when given. */
+export function mallocEnvironment(jemalloc: string | null): Record<string, string> {
+  return jemalloc
+    ? { ...GLIBC_MALLOC_ENV, LD_PRELOAD: jemalloc, MALLOC_CONF: JEMALLOC_CONF }
+    : { ...GLIBC_MALLOC_ENV }
 }
 
 /** Why a path or user cannot go into a unit, or null. */
@@ -82,6 +125,20 @@ const under = (p: string, dir: string): boolean => p === dir || p.startsWith(`${
 const oneBelow = (p: string, dir: string): string | null => {
   const rest = p.startsWith(`${dir}/`) ? p.slice(dir.length + 1) : null
   return rest && /^[A-Za-z0-9._-]+$/.test(rest) ? rest : null
+}
+
+/** Why the unit preloads jemalloc, or how to have it do so. */
+function jemallocComment(path: string | null): string {
+  return path
+    ? `# - jemalloc instead of glibc's malloc (Debian's libjemalloc2, which install-service started node
+#   with first): it gives back what a burst freed, where glibc keeps part of it for good. Settled
+#   RSS after 1,000,000 runs in bursts was 1.03x that after 10,000 with it, 1.45-1.49x with glibc
+#   (bench/README.md, "endurance: jemalloc"). glibc's two settings stay for a start without it.
+`
+    : `# - glibc's malloc: install-service found no libjemalloc2 that node starts with. jemalloc gives
+#   back what a burst freed, where glibc keeps part of it for good (bench/README.md, "endurance:
+#   jemalloc"): \`sudo apt install libjemalloc2\`, then \`svc hub install-service --force\`.
+`
 }
 
 export function renderUnit(u: UnitInput): string {
@@ -140,10 +197,10 @@ Environment=NODE_ENV=production
 #   ~31-35 MB) and ~1,000 separate modules (~10 MB of V8 heap).
 #   Build it once after each checkout or update:  npm run build   (esbuild → dist/main.js)
 #   Without a build, \`svc hub install-service\` writes a unit that runs bin/svc.js (through tsx).
-Environment=NODE_OPTIONS=--max-semi-space-size=1
-Environment=MALLOC_ARENA_MAX=2
-Environment=MALLOC_MMAP_THRESHOLD_=131072
-ExecStart=${exec}
+${jemallocComment(u.jemalloc)}Environment=NODE_OPTIONS=--max-semi-space-size=1
+${Object.entries(mallocEnvironment(u.jemalloc))
+  .map(([k, v]) => `Environment=${w(`${k}=${v}`)}\n`)
+  .join('')}ExecStart=${exec}
 ExecReload=/bin/kill -HUP $MAINPID
 # SIGTERM: the hub closes the bridge, the triggers, flushes the engine, then the broker.
 KillSignal=SIGTERM

@@ -9,6 +9,7 @@ import { existsSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { findJemalloc } from '../../hub/service/jemalloc.ts'
 import {
   PI_INSTALL,
   type UnitInput,
@@ -71,6 +72,7 @@ t.test('systemd parses the units', { skip: noAnalyze ?? false }, async (t) => {
       'a checkout and node in /home, state in /tmp',
       { root: '/home/pi/svc', node: '/home/pi/.nvm/node', home: '/tmp/x' },
     ],
+    ['jemalloc preloaded', { jemalloc: '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2' }],
     [
       'paths with a space, % and $',
       { root: '/opt/my svc', home: '/srv/100%/$HOME', config: '/etc/svc/a "b".toml' },
@@ -298,6 +300,16 @@ t.test(
     )
     await waitFor(() => notify.messages.some((m) => m.fields.WATCHDOG === '1'), 'a watchdog ping')
     t.ok(existsSync(join(home, 'data', 'engine')), 'the hub keeps its state in --home')
+    // jemalloc is in the unit exactly when node here runs with it, and then the hub has it mapped.
+    const jemalloc = await findJemalloc()
+    t.equal(env.LD_PRELOAD ?? null, jemalloc.path, `the unit's LD_PRELOAD (${jemalloc.path ?? jemalloc.why})`)
+    t.equal(
+      (await readFile(`/proc/${hub.pid}/maps`, 'utf8')).includes('libjemalloc'),
+      jemalloc.path !== null,
+      'the running hub maps libjemalloc when the unit preloads it',
+    )
+    if (jemalloc.path === null) t.match(r.err, /^note: the unit keeps glibc's malloc: /m)
+    else t.match(r.err, new RegExp(`^ {2}malloc jemalloc \\(${jemalloc.path}`, 'm'))
     process.kill(hub.pid as number, 'SIGTERM')
     t.equal(await exited, 0, 'SIGTERM: a clean stop')
     t.ok(
