@@ -6,8 +6,8 @@
 //   baseline: a bare `node` process's RSS, and the idle RSS of `svc hub` with 50 SOPs loaded
 //     (a real child process, started the way users start it: node --import tsx), and beside it the
 //     way hub/svc-hub.service runs it: bundled by `npm run build` (cli/build/dist.ts, esbuild,
-//     built here into a temp folder), bare node, --max-semi-space-size=1, MALLOC_ARENA_MAX=2;
-//     that one is read 5 s after start (the aim's figure) and again at 15 s, once V8's memory
+//     built here into a temp folder), bare node, --max-semi-space-size=1, the unit's allocator
+//     (jemalloc where node runs with it, glibc's beside it then); that one is read 5 s after start (the aim's figure) and again at 15 s, once V8's memory
 //     reducer has collected the start-up garbage as it does in a long-running hub
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
@@ -21,6 +21,8 @@ import { startBroker } from '../hub/broker/broker.ts'
 import { parseConfig } from '../hub/daemon/config.ts'
 import { startHub } from '../hub/daemon/hub.ts'
 import { buildDist } from '../cli/build/dist.ts'
+import { findJemalloc } from '../hub/service/jemalloc.ts'
+import { mallocEnvironment } from '../hub/service/unit.ts'
 import type { Log } from '../hub/log.ts'
 import { startTriggerRouter } from '../hub/triggers/router.ts'
 import { matches } from '../sops/conditions.ts'
@@ -277,13 +279,20 @@ try {
   const built = await buildDist(join(dir, 'dist'))
   if (!built.ok) throw new Error(built.error)
   const hubJs = (await hubIdleRss(dir, sopsDir, { entry: built.entry })).idle
-  const prod = await hubIdleRss(dir, sopsDir, {
-    entry: built.entry,
-    nodeArgs: ['--max-semi-space-size=1'],
-    env: { MALLOC_ARENA_MAX: '2' },
-    runs: 2000,
-    settled: true,
-  })
+  // The unit's way: its node flag and its allocator's environment (jemalloc where node runs with
+  // it, hub/service/jemalloc.ts), and glibc's beside it when jemalloc is there.
+  const jemalloc = await findJemalloc()
+  const unitWay = (path: string | null) =>
+    hubIdleRss(dir, sopsDir, {
+      entry: built.entry,
+      nodeArgs: ['--max-semi-space-size=1'],
+      env: mallocEnvironment(path),
+      runs: 2000,
+      settled: true,
+    })
+  const prod = await unitWay(jemalloc.path)
+  const glibc = jemalloc.path === null ? null : await unitWay(null)
+  const malloc = jemalloc.path === null ? `glibc's malloc (${jemalloc.why})` : 'jemalloc'
   const hubProd = prod.idle
   const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`
   process.stdout.write(`baseline  bare node process RSS                            ${mb(bareRss)}\n`)
@@ -297,13 +306,18 @@ try {
   process.stdout.write(
     `hub       bundled (dist/), bare node                       ${mb(hubJs)}  (+${mb(hubJs - bareRss)} over bare node)\n`,
   )
+  process.stdout.write(`hub       the systemd unit's way below: bundled, semi-space 1 MB, ${malloc}\n`)
   process.stdout.write(
-    `hub       bundled, semi-space 1 MB, MALLOC_ARENA_MAX=2     ${mb(hubProd)}  (+${mb(hubProd - bareRss)} over bare node; the systemd unit's way, 5 s after start: start-up garbage not collected yet)\n`,
+    `hub       the unit's way, 5 s after start                ${mb(hubProd)}  (+${mb(hubProd - bareRss)} over bare node; start-up garbage not collected yet)\n`,
   )
   process.stdout.write(
     `hub       same, 15 s after start (V8's memory reducer ran)  ${mb(prod.settled)}  (+${mb(prod.settled - bareRss)} over bare node; idle: aim < 80 MB ${prod.settled < 80 * 1024 * 1024 ? 'met' : 'NOT met'})\n`,
   )
   process.stdout.write(`hub       same, after 2000 runs and 5 s idle                ${mb(prod.afterRuns)}\n`)
+  if (glibc)
+    process.stdout.write(
+      `hub       the same with glibc's malloc (the unit's two settings): ${mb(glibc.idle)} at 5 s, ${mb(glibc.settled)} at 15 s, ${mb(glibc.afterRuns)} after 2000 runs\n`,
+    )
 } finally {
   await rm(dir, { recursive: true, force: true })
 }

@@ -52,10 +52,13 @@ export const PI_INSTALL: UnitInput = {
 export const GLIBC_MALLOC_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' } as const
 
 /**
- * jemalloc's settings: two arenas, as glibc's, and a background thread that hands pages freed
- * by a burst back to the kernel while the hub is quiet (jemalloc(3), opt.background_thread).
+ * jemalloc's settings (jemalloc(3)), chosen for an idle hub as small as with glibc: one arena and
+ * no thread caches (each held memory of its own: 82 MB idle with two arenas and caches, 76 MB
+ * with glibc and with these), freed pages given back after a second unused rather than ten, by
+ * a background thread, so a quiet hub returns them too (bench/README.md, "endurance: jemalloc").
  */
-export const JEMALLOC_CONF = 'narenas:2,background_thread:true'
+export const JEMALLOC_CONF =
+  'narenas:1,tcache:false,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true'
 
 /** Where Debian's libjemalloc2 puts the library, for node's architecture first. */
 export function jemallocCandidates(arch: string): string[] {
