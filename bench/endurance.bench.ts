@@ -576,7 +576,7 @@ async function retention(dir: string): Promise<void> {
     say(
       spread <= 0.1
         ? `retention flat: within ${(spread * 100).toFixed(1)}% over the last half (${mb(first.size)} at ${first.t.toFixed(0)} s, ${mb(last.size)} at ${last.t.toFixed(0)} s)`
-        : `retention not flat: grew ${(grew * 100).toFixed(0)}% over the last half (${mb(first.size)} at ${first.t.toFixed(0)} s → ${mb(last.size)} at ${last.t.toFixed(0)} s; ${n0(first.runs)} → ${n0(last.runs)} runs written)`,
+        : `retention not flat: ${mb(Math.min(...sizes))} to ${mb(Math.max(...sizes))} over the last half, ${(spread * 100).toFixed(0)}% apart; ${grew >= 0 ? 'grew' : 'shrank'} ${Math.abs(grew * 100).toFixed(0)}% from its start to its end (${mb(first.size)} at ${first.t.toFixed(0)} s → ${mb(last.size)} at ${last.t.toFixed(0)} s; ${n0(first.runs)} → ${n0(last.runs)} runs written)`,
     )
   } finally {
     await d.close()

@@ -135,7 +135,7 @@ function jemallocComment(path: string | null): string {
   return path
     ? `# - jemalloc instead of glibc's malloc (Debian's libjemalloc2, which install-service started node
 #   with first): it gives back what a burst freed, where glibc keeps part of it for good. Settled
-#   RSS after 1,000,000 runs in bursts was 1.03x that after 10,000 with it, 1.45-1.49x with glibc
+#   RSS after 1,000,000 runs in bursts was 1.01-1.03x that after 10,000 with it, 1.45-1.49x with glibc
 #   (bench/README.md, "endurance: jemalloc"). glibc's two settings stay for a start without it.
 `
     : `# - glibc's malloc: install-service found no libjemalloc2 that node starts with. jemalloc gives
