@@ -36,13 +36,11 @@ export async function findJemalloc(
 ): Promise<JemallocFound> {
   const tried: string[] = []
   for (const path of jemallocCandidates(arch)) {
-    if (
-      !(await access(path).then(
-        () => true,
-        () => false,
-      ))
+    const present = await access(path).then(
+      () => true,
+      () => false,
     )
-      continue
+    if (!present) continue
     const why = await tryJemalloc(path, node)
     if (why === null) return { path }
     tried.push(`${path}: ${why}`)
