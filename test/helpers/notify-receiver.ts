@@ -2,8 +2,9 @@
 // (Node cannot bind one) on a path or an abstract name ('@…'), reporting each datagram with the
 // PID the kernel credits it to (SO_PASSCRED), as systemd reads it for NotifyAccess=main.
 // Stopped by pid when the test ends.
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
+import { commandMissing } from './command-missing.ts'
 import type { Teardown } from './tmp.ts'
 import { waitFor } from './wait.ts'
 
@@ -36,12 +37,11 @@ export interface NotifyReceiver {
 
 /** Null when python3 is there; otherwise why the receiver cannot run. */
 export function notifyReceiverMissing(): string | null {
-  try {
-    execFileSync('python3', ['-c', 'import socket; socket.SO_PASSCRED'], { stdio: 'pipe' })
-    return null
-  } catch (err) {
-    return `needs python3 with AF_UNIX datagram sockets to play systemd's notify socket: ${String(err).split('\n')[0]}`
-  }
+  return commandMissing(
+    'python3',
+    ['-c', 'import socket; socket.SO_PASSCRED'],
+    "python3 with AF_UNIX datagram sockets to play systemd's notify socket",
+  )
 }
 
 export async function startNotifyReceiver(t: Teardown, address: string): Promise<NotifyReceiver> {

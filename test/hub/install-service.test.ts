@@ -19,21 +19,18 @@ import {
   unitWord,
 } from '../../hub/service/unit.ts'
 import { svcCli } from '../helpers/cli.ts'
+import { commandMissing } from '../helpers/command-missing.ts'
 import { notifyReceiverMissing, startNotifyReceiver } from '../helpers/notify-receiver.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { waitFor } from '../helpers/wait.ts'
 
 const root = fileURLToPath(new URL('../..', import.meta.url)).replace(/\/$/, '')
 
-function analyzeMissing(): string | null {
-  try {
-    execFileSync('systemd-analyze', ['--version'], { stdio: 'pipe' })
-    return null
-  } catch (err) {
-    return `needs systemd-analyze (Debian's systemd package) to parse the unit: ${String(err).split('\n')[0]}`
-  }
-}
-const noAnalyze = analyzeMissing()
+const noAnalyze = commandMissing(
+  'systemd-analyze',
+  ['--version'],
+  "systemd-analyze (Debian's systemd package) to parse the unit",
+)
 
 /** systemd's verdict on a unit file: null when it parses clean, else what it said. */
 function verify(file: string): string | null {

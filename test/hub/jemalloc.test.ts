@@ -17,15 +17,13 @@ import {
   renderUnit,
 } from '../../hub/service/unit.ts'
 import { tempDir } from '../helpers/tmp.ts'
+import { commandMissing } from '../helpers/command-missing.ts'
 
-function ccMissing(): string | null {
-  try {
-    execFileSync('cc', ['--version'], { stdio: 'pipe' })
-    return null
-  } catch (err) {
-    return `needs a C compiler (cc) to build a library that aborts as jemalloc does: ${String(err).split('\n')[0]}`
-  }
-}
+const noCc = commandMissing(
+  'cc',
+  ['--version'],
+  'a C compiler (cc) to build a library that aborts as jemalloc does',
+)
 
 const installed = jemallocCandidates(process.arch).find((p) => existsSync(p)) ?? null
 
@@ -64,7 +62,7 @@ t.test('a library node cannot start with is refused, with what was said', async 
 
 t.test(
   'a libjemalloc built for smaller pages than the kernel has: refused',
-  { skip: ccMissing() ?? false },
+  { skip: noCc ?? false },
   async (t) => {
     const dir = await tempDir(t)
     const src = join(dir, 'abort.c')

@@ -11,6 +11,7 @@ import { mkdir, rm, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startHubChild } from '../helpers/hub-process.ts'
+import { commandMissing } from '../helpers/command-missing.ts'
 import {
   type NotifyReceiver,
   notifyReceiverMissing,
@@ -23,15 +24,13 @@ import { waitFor } from '../helpers/wait.ts'
 const root = fileURLToPath(new URL('../..', import.meta.url))
 const wrapper = join(root, 'hub/service/notify-socket.pl')
 
-function perlMissing(): string | null {
-  try {
-    execFileSync('perl', ['-MSocket', '-MFcntl', '-e', '1'], { stdio: 'pipe' })
-    return null
-  } catch (err) {
-    return `needs perl (Debian's perl-base) for the notify wrapper: ${String(err).split('\n')[0]}`
-  }
-}
-const missing = notifyReceiverMissing() ?? perlMissing()
+const missing =
+  notifyReceiverMissing() ??
+  commandMissing(
+    'perl',
+    ['-MSocket', '-MFcntl', '-e', '1'],
+    "perl (Debian's perl-base) for the notify wrapper",
+  )
 
 /** Two seconds: a ping every second, so a test sees several without waiting long. */
 const WATCHDOG_USEC = '2000000'
