@@ -1,11 +1,14 @@
 // The history log's segments (hub/engine/log/segment-log.ts, frames.ts), real files in a temp
 // folder: a batch after which too little of its page is left for another is padded with zeroes
 // to the page's end, a scan and a reopen step over them and keep every batch and the padding, and
-// a batch cut short after such padding is cut off back to the padding's end.
-import { open, stat } from 'node:fs/promises'
+// a batch cut short after such padding is cut off back to the padding's end. A batch seals to
+// frames that unseal to it on either side of the size deflated on the main thread, and the
+// segment being appended is open for writes that return once on the disk (O_DSYNC).
+import { constants } from 'node:fs'
+import { open, readFile, readdir, readlink, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { PAGE, encodeBatch, sealBatch } from '../../hub/engine/log/frames.ts'
+import { PAGE, SEAL_ON_MAIN_BYTES, encodeBatch, sealBatch, unseal } from '../../hub/engine/log/frames.ts'
 import { SegmentLog } from '../../hub/engine/log/segment-log.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
@@ -86,3 +89,53 @@ t.test("a batch cut short after padding is cut off to the padding's end", async 
   )
   await again.close()
 })
+
+t.test(
+  'a batch seals and unseals to itself whether it is deflated on the main thread or off it',
+  async (t) => {
+    for (const size of [100, SEAL_ON_MAIN_BYTES - 200, SEAL_ON_MAIN_BYTES + 1, 4 * SEAL_ON_MAIN_BYTES]) {
+      const frames = encodeBatch(
+        Array.from({ length: Math.ceil(size / 100) }, (_, i) => ({
+          type: 'put' as const,
+          key: `run!${i}`,
+          value: `{"seq":${i},"v":${(i * 7919) % 1009}}`.padEnd(80, ' '),
+        })),
+      ).bytes
+      const sealed = await sealBatch(frames)
+      t.ok(sealed.length < frames.length, `${frames.length} bytes of frames deflated to ${sealed.length}`)
+      t.same(unseal(sealed), frames, `${frames.length} bytes of frames unseal to themselves`)
+    }
+  },
+)
+
+/** The open flags of this process's descriptors on `file` (Linux: /proc/self/fdinfo). */
+async function openFlags(file: string): Promise<number[]> {
+  const out: number[] = []
+  for (const fd of await readdir('/proc/self/fd')) {
+    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '')
+    if (target !== file) continue
+    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '')
+    const flags = /^flags:\s+([0-7]+)/m.exec(info)?.[1]
+    if (flags !== undefined) out.push(Number.parseInt(flags, 8))
+  }
+  return out
+}
+
+t.test(
+  'the segment being appended is open for writes that return once on the disk, after a roll too',
+  { skip: process.platform === 'linux' ? false : 'reads /proc/self/fdinfo, which only Linux has' },
+  async (t) => {
+    const dir = join(await tempDir(t, 'svc-seglog-dsync-'), 'history')
+    const log = await SegmentLog.open(dir, 16 * 1024)
+    t.teardown(() => log.close())
+    await log.append(await batch(1, 3000), Date.now())
+    const first = await openFlags(join(dir, '00000001.seg'))
+    t.equal(first.length, 1, 'one descriptor on the first segment')
+    t.ok((first[0]! & constants.O_DSYNC) !== 0, 'opened with O_DSYNC')
+    for (let i = 2; log.position().seg === 1; i++) await log.append(await batch(i, 3000), Date.now())
+    const second = await openFlags(join(dir, '00000002.seg'))
+    t.equal(second.length, 1, 'one descriptor on the segment rolled to')
+    t.ok((second[0]! & constants.O_DSYNC) !== 0, 'opened with O_DSYNC')
+    t.same(await openFlags(join(dir, '00000001.seg')), [], 'the full segment is closed')
+  },
+)

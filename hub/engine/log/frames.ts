@@ -13,7 +13,7 @@
 // A batch may be followed by zeroes to the end of its page (`PAGE`, segment-log.ts `append`),
 // which a scan steps over to the boundary.
 import { promisify } from 'node:util'
-import { crc32, deflateRaw, inflateRawSync } from 'node:zlib'
+import { crc32, deflateRaw, deflateRawSync, inflateRawSync } from 'node:zlib'
 import type { BatchOp } from '../group-commit.ts'
 
 export const HEADER = 8
@@ -228,9 +228,20 @@ const DICTIONARY = Buffer.from(
 
 const deflateAsync = promisify(deflateRaw)
 
-/** A batch's frames (`encodeBatch`) as one deflated frame, compressed off the main thread. */
+/**
+ * Up to this many bytes of frames are deflated on the main thread. A lone event's batch (about
+ * 600 bytes) deflates there in about 16 µs, while handing it to libuv's threads costs two round
+ * trips through a sleeping worker, 0.1–0.25 ms of the event's latency on an idle hub
+ * (bench/README.md, "peer: a lone event's round trips"). A burst's batches are larger and go to
+ * the threads, where their compression runs beside the main thread's work.
+ */
+export const SEAL_ON_MAIN_BYTES = 16 * 1024
+
+/** A batch's frames (`encodeBatch`) as one deflated frame; a large batch compressed off the main thread. */
 export async function sealBatch(frames: Buffer): Promise<Buffer> {
-  const packed = await deflateAsync(frames, { level: 6, dictionary: DICTIONARY })
+  const opts = { level: 6, dictionary: DICTIONARY }
+  const packed =
+    frames.length <= SEAL_ON_MAIN_BYTES ? deflateRawSync(frames, opts) : await deflateAsync(frames, opts)
   const bodyLen = MIN_BODY + packed.length
   const out = Buffer.allocUnsafe(HEADER + bodyLen)
   out.writeUInt32LE(bodyLen, 0)

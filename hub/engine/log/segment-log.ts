@@ -23,6 +23,14 @@ export interface SegmentInfo {
 
 const NAME = /^([0-9a-f]{8})\.seg$/
 const fileName = (n: number) => `${n.toString(16).padStart(8, '0')}.seg`
+/**
+ * The segment being appended is opened with O_DSYNC where the system has it: each write returns
+ * once its data is on the disk, as a write and an fdatasync would, in one trip through libuv's
+ * threads instead of two (bench/README.md, "peer: a lone event's round trips"). The disk is
+ * written the same.
+ */
+const WRITE_SYNCS = constants.O_DSYNC !== undefined
+const HEAD_FLAGS = constants.O_RDWR | constants.O_CREAT | (constants.O_DSYNC ?? 0)
 
 /** An I/O error of the log, coded as the disk guard (hub/disk/errors.ts) knows a store's. */
 function ioError(what: string, err: unknown): Error {
@@ -67,7 +75,7 @@ export class SegmentLog {
       infos.set(n, { n, bytes: s.size, lastWriteAt: times.get(n) ?? s.mtimeMs })
     }
     const last = numbers.at(-1) ?? 1
-    const fh = await open(join(dir, fileName(last)), constants.O_RDWR | constants.O_CREAT)
+    const fh = await open(join(dir, fileName(last)), HEAD_FLAGS)
     try {
       const buf = await fh.readFile()
       const { end } = scanBatches(buf)
@@ -92,7 +100,7 @@ export class SegmentLog {
   }
 
   /**
-   * Appends one encoded batch and syncs it (fdatasync). A new segment is started first when
+   * Appends one encoded batch, on the disk when it resolves (`HEAD_FLAGS`). A new segment is started first when
    * this one would pass its size. On an error the batch is cut off again, as far as the disk lets.
    *
    * When what is left of the last page after a batch is too small for another like it, the
@@ -117,7 +125,7 @@ export class SegmentLog {
         const { bytesWritten } = await fh.write(data, done, data.length - done, off + done)
         done += bytesWritten
       }
-      await fh.datasync()
+      if (!WRITE_SYNCS) await fh.datasync()
     } catch (err) {
       await fh.truncate(this.head.size).catch(() => undefined)
       throw ioError('could not be written', err)
@@ -134,7 +142,7 @@ export class SegmentLog {
     const n = this.head.n + 1
     let fh: FileHandle
     try {
-      fh = await open(join(this.dir, fileName(n)), constants.O_RDWR | constants.O_CREAT)
+      fh = await open(join(this.dir, fileName(n)), HEAD_FLAGS)
       await syncDir(this.dir)
     } catch (err) {
       throw ioError('could not start a new segment', err)
