@@ -4,6 +4,7 @@
 // head. Reading a run folds its deltas in order; retention carries an unfinished run on as one
 // delta. Here too are the operations a run's checkpoint and finish hand in (`runOps`,
 // `finishOps`), which compare against what was last written of the run (`Written`).
+import type { RunSummary } from '../../sops/hub-engine.ts'
 import type { BatchOp } from './group-commit.ts'
 import {
   MAX_LOG_ENTRIES,
@@ -187,16 +188,22 @@ export function runOps(ctx: StoreContext, run: RunRecord): BatchOp[] {
 }
 
 /**
+ * The summary a `fin!` put of `finishOps` was made from, while the put is in flight: the write
+ * path hands it to the finished runs' index without parsing back the text it was just turned
+ * into (store-writes.ts `noteIndexed`).
+ */
+const summaries = new WeakMap<BatchOp, RunSummary>()
+export const summaryOf = (op: BatchOp): RunSummary | undefined => summaries.get(op)
+
+/**
  * With the final delta: a summary for listings, which the finished runs' index takes its entry
  * from (finished-index.ts), and the `open!` marker removed.
  */
-export function finishOps(ctx: StoreContext, run: RunRecord, summary: object): BatchOp[] {
+export function finishOps(ctx: StoreContext, run: RunRecord, summary: RunSummary): BatchOp[] {
   // Only a pass of retention asks (`dropSegment`): kept while one runs, or it would hold
   // every finished run's id.
   if (ctx.pruning) ctx.finishedSince.add(run.id)
-  return [
-    ...runOps(ctx, run),
-    { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) },
-    { type: 'del', key: OPEN + run.id, local: true },
-  ]
+  const fin: BatchOp = { type: 'put', key: FIN + run.id, value: JSON.stringify(summary) }
+  summaries.set(fin, summary)
+  return [...runOps(ctx, run), fin, { type: 'del', key: OPEN + run.id, local: true }]
 }

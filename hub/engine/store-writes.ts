@@ -28,6 +28,7 @@ import {
   parseLocator,
 } from './store-layout.ts'
 import { catchUp } from './store-replay.ts'
+import { summaryOf } from './run-deltas.ts'
 import { errorText } from '../../errors/text.ts'
 
 /** One batch: appended to the log and synced there, then applied to LevelDB. */
@@ -90,7 +91,7 @@ function noteIndexed(ctx: StoreContext, ops: readonly BatchOp[], seg: number): v
   for (const op of ops) {
     if (op.type !== 'put') continue
     if (op.key.startsWith(FIN)) {
-      const s = JSON.parse(op.value) as RunSummary
+      const s = summaryOf(op) ?? (JSON.parse(op.value) as RunSummary)
       ctx.index.add(seg, indexOwn(ctx, s, seg) ?? entryOf(s, ctx.written.get(s.id)?.firstSeg ?? seg))
     } else if (op.key.startsWith(RUN) && op.key.endsWith(FIRST)) {
       const w = ctx.written.get(op.key.slice(RUN.length, -FIRST.length))

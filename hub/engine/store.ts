@@ -98,7 +98,7 @@ export class EngineStore {
     return deltas.runOps(this.ctx, run)
   }
 
-  finishOps(run: RunRecord, summary: object): BatchOp[] {
+  finishOps(run: RunRecord, summary: RunSummary): BatchOp[] {
     return deltas.finishOps(this.ctx, run, summary)
   }
 
