@@ -14,7 +14,8 @@
 // `outgoingEnqueueCombi`, after the retained store): from there a restart sends it again. The
 // hand-over to the online subscribers goes on meanwhile, and Aedes' own publish of the packet
 // afterwards only waits for that publish to finish, so the connection's flow control (Aedes
-// reads its next packets once the current ones are done) is what it was.
+// reads its next packets once the current ones are done; read-slices.ts reads one slice ahead)
+// is what it was.
 import type { Aedes, Client, PublishPacket } from 'aedes'
 
 type Done = (error?: Error | null) => void

@@ -223,7 +223,8 @@ export async function startBroker(opts: BrokerOptions): Promise<EmbeddedBroker> 
     noDelayStream(conn)
     writePerTurn(conn)
     auth.tag(conn, listener)
-    readInSlices(conn, aedes.handle(conn, req))
+    // No slice is read ahead while the feed holds clients' messages (at its cap, or for room).
+    readInSlices(conn, aedes.handle(conn, req), { mayReadAhead: () => triggers.waiting() === 0 })
   }
   const onWebSocket = (listener: Listener) => {
     const handle = handleOn(listener)

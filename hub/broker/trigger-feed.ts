@@ -7,12 +7,12 @@
 //
 // A message is handed over and Aedes goes on at once (other subscribers, the publisher's next
 // packets); the PUBACK alone waits, and Aedes reads nothing more from that publisher until the
-// packets it is handling are done, PUBACKs written (backpressure, per publisher). Once `cap`
-// messages are being admitted, a client's next message on a trigger topic waits before it is
-// published (`whenRoom`), whatever its QoS: Aedes reads no more from that client, and everybody
-// else's messages go on. The hub's own messages wait at the hand-over instead, each holding one
-// of mqemitter's slots (Aedes' `concurrency`, 100): a flood of them past the cap delays the
-// broker's other messages too, never drops them.
+// packets it is handling are done, PUBACKs written, but for one slice read ahead of them
+// (read-slices.ts): backpressure, per publisher. Once `cap` messages are being admitted, a client's
+// next message on a trigger topic waits before it is published (`whenRoom`), whatever its QoS:
+// Aedes reads no more from that client, and everybody else's messages go on. The hub's own messages
+// wait at the hand-over instead, each holding one of mqemitter's slots (Aedes' `concurrency`, 100):
+// a flood of them past the cap delays the broker's other messages too, never drops them.
 // A QoS 2 message always waits, since Aedes sends its PUBREC once the publish is done.
 //
 // While the disk has no room for new work (`hold`, hub/disk/), a client's message on a trigger
