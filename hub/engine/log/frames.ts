@@ -230,8 +230,8 @@ const deflateAsync = promisify(deflateRaw)
 
 /**
  * Up to this many bytes of frames are deflated on the main thread. A lone event's batch (about
- * 600 bytes) deflates there in about 16 µs, while handing it to libuv's threads costs two round
- * trips through a sleeping worker, 0.1–0.25 ms of the event's latency on an idle hub
+ * 1.7 KiB of frames) deflates there in about 16 µs, while handing it to libuv's threads costs
+ * two round trips through a sleeping worker, 0.1–0.25 ms of the event's latency on an idle hub
  * (bench/README.md, "peer: a lone event's round trips"). A burst's batches are larger and go to
  * the threads, where their compression runs beside the main thread's work.
  */

@@ -100,8 +100,9 @@ export class SegmentLog {
   }
 
   /**
-   * Appends one encoded batch, on the disk when it resolves (`HEAD_FLAGS`). A new segment is started first when
-   * this one would pass its size. On an error the batch is cut off again, as far as the disk lets.
+   * Appends one encoded batch, on the disk when it resolves (`HEAD_FLAGS`). A new segment is
+   * started first when this one would pass its size. On an error the batch is cut off again, as
+   * far as the disk lets.
    *
    * When what is left of the last page after a batch is too small for another like it, the
    * batch is written with zeroes to the page's end (`pagePad`): the next batch then starts a
