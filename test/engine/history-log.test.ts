@@ -3,13 +3,13 @@
 // every run; a batch cut short is cut off; retention drops old segments whole and keeps every
 // unfinished run, approval, kept trigger and once-only mark; the index rebuilt from the log is
 // the index the store kept.
-import { readlinkSync } from 'node:fs'
 import { cp, open, readdir, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import { EngineStore } from '../../hub/engine/store.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
+import { openFiles } from '../helpers/open-files.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { call, event, incompressible, memoryTools, paddedSop, sop, step } from './helpers.ts'
 import { indexOf } from './fixtures/history-world.ts'
@@ -339,14 +339,6 @@ t.test('reads at the same time of one segment share one file handle', async (t) 
     'every run reads whole',
   )
   const segments = (await readdir(join(dir, 'history'))).length
-  const open = (await readdir('/proc/self/fd'))
-    .map((fd) => {
-      try {
-        return readlinkSync(`/proc/self/fd/${fd}`)
-      } catch {
-        return ''
-      }
-    })
-    .filter((p) => p.startsWith(join(dir, 'history')))
+  const open = (await openFiles()).filter((f) => f.path.startsWith(join(dir, 'history')))
   t.ok(open.length <= segments, `${open.length} handles open on ${segments} segments`)
 })

@@ -5,11 +5,12 @@
 // frames that unseal to it on either side of the size deflated on the main thread, and the
 // segment being appended is open for writes that return once on the disk (O_DSYNC).
 import { constants } from 'node:fs'
-import { open, readFile, readdir, readlink, stat } from 'node:fs/promises'
+import { open, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { PAGE, SEAL_ON_MAIN_BYTES, encodeBatch, sealBatch, unseal } from '../../hub/engine/log/frames.ts'
 import { SegmentLog } from '../../hub/engine/log/segment-log.ts'
+import { openFiles, openFlags } from '../helpers/open-files.ts'
 import { tempDir } from '../helpers/tmp.ts'
 
 /** A sealed batch of one put whose value is `n` bytes of text (deflate keeps most of it). */
@@ -108,15 +109,12 @@ t.test(
   },
 )
 
-/** The open flags of this process's descriptors on `file` (Linux: /proc/self/fdinfo). */
-async function openFlags(file: string): Promise<number[]> {
+/** The open flags of this process's descriptors on `file`. */
+async function flagsOn(file: string): Promise<number[]> {
   const out: number[] = []
-  for (const fd of await readdir('/proc/self/fd')) {
-    const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '')
-    if (target !== file) continue
-    const info = await readFile(`/proc/self/fdinfo/${fd}`, 'utf8').catch(() => '')
-    const flags = /^flags:\s+([0-7]+)/m.exec(info)?.[1]
-    if (flags !== undefined) out.push(Number.parseInt(flags, 8))
+  for (const { fd, path } of await openFiles()) {
+    const flags = path === file ? await openFlags(fd) : null
+    if (flags !== null) out.push(flags)
   }
   return out
 }
@@ -129,13 +127,13 @@ t.test(
     const log = await SegmentLog.open(dir, 16 * 1024)
     t.teardown(() => log.close())
     await log.append(await batch(1, 3000), Date.now())
-    const first = await openFlags(join(dir, '00000001.seg'))
+    const first = await flagsOn(join(dir, '00000001.seg'))
     t.equal(first.length, 1, 'one descriptor on the first segment')
     t.ok((first[0]! & constants.O_DSYNC) !== 0, 'opened with O_DSYNC')
     for (let i = 2; log.position().seg === 1; i++) await log.append(await batch(i, 3000), Date.now())
-    const second = await openFlags(join(dir, '00000002.seg'))
+    const second = await flagsOn(join(dir, '00000002.seg'))
     t.equal(second.length, 1, 'one descriptor on the segment rolled to')
     t.ok((second[0]! & constants.O_DSYNC) !== 0, 'opened with O_DSYNC')
-    t.same(await openFlags(join(dir, '00000001.seg')), [], 'the full segment is closed')
+    t.same(await flagsOn(join(dir, '00000001.seg')), [], 'the full segment is closed')
   },
 )
