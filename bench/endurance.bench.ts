@@ -33,7 +33,8 @@
 // Then a second hub with its own data folder and a short retention window (`[history]
 // max_age_days = 0.0003`, about 26 s; `max_mb = 64`; `segment_mb = 0.25`) takes 1,000 events/s for
 // ENDURANCE_RETENTION_SECONDS (default 120) while <data>/engine is sampled every 5 s: flat (within
-// 10%) over the last half, or how much it grew.
+// 10%) over the last half, or how much it grew. ENDURANCE_ONLY=retention runs that second hub alone
+// (two minutes, where the whole bench takes half an hour).
 import { closeSync, fdatasyncSync, openSync, readdirSync, readFileSync, statSync, writeSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { cpus, tmpdir } from 'node:os'
@@ -68,6 +69,11 @@ const RETENTION_SECONDS = Number(process.env.ENDURANCE_RETENTION_SECONDS ?? 120)
 /** `[history] commit_window_ms` of the main hub (hub/engine/README.md, "The write budget"). */
 const COMMIT_WINDOW_MS = Number(process.env.ENDURANCE_COMMIT_WINDOW_MS ?? 0)
 const RETENTION_RATE = 1000
+const ONLY = process.env.ENDURANCE_ONLY
+if (ONLY !== undefined && ONLY !== '' && ONLY !== 'retention') {
+  throw new Error(`ENDURANCE_ONLY=${ONLY}: the one part that runs alone is 'retention'`)
+}
+const ONLY_RETENTION = ONLY === 'retention'
 /** The allocator the systemd unit would give the hub here (hub/service/jemalloc.ts). */
 const JEMALLOC =
   process.env.ENDURANCE_MALLOC === 'glibc'
@@ -597,7 +603,7 @@ try {
       .map(([k, v]) => `${k}=${v}`)
       .join(' ')}`,
   )
-  await endurance(dir)
+  if (!ONLY_RETENTION) await endurance(dir)
   await retention(dir)
   say(loadLine())
 } finally {
