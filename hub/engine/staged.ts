@@ -53,6 +53,11 @@ export class StagedWrites {
    * cost one per run.
    */
   private fresh = new Set<string>()
+  /**
+   * How far into the log what is staged reaches; null: nothing staged since the last write. A
+   * batch LevelDB has no share of (admission records alone, store-layout.ts `logOnly`) stages
+   * this alone, so LevelDB still learns the log was applied that far.
+   */
   private applied: string | null = null
   /** The keys of the batch being written, read until it is in LevelDB. */
   private writingKeys: Map<string, string | null> | null = null
@@ -80,7 +85,7 @@ export class StagedWrites {
       else this.keys.set(op.key, null)
     }
     const now = Date.now()
-    if (this.count === 0) this.firstAt = now
+    if (this.applied === null) this.firstAt = now
     this.lastAt = now
     this.count += ops.length
     this.applied = applied
@@ -103,7 +108,7 @@ export class StagedWrites {
     this.timer = setTimeout(
       () => {
         this.timer = null
-        if (this.count === 0) return
+        if (this.applied === null) return
         const at = Date.now()
         if (this.due() > at) this.schedule(at)
         else this.flush().catch(this.onError)
@@ -137,7 +142,7 @@ export class StagedWrites {
   }
 
   get pending(): boolean {
-    return this.count > 0 || this.writing !== null
+    return this.applied !== null || this.writing !== null
   }
 
   /** Writes everything staged so far to LevelDB; resolves once it is there. */
@@ -145,7 +150,7 @@ export class StagedWrites {
     while (this.writing) await this.writing.catch(() => undefined)
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    if (this.count === 0) return
+    if (this.applied === null) return
     const ops: StagedOp[] = []
     for (const [key, value] of this.keys)
       ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })

@@ -4,6 +4,7 @@
 // the policy says it is due.
 import t from 'tap'
 import { type StagedOp, StagedWrites, stagedDue } from '../../hub/engine/staged.ts'
+import { waitFor } from '../helpers/wait.ts'
 
 function recorder() {
   const writes: { ops: StagedOp[]; applied: string }[] = []
@@ -140,4 +141,18 @@ t.test('operations staged are written once they are due, and not before', async 
   await new Promise((resolve) => setTimeout(resolve, 300))
   t.same(r.writes, [{ ops: [{ type: 'put', key: 'a', value: '1' }], applied: '1:1' }], 'written once due')
   t.notOk(s.pending, 'nothing left')
+})
+
+t.test('a batch LevelDB has no share of still moves how far it has applied the log', async (t) => {
+  const r = recorder()
+  const s = new StagedWrites(
+    r.write,
+    { quietMs: 5, longestMs: 50, manyKeys: 1024, maxOps: 1000 },
+    () => undefined,
+  )
+  s.add([], '1:300')
+  t.ok(s.pending, 'something to write: where the log was applied to')
+  await waitFor(() => r.writes.length > 0, 'the staged write')
+  t.same(r.writes, [{ ops: [], applied: '1:300' }], 'written when due, as any staged batch')
+  t.notOk(s.pending, 'and then nothing is left')
 })
