@@ -4,8 +4,8 @@ import { idOfPosition } from './finished-index.ts'
 import { splitRecs } from './log/index-file.ts'
 import { INDEX } from './run-index.ts'
 import type { StoreContext } from './store-context.ts'
-import { ADM, FIN, OPEN, RUN, deltaKey } from './store-layout.ts'
-import { indexOnly } from './store-reads.ts'
+import { FIN, OPEN, RUN, deltaKey } from './store-layout.ts'
+import { indexOnly, loggedAdmissions } from './store-reads.ts'
 
 /**
  * What a backup keeps (hub/backup/README.md, "What an archive holds"), as the store kept it
@@ -14,8 +14,9 @@ import { indexOnly } from './store-reads.ts'
  * snapshot, once everything logged is applied to it; no retention pass runs while it is read,
  * so every segment a locator points into stays. Left out: what the log or a migration makes
  * again (the index, `meta!`), and the finished runs LevelDB holds nothing of come after the
- * rest, from the run index (store-writes.ts `indexOwn`). `history: false` also leaves out
- * finished runs and admission records: what stays is what the hub would go on with.
+ * rest, from the run index (store-writes.ts `indexOwn`), then the admission records, which only
+ * the log holds (store-layout.ts `logOnly`). `history: false` also leaves out finished runs and
+ * admission records: what stays is what the hub would go on with.
  */
 export async function* exportRecords(
   ctx: StoreContext,
@@ -40,12 +41,12 @@ export async function* exportRecords(
     for await (const [key, v] of ctx.db.iterator()) {
       if (key.startsWith('meta!') || key.startsWith(INDEX)) continue
       if (!opts.history) {
-        if (key.startsWith(FIN) || key.startsWith(ADM)) continue
+        if (key.startsWith(FIN)) continue
         if (key.startsWith(OPEN)) open.add(key.slice(OPEN.length))
         if (key.startsWith(RUN) && !open.has(key.slice(RUN.length, key.lastIndexOf('!')))) continue
       }
       chunk.push([key, v])
-      // A value in a segment retention dropped before (an old admission record) is gone.
+      // A value in a segment retention dropped before (an old MQTT mark) is gone.
       if (chunk.length >= 256) yield* await read()
     }
     yield* await read()
@@ -58,6 +59,8 @@ export async function* exportRecords(
       if (chunk.length >= 256) yield* await read()
     }
     yield* await read()
+    // A record the log holds twice (store-reads.ts `loggedAdmissions`) is loaded once: one key.
+    yield* loggedAdmissions(ctx, 'oldest first')
   } finally {
     ctx.exporting--
   }

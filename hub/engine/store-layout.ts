@@ -14,7 +14,7 @@ export const OPEN = 'open!'
 export const FIN = 'fin!'
 /** A trigger kept for later (sops/RUNTIME.md, "Kept triggers"). */
 export const KEPT = 'kept!'
-/** Admission records, by time. */
+/** Admission records, by time: in the history log alone (`logOnly`). */
 export const ADM = 'adm!'
 /** When each SOP last finished a run: its cooldown counts from there (sops/RUNTIME.md, "Cooldown"). */
 export const LAST = 'last!'
@@ -43,12 +43,20 @@ export const FIRST = '!000000'
 
 /**
  * Keys whose values live in the log; LevelDB holds a locator (`@seg.off.len`, base 36): the run
- * records, the finished runs' summaries, the admission records, the fingerprinted once-only
- * marks (rewritten with every MQTT event, up to four a key). What LevelDB then writes and
- * compacts is keys and locators, a tenth of the bytes.
+ * records, the finished runs' summaries, the fingerprinted once-only marks (rewritten with every
+ * MQTT event, up to four a key). What LevelDB then writes and compacts is keys and locators, a
+ * tenth of the bytes.
  */
-export const inLog = (key: string) =>
-  key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(ADM) || key.startsWith(MARK)
+export const inLog = (key: string) => key.startsWith(RUN) || key.startsWith(FIN) || key.startsWith(MARK)
+
+/**
+ * Keys the log holds and LevelDB never does: the admission records, one with every trigger.
+ * They are read only newest first (`HubEngine.admissions`) or all at once (a backup), both in
+ * the log's own order (store-reads.ts `loggedAdmissions`), and they go with their segment. A key
+ * and locator each in LevelDB, put and later deleted, cost a burst about a quarter of its bytes
+ * (hub/engine/README.md, "The write budget").
+ */
+export const logOnly = (key: string) => key.startsWith(ADM)
 
 /** An operation as LevelDB takes it: a value that lives in the log becomes its locator. */
 export function indexOp(op: BatchOp, locator: () => string): StagedOp {

@@ -11,7 +11,7 @@ import { SegmentLog } from './log/segment-log.ts'
 import { fold } from './run-deltas.ts'
 import { INDEX, INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import { type StoreContext, segmentTimes } from './store-context.ts'
-import { FIN, LAYOUT, LAYOUT_VERSION, OPEN, RUN } from './store-layout.ts'
+import { ADM, FIN, LAYOUT, LAYOUT_VERSION, OPEN, RUN } from './store-layout.ts'
 import { catchUp, rebuildIndex } from './store-replay.ts'
 import { write } from './store-writes.ts'
 
@@ -50,11 +50,34 @@ export async function checkLayout(ctx: StoreContext): Promise<void> {
     if (await hasRuns(ctx)) await migrate(ctx)
     else ctx.unmarked = true
   } else if ((await ctx.db.get(INDEX_MARKER)) !== INDEX_VERSION) await rebuildIndex(ctx)
+  await logAdmissions(ctx)
   // The finished runs' files, checked, and those missing built (a crash before one was written).
   // It reads where each run's first record is from LevelDB: what a move staged is written first.
   if (!ctx.index.opened) {
     await ctx.settle()
     await ctx.index.open()
+  }
+}
+
+/**
+ * Admission records an older svc kept a LevelDB key for (with a locator, or before the history
+ * log with the record itself), left where this svc keeps them: in the log alone (store-layout.ts
+ * `logOnly`). A located record is in the log already and only its key goes; a record held as
+ * JSON is written to the log, a few thousand to a synced batch, and its key deleted after. A crash
+ * between the two logs those again at the next open; they are read back once (store-reads.ts
+ * `admissions`). A store with none costs an open one look into LevelDB.
+ */
+async function logAdmissions(ctx: StoreContext): Promise<void> {
+  for (;;) {
+    const keys: string[] = []
+    const ops: BatchOp[] = []
+    for await (const [key, v] of ctx.db.iterator({ gt: ADM, lt: `${ADM}\xff`, limit: 2000 })) {
+      keys.push(key)
+      if (!v.startsWith('@')) ops.push({ type: 'put', key, value: v })
+    }
+    if (keys.length === 0) return
+    if (ops.length > 0) await write(ctx, ops)
+    await ctx.db.batch(keys.map((key) => ({ type: 'del' as const, key })))
   }
 }
 

@@ -1,8 +1,8 @@
 // What the engine store answers (hub/engine/README.md, "The history log"): a run replayed from
 // its deltas, pages of the run index, the unfinished runs a start takes up, the kept triggers,
-// the admission records, the once-only marks. Each read first waits for what is staged to reach
-// LevelDB (`settle`), and the run reads for a reopen under way; values LevelDB holds as
-// locators are read from the log.
+// the admission records, the once-only marks. Each read of LevelDB first waits for what is staged
+// to reach it (`settle`), and the run reads for a reopen under way; values LevelDB holds as
+// locators are read from the log, and the admission records from the log alone.
 import type { RunFilter, RunPage, RunSummary } from '../../sops/hub-engine.ts'
 import type { AdmissionDecision, AdmissionRecord, KeptTrigger } from '../../sops/engine-api.ts'
 import type { RunRecord } from '../../sops/run/record.ts'
@@ -12,7 +12,7 @@ import { type IndexEntry, splitRecs } from './log/index-file.ts'
 import { byPosition, checkFilter, cursorAt, indexedState, position } from './run-index.ts'
 import type { OnceMark } from './store-types.ts'
 import type { StoreContext } from './store-context.ts'
-import { ADM, FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, deltaKey, parseLocator } from './store-layout.ts'
+import { FIN, KEPT, LAST, MARK, ONCE, OPEN, RUN, deltaKey, logOnly, parseLocator } from './store-layout.ts'
 import { summary } from './summary.ts'
 
 /** The fingerprinted marks left by the last run of the hub (not yet forgotten). */
@@ -196,15 +196,40 @@ export async function kept(ctx: StoreContext): Promise<KeptTrigger[]> {
   return out
 }
 
+/** The newest `limit` admission records, oldest first, as the log holds them (`logOnly`). */
 export async function admissions(ctx: StoreContext, limit = 1000): Promise<AdmissionRecord[]> {
-  await ctx.settle()
   const out: AdmissionRecord[] = []
-  const stored: string[] = []
-  for await (const v of ctx.db.values({ gt: ADM, lt: ADM + '\xff', reverse: true, limit })) stored.push(v)
-  // A record in a segment dropped for size before its age came: gone with it.
-  for (const text of await Promise.all(stored.map((v) => ctx.valueOf(v))))
-    if (text !== undefined) out.push(JSON.parse(text) as AdmissionRecord)
+  // A record logged twice (`loggedAdmissions`) is given once.
+  const seen = new Set<string>()
+  for await (const [key, text] of loggedAdmissions(ctx, 'newest first')) {
+    if (out.length >= limit) break
+    if (seen.has(key)) continue
+    seen.add(key)
+    out.push(JSON.parse(text) as AdmissionRecord)
+  }
   return out.reverse()
+}
+
+/**
+ * Every admission record the log holds, key and JSON, a segment at a time: the order they were
+ * written in, or its reverse. A record is logged once, but a crash while an older store's were
+ * moved into the log (store-open.ts `logAdmissions`) may have logged some twice, under the same
+ * key. A segment retention drops meanwhile gives nothing.
+ */
+export async function* loggedAdmissions(
+  ctx: StoreContext,
+  order: 'oldest first' | 'newest first',
+): AsyncGenerator<[string, string]> {
+  if (ctx.reopening) await ctx.reopening
+  const segments = ctx.log.segments()
+  if (order === 'newest first') segments.reverse()
+  for (const s of segments) {
+    const records: [string, string][] = []
+    for (const b of await ctx.log.scan(s.n))
+      for (const { op } of b.ops) if (op.type === 'put' && logOnly(op.key)) records.push([op.key, op.value])
+    if (order === 'newest first') records.reverse()
+    yield* records
+  }
 }
 
 export async function lastFinished(ctx: StoreContext): Promise<Map<string, number>> {

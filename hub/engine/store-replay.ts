@@ -10,7 +10,6 @@ import { INDEX, INDEX_MARKER, INDEX_VERSION } from './run-index.ts'
 import type { StagedOp } from './staged.ts'
 import type { StoreContext } from './store-context.ts'
 import {
-  ADM,
   APPLIED,
   FIN,
   FIRST,
@@ -21,6 +20,7 @@ import {
   inLog,
   indexOp,
   locatorText,
+  logOnly,
 } from './store-layout.ts'
 
 /** Keys the log carries for the runs, cleared and applied again by `rebuildIndex`. */
@@ -73,7 +73,8 @@ function applyScanned(
   // What `derived` gives is never in the log, so the locator is only ever the record's own.
   for (const s of scanned)
     for (const op of [s.op, ...derived(s.op)])
-      if (!only || only(op.key)) ops.push(indexOp(op, () => locatorText(seg, s.off, s.len, s.inner)))
+      if (!logOnly(op.key) && (!only || only(op.key)))
+        ops.push(indexOp(op, () => locatorText(seg, s.off, s.len, s.inner)))
   return ctx.writeIndex(ops, only ? null : `${seg}:${end}`)
 }
 
@@ -82,16 +83,16 @@ function applyScanned(
  * markers and the index keys are cleared, then every batch the log still holds is applied
  * again for those keys. The marker is unset first and set last: a crash part-way leaves the
  * index marked stale, and the next open starts again. `lostTo`: the log ends before where
- * LevelDB said it had applied (`onAheadOfLog`); the admission records and MQTT marks, whose
- * locators may point past the end, are cleared and applied again too, and LevelDB is told it
- * has applied the log up to `lostTo`, its end.
+ * LevelDB said it had applied (`onAheadOfLog`); the MQTT marks, whose locators may point past
+ * the end, are cleared and applied again too, and LevelDB is told it has applied the log up to
+ * `lostTo`, its end.
  */
 export async function rebuildIndex(ctx: StoreContext, lostTo?: string): Promise<void> {
   await ctx.settle()
   await ctx.db.put(INDEX_MARKER, 'rebuilding', { sync: true })
   // The finished runs' files are built again from the log once LevelDB has the runs again.
   await ctx.index.clear()
-  const cleared = lostTo === undefined ? [RUN, FIN, OPEN, INDEX] : [RUN, FIN, OPEN, INDEX, ADM, MARK]
+  const cleared = lostTo === undefined ? [RUN, FIN, OPEN, INDEX] : [RUN, FIN, OPEN, INDEX, MARK]
   for (const p of cleared) await ctx.db.clear({ gte: p, lt: `${p}\xff` })
   const segments = ctx.log.segments()
   for (const [i, s] of segments.entries()) {

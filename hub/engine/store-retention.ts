@@ -1,15 +1,14 @@
 // What the engine store forgets (hub/engine/README.md, "Retention"): a pass every
 // `retentionEveryMs` drops the history log's segments past the bounds (log/retention.ts picks
 // them), removing the finished runs whose first record was in one and carrying the unfinished
-// ones on, and deletes the admission records past the age bound; once-only marks are forgotten
-// when the engine asks (`pruneOnce`). Also how far back the history reaches, which a pass reads.
+// ones on; the admission records, which the log alone holds, go with their segment. Once-only
+// marks are forgotten when the engine asks (`pruneOnce`). Also how far back the history reaches, which a pass reads.
 import type { HistoryReach } from '../../sops/hub-engine.ts'
 import type { BatchOp } from './group-commit.ts'
 import { retentionEveryMs, segmentsToDrop } from './log/retention.ts'
 import { carryOps } from './run-deltas.ts'
 import type { StoreContext } from './store-context.ts'
 import {
-  ADM,
   DROPPED,
   FIN,
   FIRST,
@@ -20,7 +19,6 @@ import {
   SEGTIME,
   deltaKey,
   parseLocator,
-  seqKey,
 } from './store-layout.ts'
 import { replay } from './store-reads.ts'
 import { write } from './store-writes.ts'
@@ -74,9 +72,8 @@ export function schedulePrune(ctx: StoreContext): void {
 }
 
 /**
- * One pass of retention: drops the segments past the bounds (log/retention.ts), and the admission
- * records older than the age bound. Runs beside the event path: its writes go through the
- * group committer like any other. A pass already under way is waited for, not doubled.
+ * One pass of retention: drops the segments past the bounds (log/retention.ts). Runs beside the
+ * event path: its writes go through the group committer like any other. A pass already under way is waited for, not doubled.
  */
 export function prune(ctx: StoreContext): Promise<void> {
   ctx.pruning ??= prunePass(ctx).finally(() => {
@@ -94,31 +91,9 @@ async function prunePass(ctx: StoreContext): Promise<void> {
   const now = ctx.now()
   // A segment's size counts its index file's: the bound is of what history takes on disk.
   const segments = ctx.log.segments().map((s) => ({ ...s, bytes: s.bytes + ctx.index.bytesOf(s.n) }))
-  let dropped = 0
-  for (const n of segmentsToDrop(segments, ctx.log.position().seg, now, ctx.bounds)) {
+  for (const n of segmentsToDrop(segments, ctx.log.position().seg, now, ctx.bounds))
     if (!(await dropSegment(ctx, n))) break
-    dropped++
-  }
-  // Admission records past the age bound go when a segment does, as the runs beside them, so a
-  // pass with nothing to drop writes nothing. Looking each pass (once a minute) wrote LevelDB's
-  // staged share early every minute, and a synced batch of deletes once history reached the bound.
-  if (dropped > 0) await dropAdmissions(ctx, now)
   await readOldest(ctx)
-}
-
-/** Deletes the admission records older than the age bound (their values are in the log). */
-async function dropAdmissions(ctx: StoreContext, now: number): Promise<void> {
-  const before = seqKey(ADM, Math.max(0, now - ctx.bounds.maxAgeMs), 0)
-  await ctx.settle()
-  let ops: BatchOp[] = []
-  for await (const key of ctx.db.keys({ gt: ADM, lt: before })) {
-    ops.push({ type: 'del', key })
-    if (ops.length >= 1000) {
-      await write(ctx, ops)
-      ops = []
-    }
-  }
-  if (ops.length > 0) await write(ctx, ops)
 }
 
 /**

@@ -25,6 +25,7 @@ import {
   deltaKey,
   indexOp,
   locatorText,
+  logOnly,
   parseLocator,
 } from './store-layout.ts'
 import { catchUp } from './store-replay.ts'
@@ -65,8 +66,8 @@ async function writeBatch(ctx: StoreContext, batch: BatchOp[]): Promise<void> {
   const sealed = await sealBatch(enc.bytes)
   const at = await ctx.log.append(sealed, ctx.now())
   ctx.lastSyncAt = Date.now()
-  const staged = ops.map((op, i) =>
-    indexOp(op, () => locatorText(at.seg, at.off, sealed.length, enc.frames[i]!)),
+  const staged = ops.flatMap((op, i) =>
+    logOnly(op.key) ? [] : [indexOp(op, () => locatorText(at.seg, at.off, sealed.length, enc.frames[i]!))],
   )
   if (at.full) {
     const key = SEGTIME + at.full.n.toString(36)
@@ -74,7 +75,8 @@ async function writeBatch(ctx: StoreContext, batch: BatchOp[]): Promise<void> {
     staged.push({ type: 'put', key, value })
     ctx.segTimeDue = { type: 'put', key, value }
   }
-  ctx.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
+  // The heartbeat's empty batch leaves LevelDB alone: a restart reads its commit frame again.
+  if (ops.length > 0) ctx.staged.add(staged, `${at.seg}:${at.off + sealed.length}`)
   noteIndexed(ctx, ops, at.seg)
   // The full segment's index is written beside it, off this write's path.
   if (at.full) {

@@ -122,6 +122,11 @@ t.test(
     )
 
     const engine = await restoredEngine(t, to)
+    t.same(
+      (await engine.admissions()).map((a) => `${a.sop} ${a.outcome}`),
+      [...Array(6).fill('work started'), 'gate started', 'gate held'],
+      'the admission records, which the log alone held, in order',
+    )
     t.equal((await engine.queryRuns({ sop: 'work', state: 'completed' })).runs.length, 6)
     const [waiting] = engine.pending()
     t.match(waiting, { sop: 'gate', state: 'waiting_approval' }, 'the approval still waits')
@@ -156,6 +161,7 @@ t.test('--no-history: unfinished runs, approvals, held triggers and marks, no fi
   t.same(r.runs, { finished: 0, unfinished: 1 })
   const engine = await restoredEngine(t, to)
   t.equal((await engine.queryRuns({ sop: 'work' })).runs.length, 0, 'no finished run')
+  t.same(await engine.admissions(), [], 'no admission record')
   t.match(engine.pending(), [{ sop: 'gate', state: 'waiting_approval' }])
   t.match(engine.keptTriggers(), [{ sop: 'gate', kind: 'held' }])
   t.match(await engine.trigger('work', { ...event({ m: 1 }), once: { key: 'k1', check: true } }), {

@@ -1,17 +1,15 @@
 // Retention at a site's pace and in a burst (hub/engine/README.md, "Retention" and "The write
 // budget"): a pass with no segment to drop writes nothing, so the minute's look costs the card no
-// page and does not hurry LevelDB's staged share; the admission records past the age bound go once
-// a segment does; and retention looks each time a segment fills, so a burst does not outrun the
-// size bound until the next minute's look.
+// page and does not hurry LevelDB's staged share; the admission records go with their segment;
+// and retention looks each time a segment fills, so a burst does not outrun the size bound until
+// the next minute's look.
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
-import { Level } from 'level'
 import t from 'tap'
 import { createEngine } from '../../hub/engine/index.ts'
 import type { HistoryBounds } from '../../hub/engine/log/retention.ts'
 import type { EngineStore } from '../../hub/engine/store.ts'
 import { STAGE_MS } from '../../hub/engine/store-context.ts'
-import { ADM } from '../../hub/engine/store-layout.ts'
 import { tempDir } from '../helpers/tmp.ts'
 import { call, event, incompressible, memoryTools, sop, step } from './helpers.ts'
 
@@ -61,12 +59,15 @@ t.test('a retention pass with no segment to drop writes nothing', async (t) => {
   t.equal((await engine.queryRuns({ limit: 100 })).runs.length, 8, 'and every run is there')
 })
 
-t.test('admission records past the age bound go when a segment does', async (t) => {
+t.test('admission records go with their segment', async (t) => {
   const dir = join(await tempDir(t, 'svc-retention-adm-'), 'engine')
   const clock = { now: Date.UTC(2026, 10, 1) }
   const { engine, store } = await start(dir, clock)
-  for (let i = 0; i < 300; i++) await engine.trigger('w', event({ i }, clock.now))
+  t.teardown(() => engine.close())
+  const old: string[] = []
+  for (let i = 0; i < 300; i++) old.push((await engine.trigger('w', event({ i }, clock.now))).runId!)
   await engine.idle()
+  t.equal((await engine.admissions(1000)).length, 300, 'a record for each trigger')
   const segments = (await readdir(join(dir, 'history'))).filter((f) => f.endsWith('.seg'))
   t.ok(segments.length > 2, `the runs fill ${segments.length} segments`)
   clock.now += 2 * DAY
@@ -76,12 +77,14 @@ t.test('admission records past the age bound go when a segment does', async (t) 
   const left = (await readdir(join(dir, 'history'))).filter((f) => f.endsWith('.seg'))
   t.ok(left.length < segments.length, `segments dropped (${segments.length} → ${left.length})`)
   t.equal((await engine.getRun(kept))?.state, 'completed', 'the late run is kept')
-  await engine.close()
-  const db = new Level<string, string>(dir)
-  t.teardown(() => db.close())
-  const adm: string[] = []
-  for await (const k of db.keys({ gt: ADM, lt: `${ADM}\xff` })) adm.push(k)
-  t.equal(adm.length, 1, 'only the late run admission record is left in LevelDB')
+  const recs = await engine.admissions(1000)
+  t.ok(recs.length < 301, `records went with the segments (${recs.length} of 301 left)`)
+  t.equal(recs.at(-1)?.runId, kept, "the late run's record is kept")
+  for (const r of recs)
+    if (r.runId !== kept) t.ok(await engine.getRun(r.runId!), 'an old record left names a run still kept')
+  const gone = old.filter((id) => !recs.some((r) => r.runId === id))
+  t.ok(gone.length > 0, 'and the runs dropped have no record')
+  for (const id of gone.slice(0, 5)) t.equal(await engine.getRun(id), undefined, 'their runs are gone')
 })
 
 t.test('the size bound holds through a burst, with no pass asked for', async (t) => {
