@@ -2,7 +2,8 @@
 // `retentionEveryMs` drops the history log's segments past the bounds (log/retention.ts picks
 // them), removing the finished runs whose first record was in one and carrying the unfinished
 // ones on; the admission records, which the log alone holds, go with their segment. Once-only
-// marks are forgotten when the engine asks (`pruneOnce`). Also how far back the history reaches, which a pass reads.
+// marks are forgotten when the engine asks (`pruneOnce`). Also how far back the history
+// reaches, which a pass reads.
 import type { HistoryReach } from '../../sops/hub-engine.ts'
 import type { BatchOp } from './group-commit.ts'
 import { retentionEveryMs, segmentsToDrop } from './log/retention.ts'
@@ -73,7 +74,8 @@ export function schedulePrune(ctx: StoreContext): void {
 
 /**
  * One pass of retention: drops the segments past the bounds (log/retention.ts). Runs beside the
- * event path: its writes go through the group committer like any other. A pass already under way is waited for, not doubled.
+ * event path: its writes go through the group committer like any other. A pass already under
+ * way is waited for, not doubled.
  */
 export function prune(ctx: StoreContext): Promise<void> {
   ctx.pruning ??= prunePass(ctx).finally(() => {
