@@ -64,7 +64,7 @@ for (const [name, path, kind] of [
       const dir = join(await tempDir(t, 'svc-adm-older-'), 'engine')
       await cp(join(FIXTURES, path), dir, { recursive: true })
       const before = await admissionKeys(dir)
-      t.equal(before.length, 9, 'the fixture holds the story nine triggers admission records')
+      t.equal(before.length, 9, "the fixture holds an admission record for each of the story's nine triggers")
       t.equal(
         before.every(([, v]) => v.startsWith('@')),
         kind === 'a locator',
